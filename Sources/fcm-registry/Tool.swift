@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `fcm-registry` command: parses and dispatches to one file per subcommand.
+@main
+struct Tool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fcm-registry",
+        abstract: "A self-hosted, FCM-compatible registry of device groups and topic subscriptions.",
+        subcommands: [ConditionCommand.self]
+    )
+}
