@@ -7,20 +7,57 @@ let package = Package(
     products: [
         .executable(name: "fcm-registry", targets: ["fcm-registry"]),
         .library(name: "Conditions", targets: ["Conditions"]),
+        .library(name: "Registry", targets: ["Registry"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         /// The topic-condition language: lexer, parser, diagnostics, dialects, evaluation. Standard library only.
         .target(name: "Conditions"),
+        /// The domain: projects, tokens, groups, notification keys, topics, limits, and the store interface.
+        .target(
+            name: "Registry",
+            dependencies: [
+                "Conditions",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The store on SQLite through GRDB, with its migrations.
+        .target(
+            name: "RegistrySQLite",
+            dependencies: [
+                "Registry",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        /// The Hummingbird application: FCM-compatible routes, native routes, auth, error envelopes.
+        .target(
+            name: "RegistryServer",
+            dependencies: [
+                "Registry",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         /// The command line: parses and dispatches, nothing more.
         .executableTarget(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
+                "Registry",
+                "RegistrySQLite",
+                "RegistryServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -28,6 +65,19 @@ let package = Package(
             dependencies: [
                 "Conditions",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "RegistryTests",
+            dependencies: ["Registry", "RegistrySQLite"]
+        ),
+        .testTarget(
+            name: "RegistryServerTests",
+            dependencies: [
+                "Registry",
+                "RegistrySQLite",
+                "RegistryServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
     ]

@@ -6,6 +6,9 @@ struct Tool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fcm-registry",
         abstract: "A self-hosted, FCM-compatible registry of device groups and topic subscriptions.",
-        subcommands: [ConditionCommand.self]
+        subcommands: [
+            ServeCommand.self, ProjectCommand.self, ConditionCommand.self, GroupCommand.self, TopicCommand.self,
+            TokenCommand.self,
+        ]
     )
 }

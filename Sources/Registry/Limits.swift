@@ -1,0 +1,19 @@
+/// The limits the registry enforces. Defaults are FCM's; every one can be configured.
+public struct Limits: Sendable, Hashable {
+    /// Members of one device group.
+    public var membersPerGroup = 20
+    /// Tokens in one `batchAdd` / `batchRemove` call.
+    public var tokensPerBatch = 1000
+    /// Topics one token may be subscribed to (then `TOO_MANY_TOPICS`).
+    public var topicsPerToken = 2000
+    /// Bytes of a request body (then 413).
+    public var requestBodyBytes = 1 << 20
+    /// Longest device-group name; FCM documents none, so this only keeps rows sane.
+    public var groupNameLength = 256
+    /// Entries per page of a listing when the caller does not say.
+    public var defaultPageSize = 1000
+    /// The most entries one page may hold.
+    public var maximumPageSize = 2000
+
+    public init() {}
+}

@@ -1,0 +1,52 @@
+/// Device groups: FCM's `/fcm/notification` operations.
+extension Registry {
+    /// `create`: a new group of the usable tokens; returns a notification key for it.
+    /// - Throws: `.invalidGroupName`, `.noValidRegistrationIds`, `.groupNameTaken`, `.groupFull`.
+    public func createGroup(named name: String, tokens: [String], in project: Project) async throws -> String {
+        try checkGroupName(name)
+        let usable = usableTokens(tokens)
+        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        let group = try await store.createGroup(
+            named: name, tokens: usable, memberLimit: limits.membersPerGroup, in: project)
+        return keys.issue(groupID: group.id, in: project)
+    }
+
+    /// `add`: adds tokens to the group `notificationKey` names.
+    /// - Parameter expectedName: the optional `notification_key_name`, checked against the group's name.
+    public func addToGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
+        async throws -> GroupRef
+    {
+        let id = try keys.groupID(from: notificationKey, in: project)
+        let usable = usableTokens(tokens)
+        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        return try await store.addMembers(
+            usable, toGroup: id, expectedName: expectedName, memberLimit: limits.membersPerGroup, in: project)
+    }
+
+    /// `remove`: removes tokens; the group is deleted when its last member leaves.
+    public func removeFromGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
+        async throws -> GroupRef
+    {
+        let id = try keys.groupID(from: notificationKey, in: project)
+        let usable = usableTokens(tokens)
+        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        return try await store.removeMembers(usable, fromGroup: id, expectedName: expectedName, in: project)
+    }
+
+    /// GET by name: a fresh notification key for the group, different on every call.
+    /// - Throws: `.groupNotFound`.
+    public func notificationKey(forGroupNamed name: String, in project: Project) async throws -> String {
+        guard let group = try await store.group(named: name, in: project) else { throw RegistryError.groupNotFound }
+        return keys.issue(groupID: group.id, in: project)
+    }
+
+    func checkGroupName(_ name: String) throws(RegistryError) {
+        guard !name.isEmpty else { throw .invalidGroupName("notification_key_name must not be empty") }
+        guard name.count <= limits.groupNameLength else {
+            throw .invalidGroupName("notification_key_name is longer than \(limits.groupNameLength) characters")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .invalidGroupName("notification_key_name must not contain control characters")
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/// Why a registry operation was refused. Each API family words these in its own envelope.
+public enum RegistryError: Error, Sendable, Hashable {
+    /// `create` with a group name the project already has.
+    case groupNameTaken
+    /// None of the tokens in the request can be used.
+    case noValidRegistrationIds
+    /// The group a key or name pointed at does not exist (any more).
+    case groupNotFound
+    /// `notification_key_name` and `notification_key` name different groups.
+    case groupNameMismatch
+    /// A string that is not a notification key this project issued.
+    case undecryptableKey
+    /// The operation would leave the group with more members than allowed.
+    case groupFull(limit: Int)
+    case invalidGroupName(String)
+    case invalidTopicName
+    /// A token that is not well-formed.
+    case malformedToken
+    /// A token the project does not know, or one that is unregistered.
+    case tokenNotFound
+    /// The token would exceed the topics-per-token limit.
+    case tooManyTopics(limit: Int)
+    case subscriptionExists
+    case subscriptionNotFound
+    case invalidProject(String)
+    case projectExists(String)
+    case projectNotFound(String)
+    case serverKeyNotFound
+}

@@ -1,0 +1,66 @@
+/// Where the registry keeps its state: the narrow interface a backend implements.
+///
+/// Every method that writes is one transaction: it either does all it says or throws and changes
+/// nothing. Rule checks that need the stored state (member limit, topics per token, unique names)
+/// happen inside that transaction and throw `RegistryError`. Tokens passed in are already
+/// well-formed and free of duplicates; names are already valid.
+public protocol RegistryStore: Sendable {
+    // MARK: Projects and keys
+
+    func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project
+    func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project
+    /// - Throws: `RegistryError.serverKeyNotFound` when no active key has that hash.
+    func revokeServerKey(keyHash: [UInt8]) async throws
+    /// The project an active (not revoked) key belongs to.
+    func project(authenticatedBy keyHash: [UInt8]) async throws -> Project?
+    func projects() async throws -> [Project]
+    /// The secret stored under `name`, created from `make()` the first time it is asked for.
+    func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
+
+    // MARK: Device groups
+
+    /// Creates a group of the registered ones among `tokens` (unknown tokens are registered; unregistered ones dropped).
+    func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws -> GroupRef
+    func addMembers(_ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project)
+        async throws -> GroupRef
+    /// Removes members; a group left empty is deleted (`memberCount` 0).
+    func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
+        async throws -> GroupRef
+    func group(named name: String, in project: Project) async throws -> GroupRef?
+    func groups(in project: Project, after: String?, limit: Int) async throws -> Page<GroupSummary>
+    /// The group and a page of its members (token and when it joined), or `nil` when there is no such group.
+    func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
+        -> (GroupSummary, Page<Membership>)?
+
+    // MARK: Topics
+
+    /// One outcome per token, in order: `.ok`, `.notFound` (unregistered) or `.tooManyTopics`.
+    func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
+        -> [BatchOutcome]
+    /// One outcome per token, in order: `.ok` (also when it was not subscribed) or `.notFound` (unregistered).
+    func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
+    /// Subscribes one token.
+    /// - Throws: `.subscriptionExists`, `.tokenNotFound` (unregistered), `.tooManyTopics`.
+    func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
+        -> SubscriptionInfo
+    /// Whether there was a subscription to delete.
+    func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool
+    func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo?
+    /// A page of the token's topics by name, or `nil` when the token is unknown or unregistered.
+    func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
+        -> Page<SubscriptionInfo>?
+    func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary>
+    func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
+        -> (TopicSummary, Page<Membership>)?
+
+    // MARK: Tokens
+
+    func token(_ token: String, in project: Project) async throws -> TokenInfo?
+    /// The groups (by name) a token belongs to.
+    func groups(ofToken token: String, in project: Project) async throws -> [Membership]
+    /// Registers a new token or re-registers an unregistered one.
+    func registerToken(_ token: String, in project: Project) async throws -> TokenInfo
+    /// Marks the token unregistered and removes it from every group (deleting groups it empties)
+    /// and topic, all at once. Returns `nil` when the project does not know the token.
+    func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo?
+}

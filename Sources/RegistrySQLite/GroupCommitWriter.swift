@@ -1,0 +1,80 @@
+import GRDB
+import Synchronization
+
+/// Runs each request's writes in a savepoint of a shared transaction, committing many requests
+/// with one commit (group commit).
+///
+/// SQLite has one writer, and a commit costs a WAL write; one transaction per request caps the
+/// server at a few thousand writes a second. Requests that arrive while a commit is under way
+/// wait for the next one, which carries them all. Each request still gets all-or-nothing: its
+/// savepoint is rolled back when it throws, without touching the others, and it hears of success
+/// only after the shared commit has returned.
+final class GroupCommitWriter: Sendable {
+    private struct Job: Sendable {
+        /// Runs the request's body in a savepoint and returns what resumes its caller after commit.
+        let run: @Sendable (Database) -> @Sendable () -> Void
+        /// Resumes the caller with the commit's error.
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    private struct Queue {
+        var pending: [Job] = []
+        var draining = false
+    }
+
+    private let writer: any DatabaseWriter
+    private let queue = Mutex(Queue())
+
+    init(_ writer: any DatabaseWriter) {
+        self.writer = writer
+    }
+
+    /// Runs `body` as one all-or-nothing unit and returns its value once it is committed.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job(
+                run: { db in
+                    do {
+                        nonisolated(unsafe) var value: T?
+                        try db.inSavepoint {
+                            value = try body(db)
+                            return .commit
+                        }
+                        let result = value!
+                        return { continuation.resume(returning: result) }
+                    } catch {
+                        return { continuation.resume(throwing: error) }
+                    }
+                },
+                fail: { continuation.resume(throwing: $0) })
+            let startsDrain = queue.withLock { queue in
+                queue.pending.append(job)
+                guard !queue.draining else { return false }
+                queue.draining = true
+                return true
+            }
+            if startsDrain {
+                Task { await self.drain() }
+            }
+        }
+    }
+
+    /// Commits batches until no request is waiting.
+    private func drain() async {
+        while true {
+            let jobs = queue.withLock { queue in
+                let jobs = queue.pending
+                queue.pending = []
+                if jobs.isEmpty { queue.draining = false }
+                return jobs
+            }
+            if jobs.isEmpty { return }
+            do {
+                let completions = try await writer.write { db in jobs.map { $0.run(db) } }
+                completions.forEach { $0() }
+            } catch {
+                jobs.forEach { $0.fail(error) }
+            }
+        }
+    }
+}

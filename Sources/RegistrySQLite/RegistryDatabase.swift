@@ -1,0 +1,52 @@
+import GRDB
+
+/// The SQLite database: opened, configured and migrated in one place.
+public struct RegistryDatabase: Sendable {
+    public let writer: any DatabaseWriter
+
+    /// Migrates `writer` to the current schema.
+    public init(_ writer: any DatabaseWriter) throws {
+        self.writer = writer
+        try Migrations.migrator.migrate(writer)
+    }
+
+    /// Opens (or creates) the database file at `path`: WAL, foreign keys, a busy timeout so that
+    /// command-line readers and the server share it, and `synchronous=NORMAL`, under which a
+    /// committed transaction survives a crash of the process (WAL is written before the commit
+    /// returns); only a power loss can take back the last commits.
+    public static func open(path: String) throws -> RegistryDatabase {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        // DatabasePool sets its own synchronous level after prepareDatabase: set it again on the writer.
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        return try RegistryDatabase(pool)
+    }
+
+    /// A private in-memory database, for tests.
+    public static func inMemory() throws -> RegistryDatabase {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        return try RegistryDatabase(DatabaseQueue(configuration: configuration))
+    }
+
+    /// The schema as `schema/registry.sql` holds it: every table, index and view, in creation order.
+    public func schemaSQL() throws -> String {
+        try writer.read { db in
+            let statements = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT sql FROM sqlite_master
+                    WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'
+                    ORDER BY rowid
+                    """)
+            return statements.map { $0 + ";\n" }.joined(separator: "\n")
+        }
+    }
+}

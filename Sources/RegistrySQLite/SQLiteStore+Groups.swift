@@ -1,0 +1,148 @@
+import GRDB
+import Registry
+
+extension SQLiteStore {
+    public func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
+        -> GroupRef
+    {
+        try await write { db in
+            if try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM deviceGroup WHERE projectId = ? AND name = ?", arguments: [project.rowID, name])
+                != nil
+            {
+                throw RegistryError.groupNameTaken
+            }
+            let now = Clock.now()
+            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now) }
+                .filter { $0.state == .registered }
+            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
+            guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
+            try db.execute(
+                sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)",
+                arguments: [project.rowID, name, now])
+            let id = db.lastInsertedRowID
+            try Self.insertMembers(db, members.map(\.id), into: id, now: now)
+            return GroupRef(id: id, name: name, memberCount: members.count)
+        }
+    }
+
+    public func addMembers(
+        _ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project
+    ) async throws -> GroupRef {
+        try await write { db in
+            let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
+            let now = Clock.now()
+            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now) }
+                .filter { $0.state == .registered }
+            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
+            let current = Set(
+                try Int64.fetchAll(db, sql: "SELECT tokenId FROM groupMember WHERE groupId = ?", arguments: [id]))
+            let joining = members.map(\.id).filter { !current.contains($0) }
+            guard current.count + joining.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
+            try Self.insertMembers(db, joining, into: id, now: now)
+            return GroupRef(id: id, name: name, memberCount: current.count + joining.count)
+        }
+    }
+
+    public func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
+        async throws -> GroupRef
+    {
+        try await write { db in
+            let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
+            let delete = try db.cachedStatement(sql: "DELETE FROM groupMember WHERE groupId = ? AND tokenId = ?")
+            for token in tokens {
+                if let row = try db.tokenRow(token, in: project) {
+                    try delete.execute(arguments: [id, row.id])
+                }
+            }
+            let remaining = try Self.deleteGroupIfEmpty(db, id: id)
+            return GroupRef(id: id, name: name, memberCount: remaining)
+        }
+    }
+
+    public func group(named name: String, in project: Project) async throws -> GroupRef? {
+        try await read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT id, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
+                        FROM deviceGroup WHERE projectId = ? AND name = ?
+                        """, arguments: [project.rowID, name])
+            else { return nil }
+            return GroupRef(id: row["id"], name: name, memberCount: row["members"])
+        }
+    }
+
+    public func groups(in project: Project, after: String?, limit: Int) async throws -> Page<GroupSummary> {
+        try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, createdAt, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
+                    FROM deviceGroup WHERE projectId = ? AND name > ? ORDER BY name LIMIT ?
+                    """, arguments: [project.rowID, after ?? "", limit + 1])
+            let items = rows.prefix(limit).map {
+                GroupSummary(name: $0["name"], memberCount: $0["members"], createdAt: Clock.date($0["createdAt"]))
+            }
+            return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
+        }
+    }
+
+    public func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
+        -> (GroupSummary, Page<Membership>)?
+    {
+        try await read { db in
+            guard
+                let group = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT id, createdAt, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
+                        FROM deviceGroup WHERE projectId = ? AND name = ?
+                        """, arguments: [project.rowID, name])
+            else { return nil }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT token.id, token.value, groupMember.addedAt FROM groupMember
+                    JOIN token ON token.id = groupMember.tokenId
+                    WHERE groupMember.groupId = ? AND groupMember.tokenId > ?
+                    ORDER BY groupMember.tokenId LIMIT ?
+                    """, arguments: [group["id"] as Int64, db.integerCursor(after), limit + 1])
+            let page = Page(
+                items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["addedAt"])) },
+                nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
+            let summary = GroupSummary(name: name, memberCount: group["members"], createdAt: Clock.date(group["createdAt"]))
+            return (summary, page)
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// The group's name, after checking that it exists in the project and matches `expectedName`.
+    static func groupName(_ db: Database, id: Int64, expectedName: String?, in project: Project) throws -> String {
+        guard
+            let name = try String.fetchOne(
+                db, sql: "SELECT name FROM deviceGroup WHERE id = ? AND projectId = ?", arguments: [id, project.rowID])
+        else { throw RegistryError.groupNotFound }
+        if let expectedName, expectedName != name { throw RegistryError.groupNameMismatch }
+        return name
+    }
+
+    static func insertMembers(_ db: Database, _ tokenIDs: [Int64], into groupID: Int64, now: Int64) throws {
+        let insert = try db.cachedStatement(sql: "INSERT INTO groupMember (groupId, tokenId, addedAt) VALUES (?, ?, ?)")
+        for tokenID in tokenIDs {
+            try insert.execute(arguments: [groupID, tokenID, now])
+        }
+    }
+
+    /// Deletes the group when it has no members left; returns how many it has.
+    @discardableResult
+    static func deleteGroupIfEmpty(_ db: Database, id: Int64) throws -> Int {
+        let remaining = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?", arguments: [id]) ?? 0
+        if remaining == 0 {
+            try db.execute(sql: "DELETE FROM deviceGroup WHERE id = ?", arguments: [id])
+        }
+        return remaining
+    }
+}

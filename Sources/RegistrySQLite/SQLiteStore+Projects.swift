@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import Registry
+
+extension SQLiteStore {
+    public func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project {
+        try await write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM project WHERE projectId = ?", arguments: [projectId]) != nil {
+                throw RegistryError.projectExists("a project with id \(projectId) already exists")
+            }
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM project WHERE senderId = ?", arguments: [senderId]) != nil {
+                throw RegistryError.projectExists("a project with sender id \(senderId) already exists")
+            }
+            let now = Clock.now()
+            try db.execute(
+                sql: "INSERT INTO project (projectId, senderId, createdAt) VALUES (?, ?, ?)",
+                arguments: [projectId, senderId, now])
+            let project = Project(rowID: db.lastInsertedRowID, projectId: projectId, senderId: senderId)
+            try db.execute(
+                sql: "INSERT INTO serverKey (projectId, keyHash, createdAt) VALUES (?, ?, ?)",
+                arguments: [project.rowID, Data(keyHash), now])
+            return project
+        }
+    }
+
+    public func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project {
+        try await write { db in
+            guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId]) else {
+                throw RegistryError.projectNotFound(projectId)
+            }
+            try db.execute(
+                sql: "INSERT INTO serverKey (projectId, keyHash, createdAt) VALUES (?, ?, ?)",
+                arguments: [project.rowID, Data(keyHash), Clock.now()])
+            return project
+        }
+    }
+
+    public func revokeServerKey(keyHash: [UInt8]) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE serverKey SET revokedAt = ? WHERE keyHash = ? AND revokedAt IS NULL",
+                arguments: [Clock.now(), Data(keyHash)])
+            if db.changesCount == 0 { throw RegistryError.serverKeyNotFound }
+        }
+    }
+
+    public func project(authenticatedBy keyHash: [UInt8]) async throws -> Project? {
+        try await read { db in
+            try Self.project(
+                db,
+                sql: """
+                    SELECT project.* FROM serverKey JOIN project ON project.id = serverKey.projectId
+                    WHERE serverKey.keyHash = ? AND serverKey.revokedAt IS NULL
+                    """, [Data(keyHash)])
+        }
+    }
+
+    public func projects() async throws -> [Project] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM project ORDER BY id").map(Self.project)
+        }
+    }
+
+    public func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8] {
+        if let stored = try await read({ db in try Data.fetchOne(db, sql: "SELECT value FROM secret WHERE name = ?", arguments: [name]) }) {
+            return Array(stored)
+        }
+        let fresh = make()
+        return try await write { db in
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO secret (name, value) VALUES (?, ?)", arguments: [name, Data(fresh)])
+            // Another process may have created it first; the stored one wins.
+            return Array(try Data.fetchOne(db, sql: "SELECT value FROM secret WHERE name = ?", arguments: [name])!)
+        }
+    }
+
+    private static func project(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> Project? {
+        try Row.fetchOne(db, sql: sql, arguments: arguments).map(project)
+    }
+
+    private static func project(_ row: Row) -> Project {
+        Project(rowID: row["id"], projectId: row["projectId"], senderId: row["senderId"])
+    }
+}

@@ -1,0 +1,180 @@
+import GRDB
+import Registry
+
+extension SQLiteStore {
+    public func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
+        -> [BatchOutcome]
+    {
+        try await write { db in
+            let now = Clock.now()
+            let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
+            let exists = try db.cachedStatement(sql: "SELECT 1 FROM subscription WHERE topicId = ? AND tokenId = ?")
+            let countTopics = try db.cachedStatement(sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?")
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)")
+            let outcomes = try tokens.map { value -> BatchOutcome in
+                let token = try db.tokenRowRegistering(value, in: project, now: now)
+                guard token.state == .registered else { return .notFound }
+                // A token registered just now has no topics: skip the look-ups.
+                if !token.isNew {
+                    if try Bool.fetchOne(exists, arguments: [topicID, token.id]) != nil { return .ok }
+                    if try Int.fetchOne(countTopics, arguments: [token.id]) ?? 0 >= topicLimit { return .tooManyTopics }
+                }
+                try insert.execute(arguments: [topicID, token.id, now])
+                return .ok
+            }
+            try Self.deleteTopicIfEmpty(db, id: topicID)
+            return outcomes
+        }
+    }
+
+    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome] {
+        try await write { db in
+            let topicID = try Self.topicID(db, topic, in: project)
+            let delete = try db.cachedStatement(sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?")
+            let outcomes = try tokens.map { value -> BatchOutcome in
+                guard let token = try db.tokenRow(value, in: project) else { return .ok }
+                guard token.state == .registered else { return .notFound }
+                if let topicID { try delete.execute(arguments: [topicID, token.id]) }
+                return .ok
+            }
+            if let topicID { try Self.deleteTopicIfEmpty(db, id: topicID) }
+            return outcomes
+        }
+    }
+
+    public func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
+        -> SubscriptionInfo
+    {
+        try await write { db in
+            let now = Clock.now()
+            let row = try db.tokenRowRegistering(token, in: project, now: now)
+            guard row.state == .registered else { throw RegistryError.tokenNotFound }
+            let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
+            if try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM subscription WHERE topicId = ? AND tokenId = ?", arguments: [topicID, row.id])
+                != nil
+            {
+                throw RegistryError.subscriptionExists
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?", arguments: [row.id])
+            guard count ?? 0 < topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
+            try db.execute(
+                sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)",
+                arguments: [topicID, row.id, now])
+            return SubscriptionInfo(token: token, topic: topic, createdAt: Clock.date(now))
+        }
+    }
+
+    public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool {
+        try await write { db in
+            guard let row = try db.tokenRow(token, in: project), let topicID = try Self.topicID(db, topic, in: project)
+            else { return false }
+            try db.execute(
+                sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?", arguments: [topicID, row.id])
+            let deleted = db.changesCount > 0
+            try Self.deleteTopicIfEmpty(db, id: topicID)
+            return deleted
+        }
+    }
+
+    public func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo? {
+        try await read { db in
+            try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT subscription.createdAt FROM subscription
+                    JOIN token ON token.id = subscription.tokenId
+                    JOIN topic ON topic.id = subscription.topicId
+                    WHERE token.projectId = ? AND token.value = ? AND topic.projectId = ? AND topic.name = ?
+                    """, arguments: [project.rowID, token, project.rowID, topic]
+            ).map { SubscriptionInfo(token: token, topic: topic, createdAt: Clock.date($0)) }
+        }
+    }
+
+    public func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
+        -> Page<SubscriptionInfo>?
+    {
+        try await read { db in
+            guard let row = try db.tokenRow(token, in: project), row.state == .registered else { return nil }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT topic.name, subscription.createdAt FROM subscription
+                    JOIN topic ON topic.id = subscription.topicId
+                    WHERE subscription.tokenId = ? AND topic.name > ?
+                    ORDER BY topic.name LIMIT ?
+                    """, arguments: [row.id, after ?? "", limit + 1])
+            let items = rows.prefix(limit).map {
+                SubscriptionInfo(token: token, topic: $0["name"], createdAt: Clock.date($0["createdAt"]))
+            }
+            return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.topic : nil)
+        }
+    }
+
+    public func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary> {
+        try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, createdAt, (SELECT COUNT(*) FROM subscription WHERE topicId = topic.id) AS subscribers
+                    FROM topic WHERE projectId = ? AND name > ? ORDER BY name LIMIT ?
+                    """, arguments: [project.rowID, after ?? "", limit + 1])
+            let items = rows.prefix(limit).map {
+                TopicSummary(name: $0["name"], subscriberCount: $0["subscribers"], createdAt: Clock.date($0["createdAt"]))
+            }
+            return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
+        }
+    }
+
+    public func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
+        -> (TopicSummary, Page<Membership>)?
+    {
+        try await read { db in
+            guard
+                let topic = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT id, createdAt, (SELECT COUNT(*) FROM subscription WHERE topicId = topic.id) AS subscribers
+                        FROM topic WHERE projectId = ? AND name = ?
+                        """, arguments: [project.rowID, name])
+            else { return nil }
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT token.id, token.value, subscription.createdAt FROM subscription
+                    JOIN token ON token.id = subscription.tokenId
+                    WHERE subscription.topicId = ? AND subscription.tokenId > ?
+                    ORDER BY subscription.tokenId LIMIT ?
+                    """, arguments: [topic["id"] as Int64, db.integerCursor(after), limit + 1])
+            let page = Page(
+                items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["createdAt"])) },
+                nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
+            let summary = TopicSummary(
+                name: name, subscriberCount: topic["subscribers"], createdAt: Clock.date(topic["createdAt"]))
+            return (summary, page)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func topicID(_ db: Database, _ name: String, in project: Project) throws -> Int64? {
+        let statement = try db.cachedStatement(sql: "SELECT id FROM topic WHERE projectId = ? AND name = ?")
+        return try Int64.fetchOne(statement, arguments: [project.rowID, name])
+    }
+
+    /// The topic's id, creating the topic first: subscribing to a topic that does not exist creates it, as in FCM.
+    static func topicIDCreating(_ db: Database, _ name: String, in project: Project, now: Int64) throws -> Int64 {
+        if let id = try topicID(db, name, in: project) { return id }
+        try db.execute(
+            sql: "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?)", arguments: [project.rowID, name, now])
+        return db.lastInsertedRowID
+    }
+
+    /// A topic exists while it has subscribers.
+    static func deleteTopicIfEmpty(_ db: Database, id: Int64) throws {
+        let statement = try db.cachedStatement(
+            sql: "DELETE FROM topic WHERE id = ? AND NOT EXISTS (SELECT 1 FROM subscription WHERE topicId = ?)")
+        try statement.execute(arguments: [id, id])
+    }
+}

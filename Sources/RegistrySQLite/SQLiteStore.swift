@@ -1,0 +1,64 @@
+import Foundation
+import GRDB
+import Registry
+
+/// The registry's store on SQLite through GRDB.
+///
+/// Writes go through a group-commit writer: each call is one savepoint, many calls share a commit.
+/// Reads run on the database's readers (concurrently, with a `DatabasePool`).
+public struct SQLiteStore: RegistryStore {
+    public let database: RegistryDatabase
+    let writes: GroupCommitWriter
+
+    public init(_ database: RegistryDatabase) {
+        self.database = database
+        writes = GroupCommitWriter(database.writer)
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writes.write(body)
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await database.writer.read(body)
+    }
+}
+
+// MARK: - Shared SQL helpers
+
+/// Milliseconds since 1970, the unit of every time column.
+enum Clock {
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}
+
+/// A token row as operations need it.
+struct TokenRow {
+    var id: Int64
+    var state: TokenState
+    /// Whether this call inserted it: a new token has no groups or topics yet.
+    var isNew: Bool
+}
+
+extension Database {
+    /// The token's row, or `nil` when the project has never seen it.
+    func tokenRow(_ value: String, in project: Project) throws -> TokenRow? {
+        let statement = try cachedStatement(sql: "SELECT id, state FROM token WHERE projectId = ? AND value = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [project.rowID, value]) else { return nil }
+        return TokenRow(id: row[0], state: TokenState(rawValue: row[1]) ?? .registered, isNew: false)
+    }
+
+    /// The token's row, registering the token first if the project has never seen it (open registration).
+    func tokenRowRegistering(_ value: String, in project: Project, now: Int64) throws -> TokenRow {
+        if let row = try tokenRow(value, in: project) { return row }
+        let insert = try cachedStatement(
+            sql: "INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)")
+        try insert.execute(arguments: [project.rowID, value, now, now])
+        return TokenRow(id: lastInsertedRowID, state: .registered, isNew: true)
+    }
+
+    /// Decodes a cursor made by `cursor(_:)`; a malformed cursor reads as "from the start".
+    func integerCursor(_ after: String?) -> Int64 {
+        after.flatMap(Int64.init) ?? 0
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Registry
+
+/// Finds the project a request's server key opens, or answers 401 in the request's API family.
+///
+/// Accepts `Authorization: key=<server key>` (FCM's legacy form) and `Authorization: Bearer <server key>`
+/// (with or without `access_token_auth: true`). A `project_id` header, which FCM's device-group API
+/// requires, must name the same project as the key.
+struct AuthMiddleware: RouterMiddleware {
+    typealias Context = RegistryRequestContext
+
+    let registry: Registry
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        let family = APIFamily(path: request.uri.path)
+        guard let key = Self.serverKey(in: request.headers[.authorization]) else {
+            throw Self.unauthenticated(family, "the request has no server key: send Authorization: key=<server key>")
+        }
+        guard let project = try await registry.project(authenticatedBy: key) else {
+            throw Self.unauthenticated(family, "the server key is not valid, or it was revoked")
+        }
+        if let named = request.headers[Self.projectIDHeader], !project.isNamed(named) {
+            throw ErrorEnvelope.forbidden(family, "the project_id header names another project than the server key's")
+        }
+        var context = context
+        context.project = project
+        context.logger[metadataKey: "project.id"] = .string(project.projectId)
+        return try await next(request, context)
+    }
+
+    static let projectIDHeader = HTTPField.Name("project_id")!
+
+    /// The key in `key=<key>` or `Bearer <key>`.
+    static func serverKey(in header: String?) -> String? {
+        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
+        for scheme in ["key=", "Bearer ", "bearer "] where header.hasPrefix(scheme) {
+            let key = header.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces)
+            return key.isEmpty ? nil : key
+        }
+        return nil
+    }
+
+    static func unauthenticated(_ family: APIFamily, _ message: String) -> APIError {
+        var error: APIError
+        switch family {
+        case .legacy, .instanceID:
+            error = .plain(.unauthorized, "Unauthorized: \(message)")
+        case .v1:
+            error = .google(.unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials: \(message)")
+        case .native:
+            error = .native(.unauthorized, "unauthenticated", message)
+        }
+        error.headers[.wwwAuthenticate] = "Bearer"
+        return error
+    }
+}

@@ -1,0 +1,53 @@
+import Hummingbird
+import Registry
+
+/// FCM's device-group API: `POST /fcm/notification` (create, add, remove) and `GET /fcm/notification`.
+struct DeviceGroupController {
+    let registry: Registry
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/fcm/notification", .post, use: operate)
+        routes.on("/fcm/notification", .get, use: lookUp)
+    }
+
+    /// The answer to every successful operation.
+    struct KeyResponse: Encodable {
+        var notification_key: String
+    }
+
+    @Sendable func operate(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
+        guard let operation = try body.string("operation") else {
+            throw BadRequest("operation is required: create, add or remove")
+        }
+        let name = try body.string("notification_key_name")
+        let key = try body.string("notification_key")
+        guard let tokens = try body.strings("registration_ids") else { throw BadRequest("registration_ids is required") }
+        switch operation.lowercased() {
+        case "create":
+            guard let name else { throw BadRequest("notification_key_name is required to create a group") }
+            let issued = try await registry.createGroup(named: name, tokens: tokens, in: project)
+            return try JSONResponse.make(KeyResponse(notification_key: issued))
+        case "add", "remove":
+            guard let key else { throw BadRequest("notification_key is required to \(operation.lowercased()) members") }
+            if operation.lowercased() == "add" {
+                _ = try await registry.addToGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
+            } else {
+                _ = try await registry.removeFromGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
+            }
+            return try JSONResponse.make(KeyResponse(notification_key: key))
+        default:
+            throw BadRequest("unknown operation '\(operation)': use create, add or remove")
+        }
+    }
+
+    @Sendable func lookUp(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        guard let name = request.query("notification_key_name"), !name.isEmpty else {
+            throw BadRequest("notification_key_name is required")
+        }
+        let key = try await registry.notificationKey(forGroupNamed: name, in: project)
+        return try JSONResponse.make(KeyResponse(notification_key: key))
+    }
+}

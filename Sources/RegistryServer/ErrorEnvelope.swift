@@ -1,0 +1,171 @@
+import Hummingbird
+import Logging
+import NIOCore
+import Registry
+
+/// Turns every error a route throws into a response in the envelope of the request's API family.
+struct ErrorEnvelopeMiddleware: RouterMiddleware {
+    typealias Context = RegistryRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch {
+            return ErrorEnvelope.apiError(for: error, request: request, logger: context.logger).response
+        }
+    }
+}
+
+/// How each API family words each error. This is the only place that does.
+enum ErrorEnvelope {
+    static func apiError(for error: any Error, request: Request, logger: Logger) -> APIError {
+        let family = APIFamily(path: request.uri.path)
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as BadRequest:
+            return badRequest(family, error.message, field: error.field)
+        case let error as RegistryError:
+            return registryError(error, family)
+        case is NIOTooManyBytesError:
+            return tooLarge(family)
+        case let error as HTTPError where error.status == .notFound:
+            return notFound(family, "no such endpoint: \(request.method) \(request.uri.path)")
+        case let error as MethodNotAllowed:
+            var response = methodNotAllowed(family, request: request)
+            response.headers[.allow] = error.allowed.map(\.rawValue).sorted().joined(separator: ", ")
+            return response
+        case let error as HTTPError where error.status.code < 500:
+            return badRequest(family, error.body ?? error.status.reasonPhrase, status: error.status)
+        default:
+            logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            return internalError(family)
+        }
+    }
+
+    // MARK: - Domain errors
+
+    static func registryError(_ error: RegistryError, _ family: APIFamily) -> APIError {
+        switch (error, family) {
+        case (.groupNameTaken, _):
+            return badRequest(family, "notification_key already exists")
+        case (.noValidRegistrationIds, _):
+            return badRequest(family, "no valid registration ids")
+        case (.groupNotFound, _):
+            return badRequest(family, "notification_key not found")
+        case (.groupNameMismatch, _):
+            return badRequest(family, "notification_key_name doesn't match the group name of the notification_key")
+        case (.undecryptableKey, _):
+            return badRequest(family, "Error decrypting GroupToken")
+        case (.groupFull(let limit), _):
+            return badRequest(family, "too many registration ids: a device group holds at most \(limit) members")
+        case (.invalidGroupName(let message), _):
+            return badRequest(family, message, field: "notification_key_name")
+        case (.invalidTopicName, .instanceID):
+            return .plain(.badRequest, "Topic name format is invalid")
+        case (.invalidTopicName, _):
+            return badRequest(family, "Topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic_name")
+        case (.malformedToken, .instanceID):
+            return .plain(.badRequest, "InvalidToken")
+        case (.malformedToken, _):
+            return badRequest(
+                family, "The registration token is not a valid FCM registration token", field: "registration")
+        case (.tokenNotFound, .v1):
+            return .google(.notFound, "NOT_FOUND", "Requested entity was not found.")
+        case (.tokenNotFound, .instanceID):
+            return .plain(.notFound, "NOT_FOUND")
+        case (.tokenNotFound, _):
+            return notFound(family, "the token is not registered")
+        case (.tooManyTopics, .instanceID):
+            return .plain(.badRequest, "TOO_MANY_TOPICS")
+        case (.tooManyTopics(let limit), .v1):
+            return .google(
+                .badRequest, "FAILED_PRECONDITION", "The registration is already subscribed to the maximum of \(limit) topics.")
+        case (.tooManyTopics(let limit), _):
+            return badRequest(family, "the token is already subscribed to the maximum of \(limit) topics")
+        case (.subscriptionExists, .v1):
+            return .google(.conflict, "ALREADY_EXISTS", "Requested entity already exists")
+        case (.subscriptionExists, _):
+            return .native(.conflict, "already_exists", "the token is already subscribed to the topic")
+        case (.subscriptionNotFound, .v1):
+            return .google(.notFound, "NOT_FOUND", "Requested entity was not found.")
+        case (.subscriptionNotFound, _):
+            return notFound(family, "no such subscription")
+        case (.invalidProject(let message), _), (.projectExists(let message), _):
+            return badRequest(family, message)
+        case (.projectNotFound(let name), _):
+            return notFound(family, "no project \(name)")
+        case (.serverKeyNotFound, _):
+            return notFound(family, "no such server key")
+        }
+    }
+
+    // MARK: - Request-level errors
+
+    static func badRequest(_ family: APIFamily, _ message: String, field: String? = nil, status: HTTPResponse.Status = .badRequest)
+        -> APIError
+    {
+        switch family {
+        case .legacy, .instanceID:
+            return .plain(status, message)
+        case .v1:
+            return .google(
+                status, status == .badRequest ? "INVALID_ARGUMENT" : "FAILED_PRECONDITION", message,
+                fieldViolations: field.map { [($0, message)] } ?? [])
+        case .native:
+            return .native(status, "invalid_argument", message)
+        }
+    }
+
+    static func notFound(_ family: APIFamily, _ message: String) -> APIError {
+        switch family {
+        case .legacy: .plain(.notFound, message)
+        case .instanceID: .plain(.notFound, "NOT_FOUND")
+        case .v1: .google(.notFound, "NOT_FOUND", message)
+        case .native: .native(.notFound, "not_found", message)
+        }
+    }
+
+    static func forbidden(_ family: APIFamily, _ message: String) -> APIError {
+        switch family {
+        case .legacy, .instanceID: .plain(.forbidden, message)
+        case .v1: .google(.forbidden, "PERMISSION_DENIED", message)
+        case .native: .native(.forbidden, "permission_denied", message)
+        }
+    }
+
+    static func tooLarge(_ family: APIFamily) -> APIError {
+        let message = "the request body is too large"
+        switch family {
+        case .legacy, .instanceID: return .plain(.contentTooLarge, message)
+        case .v1: return .google(.contentTooLarge, "INVALID_ARGUMENT", message)
+        case .native: return .native(.contentTooLarge, "payload_too_large", message)
+        }
+    }
+
+    static func methodNotAllowed(_ family: APIFamily, request: Request) -> APIError {
+        let message = "\(request.method) is not allowed on \(request.uri.path)"
+        switch family {
+        case .legacy, .instanceID: return .plain(.methodNotAllowed, message)
+        case .v1: return .google(.methodNotAllowed, "INVALID_ARGUMENT", message)
+        case .native: return .native(.methodNotAllowed, "method_not_allowed", message)
+        }
+    }
+
+    static func internalError(_ family: APIFamily) -> APIError {
+        let message = "internal error; the server log has the details"
+        switch family {
+        case .legacy: return .plain(.internalServerError, message)
+        case .instanceID: return .plain(.internalServerError, "INTERNAL")
+        case .v1: return .google(.internalServerError, "INTERNAL", message)
+        case .native: return .native(.internalServerError, "internal", message)
+        }
+    }
+}
+
+/// Thrown by the catch-all routes of a known path that does not take the request's method.
+struct MethodNotAllowed: Error, Sendable {
+    var allowed: [HTTPRequest.Method]
+}

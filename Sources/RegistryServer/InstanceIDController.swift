@@ -1,0 +1,86 @@
+import Hummingbird
+import Registry
+
+/// The Instance ID server API: batch (un)subscription, single subscription, and app-instance info.
+struct InstanceIDController {
+    let registry: Registry
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/iid/v1:batchAdd", .post) { try await batch($0, $1, adding: true) }
+        routes.on("/iid/v1:batchRemove", .post) { try await batch($0, $1, adding: false) }
+        routes.on("/iid/v1/:token/rel/topics/:topic", .post, use: subscribeOne)
+        routes.on("/iid/info/:token", .get, use: info)
+    }
+
+    struct BatchResponse: Encodable {
+        var results: [[String: String]]
+    }
+
+    func batch(_ request: Request, _ context: RegistryRequestContext, adding: Bool) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
+        guard let to = try? body.string("to"), to.hasPrefix("/topics/") else {
+            throw APIError.plain(.badRequest, "Topic name format is invalid")
+        }
+        let topic = String(to.dropFirst("/topics/".count))
+        guard let tokens = try body.strings("registration_tokens"), !tokens.isEmpty else {
+            throw APIError.plain(.badRequest, "MissingIIdToken")
+        }
+        guard tokens.count <= registry.limits.tokensPerBatch else {
+            throw APIError.plain(
+                .badRequest, "too many registration tokens: at most \(registry.limits.tokensPerBatch) per request")
+        }
+        let outcomes =
+            adding
+            ? try await registry.subscribe(tokens, to: topic, in: project)
+            : try await registry.unsubscribe(tokens, from: topic, in: project)
+        return try JSONResponse.make(
+            BatchResponse(results: outcomes.map { $0 == .ok ? [:] : ["error": $0.rawValue] }))
+    }
+
+    @Sendable func subscribeOne(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        let topic = try request.pathValue("topic", context: context)
+        guard RegistrationToken.isWellFormed(token) else { throw RegistryError.malformedToken }
+        switch try await registry.subscribe([token], to: topic, in: project).first {
+        case .ok?: return JSONResponse.empty()
+        case .notFound?: throw RegistryError.tokenNotFound
+        case .tooManyTopics?: throw RegistryError.tooManyTopics(limit: registry.limits.topicsPerToken)
+        case .invalidArgument?, nil: throw RegistryError.malformedToken
+        }
+    }
+
+    struct InfoResponse: Encodable {
+        struct Relations: Encodable {
+            var topics: [String: [String: String]]
+        }
+
+        var authorizedEntity: String
+        var platform: String
+        var rel: Relations?
+    }
+
+    @Sendable func info(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        guard RegistrationToken.isWellFormed(token) else { throw APIError.plain(.badRequest, "InvalidToken") }
+        let notFound = APIError.plain(.notFound, "No information found about this instance id.")
+        guard let known = try await registry.token(token, in: project), known.state == .registered else { throw notFound }
+        var response = InfoResponse(authorizedEntity: project.senderId, platform: "UNKNOWN")
+        if request.queryFlag("details") {
+            var topics: [String: [String: String]] = [:]
+            var after: String?
+            repeat {
+                guard let page = try await registry.subscriptions(ofToken: token, in: project, after: after, pageSize: nil)
+                else { throw notFound }
+                for subscription in page.items {
+                    topics[subscription.topic] = ["addDate": Timestamp.day(subscription.createdAt)]
+                }
+                after = page.nextAfter
+            } while after != nil
+            response.rel = .init(topics: topics)
+        }
+        return try JSONResponse.make(response)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Hummingbird
+
+/// JSON responses, encoded the same way everywhere.
+enum JSONResponse {
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.rfc3339(date))
+        }
+        return encoder
+    }
+
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try encoder().encode(value)
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `{}`, FCM's empty success.
+    static func empty() -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(string: "{}")))
+    }
+}
+
+/// The time formats of FCM's answers.
+enum Timestamp {
+    /// RFC 3339 in UTC with milliseconds, as v1's `create_time`: `2026-01-15T01:30:15.010Z`.
+    static func rfc3339(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+
+    /// `YYYY-MM-DD` in UTC, as IID's `addDate`.
+    static func day(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Hummingbird
+
+/// A request body read as a JSON object, with messages that say which field is wrong and how.
+struct JSONObject {
+    private let fields: [String: Any]
+
+    /// Reads at most `limit` bytes of the body; more is a 413 (`NIOTooManyBytesError`).
+    init(request: Request, limit: Int) async throws {
+        var request = request
+        let buffer = try await request.collectBody(upTo: limit)
+        try self.init(data: Data(buffer.readableBytesView))
+    }
+
+    init(data: Data) throws {
+        guard !data.isEmpty else {
+            fields = [:]
+            return
+        }
+        let value: Any
+        do {
+            value = try JSONSerialization.jsonObject(with: data, options: [])
+        } catch {
+            throw BadRequest("the request body is not valid JSON")
+        }
+        guard let object = value as? [String: Any] else { throw BadRequest("the request body must be a JSON object") }
+        fields = object
+    }
+
+    /// The string at `key`; `nil` when absent or null.
+    func string(_ key: String) throws -> String? {
+        guard let value = fields[key], !(value is NSNull) else { return nil }
+        guard let string = value as? String, !(value is NSNumber) else {
+            throw BadRequest("\(key) must be a string", field: key)
+        }
+        return string
+    }
+
+    /// The array of strings at `key`; `nil` when absent or null.
+    func strings(_ key: String) throws -> [String]? {
+        guard let value = fields[key], !(value is NSNull) else { return nil }
+        guard let array = value as? [Any] else { throw BadRequest("\(key) must be an array of strings", field: key) }
+        return try array.enumerated().map { index, element in
+            guard let string = element as? String, !(element is NSNumber) else {
+                throw BadRequest("\(key)[\(index)] must be a string", field: key)
+            }
+            return string
+        }
+    }
+}
+
+extension Request {
+    /// A path parameter, percent-decoded: tokens and topic names arrive URL-encoded.
+    func pathValue(_ name: String, context: some RequestContext) throws -> String {
+        let raw = try context.parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    /// A query parameter, already decoded by Hummingbird.
+    func query(_ name: String) -> String? {
+        uri.queryParameters[name[...]].map(String.init)
+    }
+
+    /// A query flag such as `allow_missing=true`.
+    func queryFlag(_ names: String...) -> Bool {
+        names.contains { query($0)?.lowercased() == "true" }
+    }
+}

@@ -1,0 +1,35 @@
+import Hummingbird
+
+/// Adds routes to a group and remembers which methods each path takes, so that a known path
+/// called with another method answers 405 with an `Allow` header instead of 404.
+final class RouteRecorder {
+    private let group: RouterGroup<RegistryRequestContext>
+    private var methods: [String: [HTTPRequest.Method]] = [:]
+    private var order: [String] = []
+
+    init(_ group: RouterGroup<RegistryRequestContext>) {
+        self.group = group
+    }
+
+    func on(
+        _ path: String, _ method: HTTPRequest.Method,
+        use handler: @escaping @Sendable (Request, RegistryRequestContext) async throws -> Response
+    ) {
+        group.on(RouterPath(path), method: method, use: handler)
+        if methods[path] == nil { order.append(path) }
+        methods[path, default: []].append(method)
+    }
+
+    /// Answers 405 on every recorded path for the methods it does not take.
+    func addMethodNotAllowed(to router: Router<RegistryRequestContext>) {
+        let all: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch, .head, .options]
+        for path in order {
+            let allowed = methods[path] ?? []
+            for method in all where !allowed.contains(method) {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw MethodNotAllowed(allowed: allowed)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Hummingbird
+import Registry
+
+/// Native token endpoints: look a token up, register it, or report it dead.
+struct TokenController {
+    let registry: Registry
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/tokens/:token", .get, use: show)
+        routes.on("/api/tokens/:token", .put, use: register)
+        routes.on("/api/tokens/:token", .delete, use: unregister)
+    }
+
+    struct TokenResponse: Encodable {
+        var token: String
+        var state: TokenState
+        var createdAt: Date
+        var updatedAt: Date
+        var groups: [Membership]
+        var topics: [Membership]
+    }
+
+    private func token(_ request: Request, _ context: RegistryRequestContext) throws -> (Project, String) {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        guard RegistrationToken.isWellFormed(token) else {
+            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+        }
+        return (project, token)
+    }
+
+    private func details(_ info: TokenInfo, _ project: Project) async throws -> TokenResponse {
+        let groups = try await registry.store.groups(ofToken: info.token, in: project)
+        var topics: [Membership] = []
+        var after: String?
+        repeat {
+            guard let page = try await registry.subscriptions(ofToken: info.token, in: project, after: after, pageSize: nil)
+            else { break }
+            topics += page.items.map { Membership(name: $0.topic, since: $0.createdAt) }
+            after = page.nextAfter
+        } while after != nil
+        return TokenResponse(
+            token: info.token, state: info.state, createdAt: info.createdAt, updatedAt: info.updatedAt, groups: groups,
+            topics: topics)
+    }
+
+    @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        guard let info = try await registry.token(token, in: project) else {
+            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+        }
+        return try JSONResponse.make(try await details(info, project))
+    }
+
+    @Sendable func register(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        let info = try await registry.registerToken(token, in: project)
+        return try JSONResponse.make(try await details(info, project))
+    }
+
+    @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        guard let info = try await registry.unregisterToken(token, in: project) else {
+            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+        }
+        return try JSONResponse.make(try await details(info, project))
+    }
+}

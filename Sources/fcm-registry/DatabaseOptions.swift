@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Registry
+import RegistrySQLite
+
+/// `--db`, shared by every command that opens the database; falls back to `FCM_REGISTRY_DB`.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("db"), help: "The SQLite file (default: $FCM_REGISTRY_DB or ./registry.sqlite).")
+    var path: String?
+
+    var resolvedPath: String {
+        path ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_DB"] ?? "./registry.sqlite"
+    }
+
+    func openRegistry() async throws -> Registry {
+        let database = try RegistryDatabase.open(path: resolvedPath)
+        return try await Registry(store: SQLiteStore(database))
+    }
+}
+
+/// `--project-id` for inspection commands; may be left out when the database has one project.
+struct ProjectOption: ParsableArguments {
+    @Option(help: "The project to look into (default: the only one, or $FCM_REGISTRY_PROJECT).")
+    var projectId: String?
+
+    func resolve(in registry: Registry) async throws -> Project {
+        let projects = try await registry.store.projects()
+        let wanted = projectId ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_PROJECT"]
+        if let wanted {
+            guard let project = projects.first(where: { $0.isNamed(wanted) }) else {
+                throw ValidationError("no project \(wanted); projects: \(projects.map(\.projectId).joined(separator: ", "))")
+            }
+            return project
+        }
+        guard projects.count == 1 else {
+            throw ValidationError(
+                projects.isEmpty
+                    ? "the database has no project yet: run `fcm-registry project create`"
+                    : "several projects: pick one with --project-id (\(projects.map(\.projectId).joined(separator: ", ")))")
+        }
+        return projects[0]
+    }
+}
+
+/// Prints a value as indented JSON on stdout, the output of every data command.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
