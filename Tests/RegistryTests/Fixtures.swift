@@ -1,0 +1,19 @@
+import Foundation
+import Registry
+import RegistrySQLite
+
+/// A registry over a private in-memory database, with one project.
+func makeRegistry(limits: Limits = Limits()) async throws -> (Registry, Project) {
+    let registry = try await Registry(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+    let (project, _) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
+    return (registry, project)
+}
+
+/// A well-formed token that looks like FCM's.
+func token(_ n: Int) -> String {
+    "dev\(n)xxxxxxxxxxxxxxxxx:APA91b" + String(repeating: "Q", count: 20) + "\(n)"
+}
+
+/// The repository's top folder, found from this file's path.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()

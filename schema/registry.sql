@@ -1,0 +1,95 @@
+CREATE TABLE project (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId TEXT NOT NULL UNIQUE,
+  senderId TEXT NOT NULL UNIQUE,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE TABLE serverKey (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  keyHash BLOB NOT NULL UNIQUE,
+  createdAt INTEGER NOT NULL,
+  revokedAt INTEGER
+);
+
+CREATE INDEX serverKey_projectId ON serverKey(projectId);
+
+CREATE TABLE secret (
+  name TEXT PRIMARY KEY,
+  value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE token (
+  id INTEGER PRIMARY KEY,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  value TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'registered' CHECK (state IN ('registered', 'unregistered')),
+  createdAt INTEGER NOT NULL,
+  updatedAt INTEGER NOT NULL,
+  UNIQUE (projectId, value)
+);
+
+CREATE TABLE deviceGroup (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  createdAt INTEGER NOT NULL,
+  UNIQUE (projectId, name)
+);
+
+CREATE TABLE groupMember (
+  groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+  tokenId INTEGER NOT NULL REFERENCES token(id) ON DELETE CASCADE,
+  addedAt INTEGER NOT NULL,
+  PRIMARY KEY (groupId, tokenId)
+) WITHOUT ROWID;
+
+CREATE INDEX groupMember_tokenId ON groupMember(tokenId);
+
+CREATE TABLE topic (
+  id INTEGER PRIMARY KEY,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  createdAt INTEGER NOT NULL,
+  UNIQUE (projectId, name)
+);
+
+CREATE TABLE subscription (
+  topicId INTEGER NOT NULL REFERENCES topic(id) ON DELETE CASCADE,
+  tokenId INTEGER NOT NULL REFERENCES token(id) ON DELETE CASCADE,
+  createdAt INTEGER NOT NULL,
+  PRIMARY KEY (topicId, tokenId)
+) WITHOUT ROWID;
+
+CREATE INDEX subscription_tokenId ON subscription(tokenId);
+
+CREATE VIEW groupMembers AS
+SELECT project.projectId AS project, deviceGroup.name AS groupName, token.value AS token,
+       token.state AS tokenState, datetime(groupMember.addedAt / 1000, 'unixepoch') AS addedAt
+FROM groupMember
+JOIN deviceGroup ON deviceGroup.id = groupMember.groupId
+JOIN project ON project.id = deviceGroup.projectId
+JOIN token ON token.id = groupMember.tokenId;
+
+CREATE VIEW topicSubscribers AS
+SELECT project.projectId AS project, topic.name AS topic, token.value AS token,
+       datetime(subscription.createdAt / 1000, 'unixepoch') AS subscribedAt
+FROM subscription
+JOIN topic ON topic.id = subscription.topicId
+JOIN project ON project.id = topic.projectId
+JOIN token ON token.id = subscription.tokenId;
+
+CREATE VIEW topicSubscriberCounts AS
+SELECT project.projectId AS project, topic.name AS topic,
+       (SELECT COUNT(*) FROM subscription WHERE subscription.topicId = topic.id) AS subscribers
+FROM topic
+JOIN project ON project.id = topic.projectId;
+
+CREATE VIEW tokenTopics AS
+SELECT project.projectId AS project, token.value AS token, token.state AS tokenState, topic.name AS topic,
+       datetime(subscription.createdAt / 1000, 'unixepoch') AS subscribedAt
+FROM subscription
+JOIN token ON token.id = subscription.tokenId
+JOIN topic ON topic.id = subscription.topicId
+JOIN project ON project.id = token.projectId;
