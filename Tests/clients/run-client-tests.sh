@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Drives a real fcm-registry server with unmodified client SDKs (firebase-admin for Python).
+# Needs a built .build/debug/fcm-registry and python3; installs the SDK in a private venv.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+work=$(mktemp -d)
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+.build/debug/fcm-registry serve --db "$work/registry.sqlite" --port "$port" > "$work/first-start.json" 2> "$work/server.log" &
+server=$!
+for _ in $(seq 100); do
+  curl -fs "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
+  sleep 0.1
+done
+
+export FCM_REGISTRY_URL="http://127.0.0.1:$port"
+export FCM_REGISTRY_PROJECT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["project_id"])' "$work/first-start.json")
+export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_key"])' "$work/first-start.json")
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider Tests/clients/test_firebase_admin.py || { cat "$work/server.log" >&2; exit 1; }
