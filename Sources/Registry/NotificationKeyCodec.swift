@@ -29,9 +29,10 @@ public struct NotificationKeyCodec: Sendable {
 
     /// A new key string for `groupID` in `project`; a different string on every call.
     public func issue(groupID: Int64, in project: Project) -> String {
+        // The padding is zeros: the random nonce already makes every key a fresh string.
         var plaintext: [UInt8] = [Self.version]
         plaintext += groupID.bigEndianBytes
-        plaintext += (0..<Self.paddingBytes).map { _ in UInt8.random(in: .min ... .max) }
+        plaintext += repeatElement(0, count: Self.paddingBytes)
         // AES-GCM with a random 96-bit nonce cannot fail for inputs of this size.
         let box = try! AES.GCM.seal(plaintext, using: key, authenticating: project.rowID.bigEndianBytes)
         return Self.prefix + Base64URL.encode(box.combined!)
@@ -44,7 +45,8 @@ public struct NotificationKeyCodec: Sendable {
             let sealed = Base64URL.decode(notificationKey.dropFirst(Self.prefix.count)),
             let box = try? AES.GCM.SealedBox(combined: sealed),
             let plaintext = try? AES.GCM.open(box, using: key, authenticating: project.rowID.bigEndianBytes),
-            plaintext.count == 1 + 8 + Self.paddingBytes, plaintext.first == Self.version
+            plaintext.count == 1 + 8 + Self.paddingBytes, plaintext.first == Self.version,
+            plaintext.dropFirst(9).allSatisfy({ $0 == 0 })
         else {
             throw .undecryptableKey
         }
@@ -60,18 +62,51 @@ extension Int64 {
 
 /// URL-safe base64 without padding, as FCM keys and our page tokens use.
 public enum Base64URL {
-    public static func encode(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { table[Int(character)] = UInt8(value) }
+        return table
+    }()
+
+    public static func encode(_ data: some Collection<UInt8>) -> String {
+        let bytes = Array(data)
+        var output = [UInt8]()
+        output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            for shift in [18, 12, 6, 0] { output.append(alphabet[Int(chunk >> UInt32(shift) & 63)]) }
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            for shift in [18, 12, 6].prefix(rest + 1) { output.append(alphabet[Int(chunk >> UInt32(shift) & 63)]) }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
-    public static func decode(_ text: some StringProtocol) -> Data? {
-        guard text.utf8.allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "=") })
-        else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+    /// The bytes of `text`, or `nil` when it is not URL-safe base64 without padding.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        let characters = Array(text.utf8)
+        guard characters.count % 4 != 1 else { return nil }
+        var output = [UInt8]()
+        output.reserveCapacity(characters.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for character in characters {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            buffer = buffer << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        // Leftover bits must be zero, so that every byte string has exactly one encoding.
+        guard buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return output
     }
 }

@@ -35,12 +35,7 @@ final class GroupCommitWriter: Sendable {
             let job = Job(
                 run: { db in
                     do {
-                        nonisolated(unsafe) var value: T?
-                        try db.inSavepoint {
-                            value = try body(db)
-                            return .commit
-                        }
-                        let result = value!
+                        let result = try Self.inSavepoint(db, body)
                         return { continuation.resume(returning: result) }
                     } catch {
                         return { continuation.resume(throwing: error) }
@@ -56,6 +51,21 @@ final class GroupCommitWriter: Sendable {
             if startsDrain {
                 Task { await self.drain() }
             }
+        }
+    }
+
+    /// Runs `body` in a savepoint: kept when it returns, rolled back (alone) when it throws.
+    /// The statements are cached: a savepoint per request must cost next to nothing.
+    private static func inSavepoint<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.cachedStatement(sql: "SAVEPOINT request").execute()
+        do {
+            let value = try body(db)
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT request").execute()
+            return value
+        } catch {
+            try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT request").execute()
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT request").execute()
+            throw error
         }
     }
 

@@ -6,10 +6,8 @@ extension SQLiteStore {
         -> GroupRef
     {
         try await write { db in
-            if try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM deviceGroup WHERE projectId = ? AND name = ?", arguments: [project.rowID, name])
-                != nil
-            {
+            let taken = try db.cachedStatement(sql: "SELECT 1 FROM deviceGroup WHERE projectId = ? AND name = ?")
+            if try Bool.fetchOne(taken, arguments: [project.rowID, name]) != nil {
                 throw RegistryError.groupNameTaken
             }
             let now = Clock.now()
@@ -17,9 +15,8 @@ extension SQLiteStore {
                 .filter { $0.state == .registered }
             guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
             guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
-            try db.execute(
-                sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)",
-                arguments: [project.rowID, name, now])
+            try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
+                .execute(arguments: [project.rowID, name, now])
             let id = db.lastInsertedRowID
             try Self.insertMembers(db, members.map(\.id), into: id, now: now)
             return GroupRef(id: id, name: name, memberCount: members.count)

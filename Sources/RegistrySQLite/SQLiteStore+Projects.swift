@@ -75,7 +75,7 @@ extension SQLiteStore {
     }
 
     private static func project(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> Project? {
-        try Row.fetchOne(db, sql: sql, arguments: arguments).map(project)
+        try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(project)
     }
 
     private static func project(_ row: Row) -> Project {

@@ -73,7 +73,7 @@ struct TopicSubscriptionController {
         }
         var after: String?
         if let pageToken = request.query("pageToken") ?? request.query("page_token"), !pageToken.isEmpty {
-            guard let data = Base64URL.decode(pageToken), let topic = String(data: data, encoding: .utf8) else {
+            guard let bytes = Base64URL.decode(pageToken), let topic = String(bytes: bytes, encoding: .utf8) else {
                 throw BadRequest("Invalid page token", field: "page_token")
             }
             after = topic
@@ -83,7 +83,7 @@ struct TopicSubscriptionController {
         return try JSONResponse.make(
             ListResponse(
                 topic_subscriptions: page.items.map { TopicSubscription($0, project: name) },
-                next_page_token: page.nextAfter.map { Base64URL.encode(Data($0.utf8)) }))
+                next_page_token: page.nextAfter.map { Base64URL.encode(Array($0.utf8)) }))
     }
 
     @Sendable func delete(_ request: Request, context: RegistryRequestContext) async throws -> Response {
