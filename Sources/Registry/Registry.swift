@@ -6,13 +6,17 @@ public struct Registry: Sendable {
     public let store: any RegistryStore
     public let limits: Limits
     let keys: NotificationKeyCodec
+    let serverKeys = ServerKeyCache()
 
     /// Opens the registry over `store`, creating the notification-key secret on first use.
-    public init(store: any RegistryStore, limits: Limits = Limits()) async throws {
+    /// - Parameter loadAudience: fill the audience index from the store (the server does; commands
+    ///   that only look at a few rows need not spend the second it takes on a large registry).
+    public init(store: any RegistryStore, limits: Limits = Limits(), loadAudience: Bool = true) async throws {
         self.store = store
         self.limits = limits
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
+        if loadAudience { try await store.loadAudience() }
     }
 
     // MARK: - Projects
@@ -33,12 +37,19 @@ public struct Registry: Sendable {
     }
 
     public func revokeServerKey(_ key: String) async throws {
-        try await store.revokeServerKey(keyHash: ServerKey.hash(key))
+        let hash = ServerKey.hash(key)
+        try await store.revokeServerKey(keyHash: hash)
+        serverKeys.forget(hash)
     }
 
     /// The project a server key opens, or `nil` for an unknown or revoked key.
+    /// Answers are cached for a second (see `ServerKeyCache`).
     public func project(authenticatedBy key: String) async throws -> Project? {
-        try await store.project(authenticatedBy: ServerKey.hash(key))
+        let hash = ServerKey.hash(key)
+        if let cached = serverKeys.lookUp(hash) { return cached }
+        let project = try await store.project(authenticatedBy: hash)
+        serverKeys.store(project, for: hash)
+        return project
     }
 
     // MARK: - Shared checks

@@ -53,6 +53,19 @@ public protocol RegistryStore: Sendable {
     func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?
 
+    // MARK: Audiences
+
+    /// The index of topic members and registered tokens the store keeps current after each commit.
+    var audience: AudienceIndex { get }
+    /// Fills `audience` from the database; called once at start.
+    func loadAudience() async throws
+    /// The values of the tokens with these ids, in the same order (ids of other projects are skipped).
+    func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
+    /// The id of a registered token, or `nil`.
+    func tokenID(_ token: String, in project: Project) async throws -> UInt32?
+    /// The sorted token ids of a group, by id or by name; `nil` when there is no such group.
+    func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]?
+
     // MARK: Tokens
 
     func token(_ token: String, in project: Project) async throws -> TokenInfo?

@@ -1,4 +1,5 @@
 import GRDB
+import Registry
 import Synchronization
 
 /// Runs each request's writes in a savepoint of a shared transaction, committing many requests
@@ -11,8 +12,9 @@ import Synchronization
 /// only after the shared commit has returned.
 final class GroupCommitWriter: Sendable {
     private struct Job: Sendable {
-        /// Runs the request's body in a savepoint and returns what resumes its caller after commit.
-        let run: @Sendable (Database) -> @Sendable () -> Void
+        /// Runs the request's body in a savepoint; returns what it changed for the audience index
+        /// and what resumes its caller after commit.
+        let run: @Sendable (Database) -> (changes: [AudienceChange], resume: @Sendable () -> Void)
         /// Resumes the caller with the commit's error.
         let fail: @Sendable (any Error) -> Void
     }
@@ -24,21 +26,25 @@ final class GroupCommitWriter: Sendable {
 
     private let writer: any DatabaseWriter
     private let queue = Mutex(Queue())
+    /// Called with each commit's changes, after the commit and before any caller resumes.
+    private let committed: @Sendable ([AudienceChange]) -> Void
 
-    init(_ writer: any DatabaseWriter) {
+    init(_ writer: any DatabaseWriter, committed: @escaping @Sendable ([AudienceChange]) -> Void) {
         self.writer = writer
+        self.committed = committed
     }
 
     /// Runs `body` as one all-or-nothing unit and returns its value once it is committed.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let job = Job(
                 run: { db in
+                    let log = ChangeLog()
                     do {
-                        let result = try Self.inSavepoint(db, body)
-                        return { continuation.resume(returning: result) }
+                        let result = try Self.inSavepoint(db) { try body($0, log) }
+                        return (log.changes, { continuation.resume(returning: result) })
                     } catch {
-                        return { continuation.resume(throwing: error) }
+                        return ([], { continuation.resume(throwing: error) })
                     }
                 },
                 fail: { continuation.resume(throwing: $0) })
@@ -80,11 +86,21 @@ final class GroupCommitWriter: Sendable {
             }
             if jobs.isEmpty { return }
             do {
-                let completions = try await writer.write { db in jobs.map { $0.run(db) } }
-                completions.forEach { $0() }
+                let outcomes = try await writer.write { db in jobs.map { $0.run(db) } }
+                committed(outcomes.flatMap(\.changes))
+                outcomes.forEach { $0.resume() }
             } catch {
                 jobs.forEach { $0.fail(error) }
             }
         }
+    }
+}
+
+/// What one request's writes changed, collected inside its savepoint and kept only if it commits.
+final class ChangeLog {
+    private(set) var changes: [AudienceChange] = []
+
+    func record(_ change: AudienceChange) {
+        changes.append(change)
     }
 }

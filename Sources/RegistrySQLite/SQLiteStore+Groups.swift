@@ -5,13 +5,13 @@ extension SQLiteStore {
     public func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
         -> GroupRef
     {
-        try await write { db in
+        try await write { db, log in
             let taken = try db.cachedStatement(sql: "SELECT 1 FROM deviceGroup WHERE projectId = ? AND name = ?")
             if try Bool.fetchOne(taken, arguments: [project.rowID, name]) != nil {
                 throw RegistryError.groupNameTaken
             }
             let now = Clock.now()
-            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now) }
+            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now, log: log) }
                 .filter { $0.state == .registered }
             guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
             guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
@@ -26,10 +26,10 @@ extension SQLiteStore {
     public func addMembers(
         _ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project
     ) async throws -> GroupRef {
-        try await write { db in
+        try await write { db, log in
             let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
             let now = Clock.now()
-            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now) }
+            let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now, log: log) }
                 .filter { $0.state == .registered }
             guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
             let current = Set(
@@ -44,7 +44,7 @@ extension SQLiteStore {
     public func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
         async throws -> GroupRef
     {
-        try await write { db in
+        try await write { db, log in
             let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
             let delete = try db.cachedStatement(sql: "DELETE FROM groupMember WHERE groupId = ? AND tokenId = ?")
             for token in tokens {

@@ -4,7 +4,7 @@ import Registry
 
 extension SQLiteStore {
     public func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project {
-        try await write { db in
+        try await write { db, log in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM project WHERE projectId = ?", arguments: [projectId]) != nil {
                 throw RegistryError.projectExists("a project with id \(projectId) already exists")
             }
@@ -24,7 +24,7 @@ extension SQLiteStore {
     }
 
     public func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project {
-        try await write { db in
+        try await write { db, log in
             guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId]) else {
                 throw RegistryError.projectNotFound(projectId)
             }
@@ -36,7 +36,7 @@ extension SQLiteStore {
     }
 
     public func revokeServerKey(keyHash: [UInt8]) async throws {
-        try await write { db in
+        try await write { db, log in
             try db.execute(
                 sql: "UPDATE serverKey SET revokedAt = ? WHERE keyHash = ? AND revokedAt IS NULL",
                 arguments: [Clock.now(), Data(keyHash)])
@@ -66,7 +66,7 @@ extension SQLiteStore {
             return Array(stored)
         }
         let fresh = make()
-        return try await write { db in
+        return try await write { db, log in
             try db.execute(
                 sql: "INSERT OR IGNORE INTO secret (name, value) VALUES (?, ?)", arguments: [name, Data(fresh)])
             // Another process may have created it first; the stored one wins.

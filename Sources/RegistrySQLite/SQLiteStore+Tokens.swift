@@ -22,19 +22,20 @@ extension SQLiteStore {
     }
 
     public func registerToken(_ token: String, in project: Project) async throws -> TokenInfo {
-        try await write { db in
+        try await write { db, log in
             let now = Clock.now()
-            let row = try db.tokenRowRegistering(token, in: project, now: now)
+            let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             if row.state == .unregistered {
                 try db.execute(
                     sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?", arguments: [now, row.id])
+                log.record(.registered(project: project.rowID, token: UInt32(row.id)))
             }
             return try Self.tokenInfo(db, token, in: project)!
         }
     }
 
     public func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo? {
-        try await write { db in
+        try await write { db, log in
             guard let row = try db.tokenRow(token, in: project) else { return nil }
             try db.execute(
                 sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",
@@ -44,11 +45,16 @@ extension SQLiteStore {
             for groupID in groupIDs {
                 try Self.deleteGroupIfEmpty(db, id: groupID)
             }
-            let topicIDs = try Int64.fetchAll(db, sql: "SELECT topicId FROM subscription WHERE tokenId = ?", arguments: [row.id])
+            let topics = try Row.fetchAll(
+                db,
+                sql: "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
+                arguments: [row.id])
             try db.execute(sql: "DELETE FROM subscription WHERE tokenId = ?", arguments: [row.id])
-            for topicID in topicIDs {
-                try Self.deleteTopicIfEmpty(db, id: topicID)
+            for topic in topics {
+                try Self.deleteTopicIfEmpty(db, id: topic["id"])
+                log.record(.unsubscribed(project: project.rowID, topic: topic["name"], tokens: [UInt32(row.id)]))
             }
+            log.record(.unregistered(project: project.rowID, token: UInt32(row.id)))
             return try Self.tokenInfo(db, token, in: project)
         }
     }

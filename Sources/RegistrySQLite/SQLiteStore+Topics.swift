@@ -5,15 +5,16 @@ extension SQLiteStore {
     public func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
         -> [BatchOutcome]
     {
-        try await write { db in
+        try await write { db, log in
             let now = Clock.now()
             let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
             let exists = try db.cachedStatement(sql: "SELECT 1 FROM subscription WHERE topicId = ? AND tokenId = ?")
             let countTopics = try db.cachedStatement(sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?")
             let insert = try db.cachedStatement(
                 sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)")
+            var subscribed: [UInt32] = []
             let outcomes = try tokens.map { value -> BatchOutcome in
-                let token = try db.tokenRowRegistering(value, in: project, now: now)
+                let token = try db.tokenRowRegistering(value, in: project, now: now, log: log)
                 guard token.state == .registered else { return .notFound }
                 // A token registered just now has no topics: skip the look-ups.
                 if !token.isNew {
@@ -21,24 +22,31 @@ extension SQLiteStore {
                     if try Int.fetchOne(countTopics, arguments: [token.id]) ?? 0 >= topicLimit { return .tooManyTopics }
                 }
                 try insert.execute(arguments: [topicID, token.id, now])
+                subscribed.append(UInt32(token.id))
                 return .ok
             }
             try Self.deleteTopicIfEmpty(db, id: topicID)
+            log.record(.subscribed(project: project.rowID, topic: topic, tokens: subscribed))
             return outcomes
         }
     }
 
     public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome] {
-        try await write { db in
+        try await write { db, log in
             let topicID = try Self.topicID(db, topic, in: project)
             let delete = try db.cachedStatement(sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?")
+            var unsubscribed: [UInt32] = []
             let outcomes = try tokens.map { value -> BatchOutcome in
                 guard let token = try db.tokenRow(value, in: project) else { return .ok }
                 guard token.state == .registered else { return .notFound }
-                if let topicID { try delete.execute(arguments: [topicID, token.id]) }
+                if let topicID {
+                    try delete.execute(arguments: [topicID, token.id])
+                    if db.changesCount > 0 { unsubscribed.append(UInt32(token.id)) }
+                }
                 return .ok
             }
             if let topicID { try Self.deleteTopicIfEmpty(db, id: topicID) }
+            log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: unsubscribed))
             return outcomes
         }
     }
@@ -46,9 +54,9 @@ extension SQLiteStore {
     public func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
         -> SubscriptionInfo
     {
-        try await write { db in
+        try await write { db, log in
             let now = Clock.now()
-            let row = try db.tokenRowRegistering(token, in: project, now: now)
+            let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             guard row.state == .registered else { throw RegistryError.tokenNotFound }
             let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
             if try Bool.fetchOne(
@@ -62,18 +70,20 @@ extension SQLiteStore {
             try db.execute(
                 sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)",
                 arguments: [topicID, row.id, now])
+            log.record(.subscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)]))
             return SubscriptionInfo(token: token, topic: topic, createdAt: Clock.date(now))
         }
     }
 
     public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool {
-        try await write { db in
+        try await write { db, log in
             guard let row = try db.tokenRow(token, in: project), let topicID = try Self.topicID(db, topic, in: project)
             else { return false }
             try db.execute(
                 sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?", arguments: [topicID, row.id])
             let deleted = db.changesCount > 0
             try Self.deleteTopicIfEmpty(db, id: topicID)
+            if deleted { log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)])) }
             return deleted
         }
     }

@@ -8,14 +8,16 @@ import Registry
 /// Reads run on the database's readers (concurrently, with a `DatabasePool`).
 public struct SQLiteStore: RegistryStore {
     public let database: RegistryDatabase
+    public let audience = AudienceIndex()
     let writes: GroupCommitWriter
 
     public init(_ database: RegistryDatabase) {
         self.database = database
-        writes = GroupCommitWriter(database.writer)
+        writes = GroupCommitWriter(database.writer, committed: audience.apply)
     }
 
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// Runs `body` as one all-or-nothing write; what it records in the log reaches the audience index after commit.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
         try await writes.write(body)
     }
 
@@ -49,12 +51,14 @@ extension Database {
     }
 
     /// The token's row, registering the token first if the project has never seen it (open registration).
-    func tokenRowRegistering(_ value: String, in project: Project, now: Int64) throws -> TokenRow {
+    func tokenRowRegistering(_ value: String, in project: Project, now: Int64, log: ChangeLog) throws -> TokenRow {
         if let row = try tokenRow(value, in: project) { return row }
         let insert = try cachedStatement(
             sql: "INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)")
         try insert.execute(arguments: [project.rowID, value, now, now])
-        return TokenRow(id: lastInsertedRowID, state: .registered, isNew: true)
+        let id = lastInsertedRowID
+        log.record(.registered(project: project.rowID, token: UInt32(id)))
+        return TokenRow(id: id, state: .registered, isNew: true)
     }
 
     /// Decodes a cursor made by `cursor(_:)`; a malformed cursor reads as "from the start".

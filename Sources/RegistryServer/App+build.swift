@@ -32,6 +32,7 @@ public func buildRouter(registry: Registry) -> Router<RegistryRequestContext> {
     InstanceIDController(registry: registry).addRoutes(to: routes)
     TopicSubscriptionController(registry: registry).addRoutes(to: routes)
     TokenController(registry: registry).addRoutes(to: routes)
+    AudienceController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router
 }

@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import Registry
@@ -36,10 +35,11 @@ struct AuthMiddleware: RouterMiddleware {
 
     /// The key in `key=<key>` or `Bearer <key>`.
     static func serverKey(in header: String?) -> String? {
-        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
+        guard let header else { return nil }
         for scheme in ["key=", "Bearer ", "bearer "] where header.hasPrefix(scheme) {
-            let key = header.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces)
-            return key.isEmpty ? nil : key
+            let key = header.dropFirst(scheme.count).drop { $0 == " " }
+            let trimmed = key.reversed().drop { $0 == " " }.reversed()
+            return trimmed.isEmpty ? nil : String(trimmed)
         }
         return nil
     }

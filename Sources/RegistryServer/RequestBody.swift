@@ -36,6 +36,38 @@ struct JSONObject {
         return string
     }
 
+    /// The integer at `key`; `nil` when absent or null.
+    func integer(_ key: String) throws -> Int? {
+        guard let value = fields[key], !(value is NSNull) else { return nil }
+        guard let number = value as? NSNumber, !JSONObject.isBoolean(value), let integer = Int(exactly: number.doubleValue)
+        else {
+            throw BadRequest("\(key) must be an integer", field: key)
+        }
+        return integer
+    }
+
+    /// The boolean at `key`; `nil` when absent or null.
+    func bool(_ key: String) throws -> Bool? {
+        guard let value = fields[key], !(value is NSNull) else { return nil }
+        guard JSONObject.isBoolean(value), let flag = value as? Bool else {
+            throw BadRequest("\(key) must be true or false", field: key)
+        }
+        return flag
+    }
+
+    /// Whether a parsed JSON value was `true` or `false`: on Linux, `1 as? Bool` succeeds, so the
+    /// number's type code tells them apart.
+    static func isBoolean(_ value: Any) -> Bool {
+        guard let number = value as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
+    }
+
+    /// The raw value at `key`, for fields whose shape is checked elsewhere (message payloads).
+    subscript(key: String) -> Any? { fields[key] }
+
+    /// The names of the fields present.
+    var keys: Dictionary<String, Any>.Keys { fields.keys }
+
     /// The array of strings at `key`; `nil` when absent or null.
     func strings(_ key: String) throws -> [String]? {
         guard let value = fields[key], !(value is NSNull) else { return nil }

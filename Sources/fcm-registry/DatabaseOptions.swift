@@ -12,9 +12,10 @@ struct DatabaseOptions: ParsableArguments {
         path ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_DB"] ?? "./registry.sqlite"
     }
 
-    func openRegistry() async throws -> Registry {
+    /// - Parameter loadAudience: load the audience index (the server and `audience` need it).
+    func openRegistry(loadAudience: Bool = false) async throws -> Registry {
         let database = try RegistryDatabase.open(path: resolvedPath)
-        return try await Registry(store: SQLiteStore(database))
+        return try await Registry(store: SQLiteStore(database), loadAudience: loadAudience)
     }
 }
 

@@ -27,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         var logger = Logger(label: "fcm-registry")
         logger.logLevel = environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let registry = try await database.openRegistry()
+        let registry = try await database.openRegistry(loadAudience: true)
         if try await registry.store.projects().isEmpty {
             let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
             try printJSON(ProjectCommand.Created(project: project, serverKey: key))

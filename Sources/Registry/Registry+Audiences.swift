@@ -1,0 +1,93 @@
+import Conditions
+
+/// What an audience is asked for: exactly one way of naming a set of tokens.
+public enum AudienceTarget: Sendable, Hashable {
+    case token(String)
+    case notificationKey(String)
+    /// A device group by name.
+    case group(String)
+    case topic(String)
+    case condition(String, Dialect)
+}
+
+/// The tokens a target reaches: how many, one page of them in token-id order, and for a condition
+/// how many subscribers each of its topics has.
+public struct Audience: Sendable {
+    public var count: Int
+    /// `nil` when only the count was asked for.
+    public var tokens: [String]?
+    /// Pass as `after` for the next page; `nil` on the last page.
+    public var nextAfter: UInt32?
+    /// Subscribers per topic named by a condition (or the one topic).
+    public var topicCounts: [String: Int]?
+    /// The parsed condition, when the target is one.
+    public var condition: Condition?
+}
+
+extension Registry {
+    /// Resolves `target` to the tokens it reaches, counting with set algebra on the audience index
+    /// (never by evaluating token after token) and reading token values only for the page returned.
+    ///
+    /// - Parameters:
+    ///   - after: the `nextAfter` of the previous page.
+    ///   - countOnly: skip the listing.
+    /// - Throws: `.malformedToken`, `.invalidTopicName`, `.groupNotFound`, `.undecryptableKey`, `ConditionError`.
+    public func resolve(_ target: AudienceTarget, in project: Project, after: UInt32?, pageSize: Int?, countOnly: Bool)
+        async throws -> Audience
+    {
+        let limit = self.pageSize(pageSize)
+        let snapshot = store.audience.snapshot(of: project.rowID)
+        var audience: Audience
+        var page: [UInt32] = []
+        switch target {
+        case .condition(let source, let dialect):
+            let condition = try Condition(parsing: source, dialect: dialect)
+            let reached = snapshot.evaluate(condition.expression)
+            audience = Audience(count: reached.count, condition: condition)
+            audience.topicCounts = Dictionary(uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
+            if !countOnly { page = reached.ids(after: after, limit: limit + 1) }
+        case .topic(let name):
+            try checkTopicName(name)
+            let members = snapshot.members(of: name)
+            audience = Audience(count: members.count, topicCounts: [name: members.count])
+            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+        case .token(let token):
+            try checkToken(token)
+            let members = try await store.tokenID(token, in: project).map { [$0] } ?? []
+            audience = Audience(count: members.count)
+            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+        case .group(let name):
+            guard let members = try await store.memberIDs(ofGroup: nil, named: name, in: project) else {
+                throw RegistryError.groupNotFound
+            }
+            audience = Audience(count: members.count)
+            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+        case .notificationKey(let key):
+            let id = try keys.groupID(from: key, in: project)
+            guard let members = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
+                throw RegistryError.groupNotFound
+            }
+            audience = Audience(count: members.count)
+            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+        }
+        if !countOnly {
+            let hasMore = page.count > limit
+            page = Array(page.prefix(limit))
+            audience.tokens = try await store.tokenValues(ids: page, in: project)
+            audience.nextAfter = hasMore ? page.last : nil
+        }
+        return audience
+    }
+
+    /// Up to `limit` ids of a sorted array greater than `after`.
+    static func page(of sorted: [UInt32], after: UInt32?, limit: Int) -> [UInt32] {
+        guard let after else { return Array(sorted.prefix(limit)) }
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] <= after { low = middle + 1 } else { high = middle }
+        }
+        return Array(sorted[low...].prefix(limit))
+    }
+}

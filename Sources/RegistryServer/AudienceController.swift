@@ -1,0 +1,93 @@
+import Conditions
+import Foundation
+import Hummingbird
+import Registry
+
+/// `POST /api/audiences:resolve` and `POST /api/conditions:check`: what FCM never told anyone.
+struct AudienceController {
+    let registry: Registry
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/audiences:resolve", .post, use: resolve)
+        routes.on("/api/conditions:check", .post, use: check)
+    }
+
+    struct AudienceResponse: Encodable {
+        var count: Int
+        var tokens: [String]?
+        var nextPageToken: String?
+        var topicCounts: [String: Int]?
+        var condition: String?
+        var warnings: [ConditionReport.Finding]?
+    }
+
+    @Sendable func resolve(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
+        let dialect = try Self.dialect(body, default: .extended)
+        var targets: [AudienceTarget] = []
+        if let token = try body.string("token") { targets.append(.token(token)) }
+        if let key = try body.string("notification_key") { targets.append(.notificationKey(key)) }
+        if let group = try body.string("group") { targets.append(.group(group)) }
+        if let topic = try body.string("topic") { targets.append(.topic(topic)) }
+        if let condition = try body.string("condition") { targets.append(.condition(condition, dialect)) }
+        guard targets.count == 1, let target = targets.first else {
+            throw BadRequest("give exactly one of token, notification_key, group, topic, condition")
+        }
+        let pageSize = try body.integer("pageSize")
+        let after = try body.string("pageToken").map(Self.cursor)
+        let countOnly = try body.bool("countOnly") ?? false
+        let audience: Audience
+        do {
+            audience = try await registry.resolve(target, in: project, after: after, pageSize: pageSize, countOnly: countOnly)
+        } catch let error as ConditionError {
+            throw Self.invalidCondition(error, source: (try? body.string("condition")) ?? "")
+        }
+        return try JSONResponse.make(
+            AudienceResponse(
+                count: audience.count, tokens: audience.tokens,
+                nextPageToken: audience.nextAfter.map { Base64URL.encode(Array(String($0).utf8)) },
+                topicCounts: audience.topicCounts, condition: audience.condition?.canonical,
+                warnings: audience.condition.map { condition in
+                    condition.warnings.map { ConditionReport.Finding($0, in: condition.source) }
+                }))
+    }
+
+    @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
+        guard let condition = try body.string("condition") else { throw BadRequest("condition is required") }
+        return try JSONResponse.make(ConditionReport(checking: condition, dialect: try Self.dialect(body, default: .extended)))
+    }
+
+    // MARK: - Helpers
+
+    static func dialect(_ body: JSONObject, default fallback: Dialect) throws -> Dialect {
+        guard let name = try body.string("dialect") else { return fallback }
+        guard let dialect = Dialect(rawValue: name) else {
+            throw BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
+        }
+        return dialect
+    }
+
+    static func cursor(_ pageToken: String) throws -> UInt32 {
+        guard let bytes = Base64URL.decode(pageToken), let text = String(bytes: bytes, encoding: .utf8),
+            let id = UInt32(text)
+        else { throw BadRequest("invalid pageToken", field: "pageToken") }
+        return id
+    }
+
+    /// 400 with the diagnostic: where the condition is wrong, and the caret rendering.
+    static func invalidCondition(_ error: ConditionError, source: String) -> APIError {
+        struct Body: Encodable {
+            struct Inner: Encodable {
+                var code = "invalid_condition"
+                var message: String
+                var diagnostic: ConditionReport.Finding
+            }
+            var error: Inner
+        }
+        let finding = ConditionReport.Finding(error.diagnostic, in: source)
+        let data = (try? JSONResponse.encoder().encode(Body(error: .init(message: finding.message, diagnostic: finding)))) ?? Data()
+        return APIError(status: .badRequest, body: Array(data))
+    }
+}
