@@ -33,6 +33,7 @@ public func buildRouter(registry: Registry) -> Router<RegistryRequestContext> {
     TopicSubscriptionController(registry: registry).addRoutes(to: routes)
     TokenController(registry: registry).addRoutes(to: routes)
     AudienceController(registry: registry).addRoutes(to: routes)
+    InspectionController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router
 }

@@ -36,13 +36,16 @@ struct AuthMiddleware: RouterMiddleware {
     /// The key in `key=<key>` or `Bearer <key>`.
     static func serverKey(in header: String?) -> String? {
         guard let header else { return nil }
-        for scheme in ["key=", "Bearer ", "bearer "] where header.hasPrefix(scheme) {
-            let key = header.dropFirst(scheme.count).drop { $0 == " " }
-            let trimmed = key.reversed().drop { $0 == " " }.reversed()
-            return trimmed.isEmpty ? nil : String(trimmed)
-        }
-        return nil
+        // Byte-level work: this runs on every request.
+        var bytes = Substring(header).utf8[...]
+        guard let scheme = schemes.first(where: { bytes.starts(with: $0) }) else { return nil }
+        bytes = bytes.dropFirst(scheme.count)
+        while bytes.first == UInt8(ascii: " ") { bytes = bytes.dropFirst() }
+        while bytes.last == UInt8(ascii: " ") { bytes = bytes.dropLast() }
+        return bytes.isEmpty ? nil : String(Substring(bytes))
     }
+
+    private static let schemes = ["key=", "Bearer ", "bearer "].map { Array($0.utf8) }
 
     static func unauthenticated(_ family: APIFamily, _ message: String) -> APIError {
         var error: APIError
