@@ -6,18 +6,19 @@ extension SQLiteStore {
         -> GroupRef
     {
         try await write { db, log in
-            let taken = try db.cachedStatement(sql: "SELECT 1 FROM deviceGroup WHERE projectId = ? AND name = ?")
-            if try Bool.fetchOne(taken, arguments: [project.rowID, name]) != nil {
+            let now = Clock.now()
+            // The unique index on (projectId, name) is the check: no look-up before the insert.
+            do {
+                try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
+                    .execute(arguments: [project.rowID, name, now])
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                 throw RegistryError.groupNameTaken
             }
-            let now = Clock.now()
+            let id = db.lastInsertedRowID
             let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now, log: log) }
                 .filter { $0.state == .registered }
             guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
             guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
-            try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
-                .execute(arguments: [project.rowID, name, now])
-            let id = db.lastInsertedRowID
             try Self.insertMembers(db, members.map(\.id), into: id, now: now)
             return GroupRef(id: id, name: name, memberCount: members.count)
         }

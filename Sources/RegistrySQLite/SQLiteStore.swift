@@ -52,10 +52,14 @@ extension Database {
 
     /// The token's row, registering the token first if the project has never seen it (open registration).
     func tokenRowRegistering(_ value: String, in project: Project, now: Int64, log: ChangeLog) throws -> TokenRow {
-        if let row = try tokenRow(value, in: project) { return row }
+        // Insert first: a new token costs one statement, a known one two.
         let insert = try cachedStatement(
-            sql: "INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)")
+            sql: """
+                INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)
+                ON CONFLICT (projectId, value) DO NOTHING
+                """)
         try insert.execute(arguments: [project.rowID, value, now, now])
+        guard changesCount > 0 else { return try tokenRow(value, in: project)! }
         let id = lastInsertedRowID
         log.record(.registered(project: project.rowID, token: UInt32(id)))
         return TokenRow(id: id, state: .registered, isNew: true)

@@ -10,9 +10,12 @@ struct DeviceGroupController {
         routes.on("/fcm/notification", .get, use: lookUp)
     }
 
-    /// The answer to every successful operation.
-    struct KeyResponse: Encodable {
-        var notification_key: String
+    /// The answer to every successful operation: `{"notification_key":"APA91b…"}`.
+    /// Written by hand: keys are URL-safe base64, nothing in them needs escaping.
+    static func keyResponse(_ key: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"notification_key":""# + key + #""}"#)))
     }
 
     @Sendable func operate(_ request: Request, context: RegistryRequestContext) async throws -> Response {
@@ -28,7 +31,7 @@ struct DeviceGroupController {
         case "create":
             guard let name else { throw BadRequest("notification_key_name is required to create a group") }
             let issued = try await registry.createGroup(named: name, tokens: tokens, in: project)
-            return try JSONResponse.make(KeyResponse(notification_key: issued))
+            return Self.keyResponse(issued)
         case "add", "remove":
             guard let key else { throw BadRequest("notification_key is required to \(operation.lowercased()) members") }
             if operation.lowercased() == "add" {
@@ -36,7 +39,7 @@ struct DeviceGroupController {
             } else {
                 _ = try await registry.removeFromGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
             }
-            return try JSONResponse.make(KeyResponse(notification_key: key))
+            return try JSONResponse.make(["notification_key": key])
         default:
             throw BadRequest("unknown operation '\(operation)': use create, add or remove")
         }
@@ -47,7 +50,6 @@ struct DeviceGroupController {
         guard let name = request.query("notification_key_name"), !name.isEmpty else {
             throw BadRequest("notification_key_name is required")
         }
-        let key = try await registry.notificationKey(forGroupNamed: name, in: project)
-        return try JSONResponse.make(KeyResponse(notification_key: key))
+        return Self.keyResponse(try await registry.notificationKey(forGroupNamed: name, in: project))
     }
 }
