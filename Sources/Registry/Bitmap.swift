@@ -10,10 +10,15 @@ public struct Bitmap: Sendable, Equatable {
         words = Array(repeating: 0, count: (max(capacity, 1) + 63) / 64)
     }
 
-    /// The set of `ids`, which must be below `capacity`.
-    public init(capacity: Int, ids: some Sequence<UInt32>) {
-        self.init(capacity: capacity)
-        for id in ids { insert(id) }
+    /// The set of `ids`; the bitmap grows if an id is not below `capacity`.
+    public init(capacity: Int, ids: [UInt32]) {
+        let needed = max(capacity, Int(ids.max() ?? 0) + 1)
+        self.init(capacity: needed)
+        words.withUnsafeMutableBufferPointer { words in
+            for id in ids {
+                words[Int(id &>> 6)] |= 1 &<< UInt64(id & 63)
+            }
+        }
     }
 
     public mutating func insert(_ id: UInt32) {
@@ -34,23 +39,37 @@ public struct Bitmap: Sendable, Equatable {
     }
 
     public var count: Int {
-        words.reduce(0) { $0 + $1.nonzeroBitCount }
+        words.withUnsafeBufferPointer { words in
+            var total = 0
+            for word in words { total &+= word.nonzeroBitCount }
+            return total
+        }
     }
 
     public mutating func formIntersection(_ other: Bitmap) {
         let shared = min(words.count, other.words.count)
-        for i in 0..<shared { words[i] &= other.words[i] }
+        combine(other, count: shared) { $0 & $1 }
         for i in shared..<words.count { words[i] = 0 }
     }
 
     public mutating func formUnion(_ other: Bitmap) {
         if other.words.count > words.count { words += Array(repeating: 0, count: other.words.count - words.count) }
-        for i in 0..<other.words.count { words[i] |= other.words[i] }
+        combine(other, count: other.words.count) { $0 | $1 }
     }
 
     /// Removes every id of `other`.
     public mutating func subtract(_ other: Bitmap) {
-        for i in 0..<min(words.count, other.words.count) { words[i] &= ~other.words[i] }
+        combine(other, count: min(words.count, other.words.count)) { $0 & ~$1 }
+    }
+
+    /// Word-wise `words[i] = operation(words[i], other.words[i])` for the first `count` words, without bounds checks.
+    @inline(__always)
+    private mutating func combine(_ other: Bitmap, count: Int, _ operation: (UInt64, UInt64) -> UInt64) {
+        other.words.withUnsafeBufferPointer { theirs in
+            words.withUnsafeMutableBufferPointer { ours in
+                for i in 0..<count { ours[i] = operation(ours[i], theirs[i]) }
+            }
+        }
     }
 
     /// Up to `limit` ids greater than `after`, ascending.
