@@ -56,4 +56,15 @@ extension Registry {
         try checkToken(token)
         return try await store.subscriptions(ofToken: token, in: project, after: after, limit: self.pageSize(pageSize))
     }
+
+    /// Sets a token's topics in one transaction; returns what was added and removed.
+    public func setTopics(_ topics: [String], ofToken token: String, in project: Project) async throws
+        -> (added: [String], removed: [String])
+    {
+        try checkToken(token)
+        for topic in topics { try checkTopicName(topic) }
+        var seen = Set<String>()
+        let distinct = topics.filter { seen.insert($0).inserted }
+        return try await store.setTopics(distinct, ofToken: token, topicLimit: limits.topicsPerToken, in: project)
+    }
 }

@@ -49,6 +49,10 @@ public protocol RegistryStore: Sendable {
     /// A page of the token's topics by name, or `nil` when the token is unknown or unregistered.
     func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<SubscriptionInfo>?
+    /// Makes `topics` (distinct, valid) exactly the token's topics, registering an unknown token.
+    /// - Throws: `.tokenNotFound` (unregistered), `.tooManyTopics`.
+    func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
+        -> (added: [String], removed: [String])
     func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary>
     func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?

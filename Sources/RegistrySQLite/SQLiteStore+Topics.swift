@@ -188,3 +188,38 @@ extension SQLiteStore {
         try statement.execute(arguments: [id, id])
     }
 }
+
+extension SQLiteStore {
+    public func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
+        -> (added: [String], removed: [String])
+    {
+        try await write { db, log in
+            let now = Clock.now()
+            let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
+            guard row.state == .registered else { throw RegistryError.tokenNotFound }
+            guard topics.count <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
+            let current = try Row.fetchAll(
+                db,
+                sql: "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
+                arguments: [row.id])
+            let currentNames = Set(current.map { $0["name"] as String })
+            let wanted = Set(topics)
+            let removed = current.filter { !wanted.contains($0["name"] as String) }
+            for topic in removed {
+                try db.execute(
+                    sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?", arguments: [topic["id"] as Int64, row.id])
+                try Self.deleteTopicIfEmpty(db, id: topic["id"])
+                log.record(.unsubscribed(project: project.rowID, topic: topic["name"], tokens: [UInt32(row.id)]))
+            }
+            let added = topics.filter { !currentNames.contains($0) }
+            for name in added {
+                let topicID = try Self.topicIDCreating(db, name, in: project, now: now)
+                try db.execute(
+                    sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)",
+                    arguments: [topicID, row.id, now])
+                log.record(.subscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
+            }
+            return (added.sorted(), removed.map { $0["name"] as String }.sorted())
+        }
+    }
+}

@@ -10,6 +10,21 @@ struct TokenController {
         routes.on("/api/tokens/:token", .get, use: show)
         routes.on("/api/tokens/:token", .put, use: register)
         routes.on("/api/tokens/:token", .delete, use: unregister)
+        routes.on("/api/tokens/:token/topics", .put, use: setTopics)
+    }
+
+    struct TopicChanges: Encodable {
+        var added: [String]
+        var removed: [String]
+    }
+
+    /// `PUT /api/tokens/{token}/topics` with `{"topics":[…]}`: exactly these topics, in one transaction.
+    @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
+        guard let topics = try body.strings("topics") else { throw BadRequest("topics is required: an array of topic names") }
+        let (added, removed) = try await registry.setTopics(topics, ofToken: token, in: project)
+        return try JSONResponse.make(TopicChanges(added: added, removed: removed))
     }
 
     struct TokenResponse: Encodable {
