@@ -42,6 +42,7 @@ let package = Package(
         .target(
             name: "RegistryServer",
             dependencies: [
+                "Conditions",
                 "Registry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -14,6 +14,8 @@ public struct Limits: Sendable, Hashable {
     public var defaultPageSize = 1000
     /// The most entries one page may hold.
     public var maximumPageSize = 2000
+    /// Accepted messages kept in the message log.
+    public var messageLogSize = 1000
 
     public init() {}
 }

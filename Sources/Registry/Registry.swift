@@ -7,6 +7,8 @@ public struct Registry: Sendable {
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
+    /// Accepted messages and who they reached (this service records; it does not deliver).
+    public let messages: MessageLog
 
     /// Opens the registry over `store`, creating the notification-key secret on first use.
     /// - Parameter loadAudience: fill the audience index from the store (the server does; commands
@@ -14,6 +16,7 @@ public struct Registry: Sendable {
     public init(store: any RegistryStore, limits: Limits = Limits(), loadAudience: Bool = true) async throws {
         self.store = store
         self.limits = limits
+        messages = MessageLog(capacity: limits.messageLogSize)
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
         if loadAudience { try await store.loadAudience() }

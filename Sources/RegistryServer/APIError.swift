@@ -1,3 +1,4 @@
+import Conditions
 import Foundation
 import Hummingbird
 
@@ -18,7 +19,8 @@ struct APIError: Error, Sendable {
 
     /// Google's envelope: `{"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT","details":[…]}}`.
     static func google(
-        _ status: HTTPResponse.Status, _ statusName: String, _ message: String, fieldViolations: [(String, String)] = []
+        _ status: HTTPResponse.Status, _ statusName: String, _ message: String, fieldViolations: [(String, String)] = [],
+        fcmErrorCode: String? = nil, extraDetails: [GoogleError.Detail] = []
     ) -> APIError {
         var details: [GoogleError.Detail] = []
         if !fieldViolations.isEmpty {
@@ -27,6 +29,10 @@ struct APIError: Error, Sendable {
                     type: "type.googleapis.com/google.rpc.BadRequest",
                     fieldViolations: fieldViolations.map { .init(field: $0.0, description: $0.1) }))
         }
+        if let fcmErrorCode {
+            details.append(GoogleError.Detail(type: "type.googleapis.com/google.firebase.fcm.v1.FcmError", errorCode: fcmErrorCode))
+        }
+        details += extraDetails
         let error = GoogleError(
             error: .init(code: status.code, message: message, status: statusName, details: details.isEmpty ? nil : details))
         return APIError(status: status, body: encode(error))
@@ -65,10 +71,16 @@ struct GoogleError: Encodable {
 
         var type: String
         var fieldViolations: [FieldViolation]?
+        /// FCM's own code (`UNREGISTERED`, `INVALID_ARGUMENT`, …), in `FcmError` details.
+        var errorCode: String?
+        /// fcm-registry's diagnostic of a condition, with its position.
+        var diagnostic: ConditionReport.Finding?
 
         enum CodingKeys: String, CodingKey {
             case type = "@type"
             case fieldViolations
+            case errorCode
+            case diagnostic
         }
     }
 

@@ -34,6 +34,9 @@ public func buildRouter(registry: Registry) -> Router<RegistryRequestContext> {
     TokenController(registry: registry).addRoutes(to: routes)
     AudienceController(registry: registry).addRoutes(to: routes)
     InspectionController(registry: registry).addRoutes(to: routes)
+    LegacySendController(registry: registry).addRoutes(to: routes)
+    V1SendController(registry: registry).addRoutes(to: routes)
+    MessageController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router
 }

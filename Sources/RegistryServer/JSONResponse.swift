@@ -20,6 +20,21 @@ enum JSONResponse {
             body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
+    /// A response from loosely typed JSON (the legacy protocol's mixed shapes).
+    static func any(_ value: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `text/plain`, the answer of the legacy protocol's plain-text requests.
+    static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
     /// `{}`, FCM's empty success.
     static func empty() -> Response {
         Response(
