@@ -74,11 +74,9 @@ struct LegacySendController {
         }
         if let key = message.notificationKey ?? message.to, let group = try await groupTarget(key, project: project) {
             let members = try await registry.tokenValues(group.members, in: project)
-            do {
-                try message.checkContent(toTopics: false)
-            } catch {
+            if let problem = try Self.contentProblem(message, toTopics: false) {
                 return try JSONResponse.any([
-                    "success": 0, "failure": members.count, "failed_registration_ids": members, "error": Self.code(error),
+                    "success": 0, "failure": members.count, "failed_registration_ids": members, "error": Self.code(problem),
                 ])
             }
             log.record(key, ids: group.members)
@@ -89,10 +87,8 @@ struct LegacySendController {
         }
         let tokens = message.registrationIDs ?? message.to.map { [$0] } ?? []
         guard !tokens.isEmpty else { return try Self.multicast([.missingRegistration]) }
-        do {
-            try message.checkContent(toTopics: false)
-        } catch {
-            return try Self.multicast(Array(repeating: error, count: tokens.count))
+        if let problem = try Self.contentProblem(message, toTopics: false) {
+            return try Self.multicast(Array(repeating: problem, count: tokens.count))
         }
         let statuses = try await registry.recipientStatuses(tokens, in: project)
         let problems: [MessageProblem?] = zip(tokens, statuses).map { token, status in
@@ -119,10 +115,8 @@ struct LegacySendController {
     private func sendToTopics(
         _ message: LegacyMessage, target: String, log: MessageRecorder, recipients: () -> [UInt32]
     ) async throws -> Response {
-        do {
-            try message.checkContent(toTopics: true)
-        } catch {
-            return try JSONResponse.any(["error": Self.code(error)])
+        if let problem = try Self.contentProblem(message, toTopics: true) {
+            return try JSONResponse.any(["error": Self.code(problem)])
         }
         log.record(target, ids: recipients())
         return try JSONResponse.any(["message_id": message.dryRun ? -1 : Int64.random(in: 1...Int64.max)])
@@ -142,6 +136,19 @@ struct LegacySendController {
 
     private static func multicast(_ problems: [MessageProblem]) throws -> Response {
         try multicast(problems.map { Optional($0) })
+    }
+
+    /// The problem with the message's content that FCM reports per result (200 + error); a parameter
+    /// of the wrong value is a 400 instead (table 9: `InvalidParameters`).
+    static func contentProblem(_ message: LegacyMessage, toTopics: Bool) throws -> MessageProblem? {
+        do {
+            try message.checkContent(toTopics: toTopics)
+            return nil
+        } catch .invalidParameters(let text, let field) {
+            throw invalidParameters(.invalidParameters(text, field: field))
+        } catch {
+            return error
+        }
     }
 
     /// A 400 for a request FCM could not take: `{"error":"InvalidParameters: …"}`.
