@@ -99,17 +99,13 @@ extension SQLiteStore {
                         FROM deviceGroup WHERE projectId = ? AND name = ?
                         """, arguments: [project.rowID, name])
             else { return nil }
-            let rows = try Row.fetchAll(
-                db,
+            let page = try db.tokenPage(
                 sql: """
-                    SELECT token.id, token.value, groupMember.addedAt FROM groupMember
+                    SELECT token.id, token.value, groupMember.addedAt AS since FROM groupMember
                     JOIN token ON token.id = groupMember.tokenId
                     WHERE groupMember.groupId = ? AND groupMember.tokenId > ?
                     ORDER BY groupMember.tokenId LIMIT ?
-                    """, arguments: [group["id"] as Int64, db.integerCursor(after), limit + 1])
-            let page = Page(
-                items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["addedAt"])) },
-                nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
+                    """, owner: group["id"], after: after, limit: limit)
             let summary = GroupSummary(name: name, memberCount: group["members"], createdAt: Clock.date(group["createdAt"]))
             return (summary, page)
         }

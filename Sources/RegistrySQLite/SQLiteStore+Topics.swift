@@ -149,17 +149,13 @@ extension SQLiteStore {
                         FROM topic WHERE projectId = ? AND name = ?
                         """, arguments: [project.rowID, name])
             else { return nil }
-            let rows = try Row.fetchAll(
-                db,
+            let page = try db.tokenPage(
                 sql: """
-                    SELECT token.id, token.value, subscription.createdAt FROM subscription
+                    SELECT token.id, token.value, subscription.createdAt AS since FROM subscription
                     JOIN token ON token.id = subscription.tokenId
                     WHERE subscription.topicId = ? AND subscription.tokenId > ?
                     ORDER BY subscription.tokenId LIMIT ?
-                    """, arguments: [topic["id"] as Int64, db.integerCursor(after), limit + 1])
-            let page = Page(
-                items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["createdAt"])) },
-                nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
+                    """, owner: topic["id"], after: after, limit: limit)
             let summary = TopicSummary(
                 name: name, subscriberCount: topic["subscribers"], createdAt: Clock.date(topic["createdAt"]))
             return (summary, page)

@@ -65,8 +65,14 @@ extension Database {
         return TokenRow(id: id, state: .registered, isNew: true)
     }
 
-    /// Decodes a cursor made by `cursor(_:)`; a malformed cursor reads as "from the start".
-    func integerCursor(_ after: String?) -> Int64 {
-        after.flatMap(Int64.init) ?? 0
+    /// A page of the tokens of a group or topic in token-id order; the cursor is the last token id.
+    ///
+    /// - Parameter sql: selects `id`, `value` and `since` for an owner id, a cursor and a limit, in that order.
+    ///   A malformed cursor reads as "from the start".
+    func tokenPage(sql: String, owner: Int64, after: String?, limit: Int) throws -> Page<Membership> {
+        let rows = try Row.fetchAll(cachedStatement(sql: sql), arguments: [owner, after.flatMap(Int64.init) ?? 0, limit + 1])
+        return Page(
+            items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["since"])) },
+            nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
     }
 }
