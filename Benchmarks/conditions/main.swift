@@ -28,7 +28,9 @@ enum ConditionsBenchmark {
                 }
             }
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("\(Int(Double(checked) / seconds)) conditions/s (parse, dialect checks, warnings incl. truth table): \(source)")
+            print(
+                "\(Int(Double(checked) / seconds)) conditions/s (parse, dialect checks, warnings incl. truth table): \(source)"
+            )
             precondition(valid == iterations * 5)
         }
     }

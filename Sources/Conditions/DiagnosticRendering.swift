@@ -14,8 +14,11 @@ extension Diagnostic {
         let location = LineColumn(offset: range.offset, in: source)
         let line = Self.line(containing: range.offset, in: source)
         let start = location.column - 1
-        let underlineWidth = max(1, min(Self.characterCount(ofBytes: range.length, in: source, from: range.offset),
-                                         Self.contextAfter))
+        let underlineWidth = max(
+            1,
+            min(
+                Self.characterCount(ofBytes: range.length, in: source, from: range.offset),
+                Self.contextAfter))
         // Clip to a window of the line around the caret.
         let windowStart = max(0, start - Self.contextBefore)
         let window = line.dropFirst(windowStart).prefix(start - windowStart + underlineWidth + Self.contextAfter)
@@ -27,7 +30,8 @@ extension Diagnostic {
         var text = "\(severity.rawValue): \(message)\n"
         text += "\(pad)--> \(name):\(location.line):\(location.column)\n"
         text += "\(gutter) | \(prefix)\(window.replacingTabs)\(suffix)\n"
-        text += "\(pad) | " + String(repeating: " ", count: caretColumn) + "^"
+        text +=
+            "\(pad) | " + String(repeating: " ", count: caretColumn) + "^"
             + String(repeating: "~", count: underlineWidth - 1) + "\n"
         for note in notes {
             text += "\(pad) = note: \(note)\n"

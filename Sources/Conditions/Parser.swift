@@ -93,7 +93,8 @@ struct Parser {
                     throw ConditionError(.missingOperator, "expected '&&' or '||' before 'not'", at: current.range)
                 }
                 throw ConditionError(
-                    .trailingInput, "unexpected \(current.description) after a complete condition; expected '&&' or '||'",
+                    .trailingInput,
+                    "unexpected \(current.description) after a complete condition; expected '&&' or '||'",
                     at: current.range)
             case .end, .rightParenthesis:
                 return shape(operands, operators)
@@ -126,7 +127,8 @@ struct Parser {
             }
             let inner = try parseExpression(depth: depth + 1)
             guard case .rightParenthesis = current.kind else {
-                throw ConditionError(.unclosedParenthesis, "unbalanced parenthesis: this '(' is never closed", at: open.range)
+                throw ConditionError(
+                    .unclosedParenthesis, "unbalanced parenthesis: this '(' is never closed", at: open.range)
             }
             _ = try take()
             return inner
@@ -157,13 +159,15 @@ struct Parser {
     private mutating func expectInTopics(after topic: Token, name: String) throws(ConditionError) {
         guard case .word("in") = current.kind else {
             throw ConditionError(
-                .expectedInTopics, "expected \"in topics\" after the topic name '\(name)'; found \(current.description)",
+                .expectedInTopics,
+                "expected \"in topics\" after the topic name '\(name)'; found \(current.description)",
                 at: current.range)
         }
         _ = try take()
         guard case .word("topics") = current.kind else {
             throw ConditionError(
-                .expectedInTopics, "expected \"in topics\" after the topic name '\(name)'; found \"in\" then \(current.description)",
+                .expectedInTopics,
+                "expected \"in topics\" after the topic name '\(name)'; found \"in\" then \(current.description)",
                 at: current.range)
         }
         _ = try take()

@@ -32,7 +32,8 @@ public enum MessageRules {
     public static func checkDataKeys(_ keys: some Sequence<String>) throws(MessageProblem) {
         for key in keys {
             let lowered = key.lowercased()
-            if lowered == "from" || lowered == "message_type" || lowered.hasPrefix("google") || lowered.hasPrefix("gcm") {
+            if lowered == "from" || lowered == "message_type" || lowered.hasPrefix("google") || lowered.hasPrefix("gcm")
+            {
                 throw .invalidDataKey(key)
             }
         }

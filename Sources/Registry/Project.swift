@@ -26,7 +26,8 @@ public struct Project: Sendable, Hashable, Codable {
             throw .invalidProject("sender id must be 1 to 20 digits, like 123456789012")
         }
         let allowed = projectId.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
                 || byte == UInt8(ascii: "-")
         }
         guard (1...63).contains(projectId.count), allowed else {

@@ -44,7 +44,8 @@ extension Registry {
             let condition = try Condition(parsing: source, dialect: dialect)
             let reached = snapshot.evaluate(condition.expression)
             audience = Audience(count: reached.count, condition: condition)
-            audience.topicCounts = Dictionary(uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
+            audience.topicCounts = Dictionary(
+                uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
             if !countOnly { page = reached.ids(after: after, limit: limit + 1) }
         case .topic(let name):
             try checkTopicName(name)

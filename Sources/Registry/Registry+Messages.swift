@@ -40,7 +40,9 @@ extension Registry {
     /// The group a string names if it is a notification key this project issued: its name and member ids.
     /// `nil` when the string is not such a key (it may then be an old-style registration token).
     /// - Throws: `.groupNotFound` for a key of a group that no longer exists.
-    public func group(forNotificationKey key: String, in project: Project) async throws -> (id: Int64, members: [UInt32])? {
+    public func group(forNotificationKey key: String, in project: Project) async throws -> (
+        id: Int64, members: [UInt32]
+    )? {
         guard let id = try? keys.groupID(from: key, in: project) else { return nil }
         guard let members = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
             throw RegistryError.groupNotFound

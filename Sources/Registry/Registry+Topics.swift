@@ -10,7 +10,8 @@ extension Registry {
     }
 
     /// `batchRemove`: one outcome per input token, in input order.
-    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome] {
+    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
+    {
         try checkTopicName(topic)
         return try await batch(tokens) { usable in
             try await store.unsubscribe(usable, from: topic, in: project)
@@ -33,7 +34,8 @@ extension Registry {
     public func createSubscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo {
         try checkToken(token)
         try checkTopicName(topic)
-        return try await store.createSubscription(token: token, topic: topic, topicLimit: limits.topicsPerToken, in: project)
+        return try await store.createSubscription(
+            token: token, topic: topic, topicLimit: limits.topicsPerToken, in: project)
     }
 
     /// Whether a subscription was there to delete.

@@ -28,7 +28,8 @@ public struct Registry: Sendable {
     public func createProject(projectId: String, senderId: String) async throws -> (Project, serverKey: String) {
         try Project.validate(projectId: projectId, senderId: senderId)
         let key = ServerKey.generate()
-        let project = try await store.createProject(projectId: projectId, senderId: senderId, keyHash: ServerKey.hash(key))
+        let project = try await store.createProject(
+            projectId: projectId, senderId: senderId, keyHash: ServerKey.hash(key))
         return (project, key)
     }
 

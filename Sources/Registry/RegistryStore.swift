@@ -20,7 +20,8 @@ public protocol RegistryStore: Sendable {
     // MARK: Device groups
 
     /// Creates a group of the registered ones among `tokens` (unknown tokens are registered; unregistered ones dropped).
-    func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws -> GroupRef
+    func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
+        -> GroupRef
     func addMembers(_ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project)
         async throws -> GroupRef
     /// Removes members; a group left empty is deleted (`memberCount` 0).

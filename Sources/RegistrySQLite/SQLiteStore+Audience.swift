@@ -7,12 +7,18 @@ extension SQLiteStore {
         for project in projects {
             let (topics, registered) = try await read { db in
                 var topics: [String: [UInt32]] = [:]
-                let members = try db.cachedStatement(sql: "SELECT tokenId FROM subscription WHERE topicId = ? ORDER BY tokenId")
-                for topic in try Row.fetchAll(db, sql: "SELECT id, name FROM topic WHERE projectId = ?", arguments: [project]) {
-                    topics[topic["name"]] = try Int64.fetchAll(members, arguments: [topic["id"] as Int64]).map { UInt32($0) }
+                let members = try db.cachedStatement(
+                    sql: "SELECT tokenId FROM subscription WHERE topicId = ? ORDER BY tokenId")
+                for topic in try Row.fetchAll(
+                    db, sql: "SELECT id, name FROM topic WHERE projectId = ?", arguments: [project])
+                {
+                    topics[topic["name"]] = try Int64.fetchAll(members, arguments: [topic["id"] as Int64]).map {
+                        UInt32($0)
+                    }
                 }
                 let registered = try Int64.fetchAll(
-                    db, sql: "SELECT id FROM token WHERE projectId = ? AND state = 'registered' ORDER BY id", arguments: [project]
+                    db, sql: "SELECT id FROM token WHERE projectId = ? AND state = 'registered' ORDER BY id",
+                    arguments: [project]
                 ).map { UInt32($0) }
                 return (topics, registered)
             }
@@ -39,10 +45,12 @@ extension SQLiteStore {
             let groupID: Int64?
             if let id {
                 groupID = try Int64.fetchOne(
-                    db, sql: "SELECT id FROM deviceGroup WHERE id = ? AND projectId = ?", arguments: [id, project.rowID])
+                    db, sql: "SELECT id FROM deviceGroup WHERE id = ? AND projectId = ?",
+                    arguments: [id, project.rowID])
             } else {
                 groupID = try Int64.fetchOne(
-                    db, sql: "SELECT id FROM deviceGroup WHERE name = ? AND projectId = ?", arguments: [name, project.rowID])
+                    db, sql: "SELECT id FROM deviceGroup WHERE name = ? AND projectId = ?",
+                    arguments: [name, project.rowID])
             }
             guard let groupID else { return nil }
             return try Int64.fetchAll(

@@ -36,7 +36,9 @@ extension SQLiteStore {
             let current = Set(
                 try Int64.fetchAll(db, sql: "SELECT tokenId FROM groupMember WHERE groupId = ?", arguments: [id]))
             let joining = members.map(\.id).filter { !current.contains($0) }
-            guard current.count + joining.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
+            guard current.count + joining.count <= memberLimit else {
+                throw RegistryError.groupFull(limit: memberLimit)
+            }
             try Self.insertMembers(db, joining, into: id, now: now)
             return GroupRef(id: id, name: name, memberCount: current.count + joining.count)
         }
@@ -106,7 +108,8 @@ extension SQLiteStore {
                     WHERE groupMember.groupId = ? AND groupMember.tokenId > ?
                     ORDER BY groupMember.tokenId LIMIT ?
                     """, owner: group["id"], after: after, limit: limit)
-            let summary = GroupSummary(name: name, memberCount: group["members"], createdAt: Clock.date(group["createdAt"]))
+            let summary = GroupSummary(
+                name: name, memberCount: group["members"], createdAt: Clock.date(group["createdAt"]))
             return (summary, page)
         }
     }
@@ -133,7 +136,8 @@ extension SQLiteStore {
     /// Deletes the group when it has no members left; returns how many it has.
     @discardableResult
     static func deleteGroupIfEmpty(_ db: Database, id: Int64) throws -> Int {
-        let remaining = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?", arguments: [id]) ?? 0
+        let remaining =
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?", arguments: [id]) ?? 0
         if remaining == 0 {
             try db.execute(sql: "DELETE FROM deviceGroup WHERE id = ?", arguments: [id])
         }

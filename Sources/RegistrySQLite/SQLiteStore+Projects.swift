@@ -25,7 +25,8 @@ extension SQLiteStore {
 
     public func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project {
         try await write { db, log in
-            guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId]) else {
+            guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId])
+            else {
                 throw RegistryError.projectNotFound(projectId)
             }
             try db.execute(
@@ -62,7 +63,9 @@ extension SQLiteStore {
     }
 
     public func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8] {
-        if let stored = try await read({ db in try Data.fetchOne(db, sql: "SELECT value FROM secret WHERE name = ?", arguments: [name]) }) {
+        if let stored = try await read({ db in
+            try Data.fetchOne(db, sql: "SELECT value FROM secret WHERE name = ?", arguments: [name])
+        }) {
             return Array(stored)
         }
         let fresh = make()

@@ -40,14 +40,16 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",
                 arguments: [Clock.now(), row.id])
-            let groupIDs = try Int64.fetchAll(db, sql: "SELECT groupId FROM groupMember WHERE tokenId = ?", arguments: [row.id])
+            let groupIDs = try Int64.fetchAll(
+                db, sql: "SELECT groupId FROM groupMember WHERE tokenId = ?", arguments: [row.id])
             try db.execute(sql: "DELETE FROM groupMember WHERE tokenId = ?", arguments: [row.id])
             for groupID in groupIDs {
                 try Self.deleteGroupIfEmpty(db, id: groupID)
             }
             let topics = try Row.fetchAll(
                 db,
-                sql: "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
+                sql:
+                    "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
                 arguments: [row.id])
             try db.execute(sql: "DELETE FROM subscription WHERE tokenId = ?", arguments: [row.id])
             for topic in topics {

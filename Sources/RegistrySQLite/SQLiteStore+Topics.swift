@@ -31,7 +31,8 @@ extension SQLiteStore {
         }
     }
 
-    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome] {
+    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
+    {
         try await write { db, log in
             let topicID = try Self.topicID(db, topic, in: project)
             let delete = try db.cachedStatement(sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?")
@@ -65,7 +66,8 @@ extension SQLiteStore {
             {
                 throw RegistryError.subscriptionExists
             }
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?", arguments: [row.id])
+            let count = try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?", arguments: [row.id])
             guard count ?? 0 < topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
             try db.execute(
                 sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)",
@@ -131,7 +133,8 @@ extension SQLiteStore {
                     FROM topic WHERE projectId = ? AND name > ? ORDER BY name LIMIT ?
                     """, arguments: [project.rowID, after ?? "", limit + 1])
             let items = rows.prefix(limit).map {
-                TopicSummary(name: $0["name"], subscriberCount: $0["subscribers"], createdAt: Clock.date($0["createdAt"]))
+                TopicSummary(
+                    name: $0["name"], subscriberCount: $0["subscribers"], createdAt: Clock.date($0["createdAt"]))
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
         }
@@ -173,7 +176,8 @@ extension SQLiteStore {
     static func topicIDCreating(_ db: Database, _ name: String, in project: Project, now: Int64) throws -> Int64 {
         if let id = try topicID(db, name, in: project) { return id }
         try db.execute(
-            sql: "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?)", arguments: [project.rowID, name, now])
+            sql: "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?)",
+            arguments: [project.rowID, name, now])
         return db.lastInsertedRowID
     }
 
@@ -196,14 +200,16 @@ extension SQLiteStore {
             guard topics.count <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
             let current = try Row.fetchAll(
                 db,
-                sql: "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
+                sql:
+                    "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
                 arguments: [row.id])
             let currentNames = Set(current.map { $0["name"] as String })
             let wanted = Set(topics)
             let removed = current.filter { !wanted.contains($0["name"] as String) }
             for topic in removed {
                 try db.execute(
-                    sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?", arguments: [topic["id"] as Int64, row.id])
+                    sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?",
+                    arguments: [topic["id"] as Int64, row.id])
                 try Self.deleteTopicIfEmpty(db, id: topic["id"])
                 log.record(.unsubscribed(project: project.rowID, topic: topic["name"], tokens: [UInt32(row.id)]))
             }

@@ -70,7 +70,8 @@ extension Database {
     /// - Parameter sql: selects `id`, `value` and `since` for an owner id, a cursor and a limit, in that order.
     ///   A malformed cursor reads as "from the start".
     func tokenPage(sql: String, owner: Int64, after: String?, limit: Int) throws -> Page<Membership> {
-        let rows = try Row.fetchAll(cachedStatement(sql: sql), arguments: [owner, after.flatMap(Int64.init) ?? 0, limit + 1])
+        let rows = try Row.fetchAll(
+            cachedStatement(sql: sql), arguments: [owner, after.flatMap(Int64.init) ?? 0, limit + 1])
         return Page(
             items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["since"])) },
             nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)

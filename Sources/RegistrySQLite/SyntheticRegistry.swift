@@ -38,7 +38,9 @@ public struct SyntheticRegistry: Sendable {
 
     /// Fills `database` (which must have no projects) with one project and the synthetic data.
     /// - Returns: the project and its server key.
-    public func generate(into database: RegistryDatabase, projectId: String = "bench", senderId: String = "200000000000")
+    public func generate(
+        into database: RegistryDatabase, projectId: String = "bench", senderId: String = "200000000000"
+    )
         async throws -> (Project, serverKey: String)
     {
         let registry = try await Registry(store: SQLiteStore(database))
@@ -49,11 +51,14 @@ public struct SyntheticRegistry: Sendable {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         try await database.writer.write { db in
             let insertToken = try db.makeStatement(
-                sql: "INSERT INTO token (id, projectId, value, state, createdAt, updatedAt) VALUES (?, ?, ?, 'registered', ?, ?)")
+                sql:
+                    "INSERT INTO token (id, projectId, value, state, createdAt, updatedAt) VALUES (?, ?, ?, 'registered', ?, ?)"
+            )
             for id in 1...tokens {
                 try insertToken.execute(arguments: [id, project.rowID, Self.tokenValue(seed: seed, id: id), now, now])
             }
-            let insertTopic = try db.makeStatement(sql: "INSERT INTO topic (id, projectId, name, createdAt) VALUES (?, ?, ?, ?)")
+            let insertTopic = try db.makeStatement(
+                sql: "INSERT INTO topic (id, projectId, name, createdAt) VALUES (?, ?, ?, ?)")
             for id in 1...topics {
                 try insertTopic.execute(arguments: [id, project.rowID, "topic-\(id)", now])
             }
@@ -70,7 +75,8 @@ public struct SyntheticRegistry: Sendable {
             }
             let chunk = rows
             try await database.writer.write { db in
-                let insert = try db.makeStatement(sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)")
+                let insert = try db.makeStatement(
+                    sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)")
                 for (topic, members) in chunk {
                     for token in members {
                         try insert.execute(arguments: [topic, token, now])

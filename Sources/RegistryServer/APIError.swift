@@ -19,7 +19,8 @@ struct APIError: Error, Sendable {
 
     /// Google's envelope: `{"error":{"code":400,"message":…,"status":"INVALID_ARGUMENT","details":[…]}}`.
     static func google(
-        _ status: HTTPResponse.Status, _ statusName: String, _ message: String, fieldViolations: [(String, String)] = [],
+        _ status: HTTPResponse.Status, _ statusName: String, _ message: String,
+        fieldViolations: [(String, String)] = [],
         fcmErrorCode: String? = nil, extraDetails: [GoogleError.Detail] = []
     ) -> APIError {
         var details: [GoogleError.Detail] = []
@@ -30,11 +31,14 @@ struct APIError: Error, Sendable {
                     fieldViolations: fieldViolations.map { .init(field: $0.0, description: $0.1) }))
         }
         if let fcmErrorCode {
-            details.append(GoogleError.Detail(type: "type.googleapis.com/google.firebase.fcm.v1.FcmError", errorCode: fcmErrorCode))
+            details.append(
+                GoogleError.Detail(type: "type.googleapis.com/google.firebase.fcm.v1.FcmError", errorCode: fcmErrorCode)
+            )
         }
         details += extraDetails
         let error = GoogleError(
-            error: .init(code: status.code, message: message, status: statusName, details: details.isEmpty ? nil : details))
+            error: .init(
+                code: status.code, message: message, status: statusName, details: details.isEmpty ? nil : details))
         return APIError(status: status, body: encode(error))
     }
 

@@ -39,7 +39,8 @@ struct AudienceController {
         let countOnly = try body.bool("countOnly") ?? false
         let audience: Audience
         do {
-            audience = try await registry.resolve(target, in: project, after: after, pageSize: pageSize, countOnly: countOnly)
+            audience = try await registry.resolve(
+                target, in: project, after: after, pageSize: pageSize, countOnly: countOnly)
         } catch let error as ConditionError {
             throw Self.invalidCondition(error, source: (try? body.string("condition")) ?? "")
         }
@@ -56,7 +57,8 @@ struct AudienceController {
     @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
         guard let condition = try body.string("condition") else { throw BadRequest("condition is required") }
-        return try JSONResponse.make(ConditionReport(checking: condition, dialect: try Self.dialect(body, default: .extended)))
+        return try JSONResponse.make(
+            ConditionReport(checking: condition, dialect: try Self.dialect(body, default: .extended)))
     }
 
     // MARK: - Helpers
@@ -87,7 +89,9 @@ struct AudienceController {
             var error: Inner
         }
         let finding = ConditionReport.Finding(error.diagnostic, in: source)
-        let data = (try? JSONResponse.encoder().encode(Body(error: .init(message: finding.message, diagnostic: finding)))) ?? Data()
+        let data =
+            (try? JSONResponse.encoder().encode(Body(error: .init(message: finding.message, diagnostic: finding))))
+            ?? Data()
         return APIError(status: .badRequest, body: Array(data))
     }
 }

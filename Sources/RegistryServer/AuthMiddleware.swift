@@ -53,7 +53,8 @@ struct AuthMiddleware: RouterMiddleware {
         case .legacy, .instanceID:
             error = .plain(.unauthorized, "Unauthorized: \(message)")
         case .v1:
-            error = .google(.unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials: \(message)")
+            error = .google(
+                .unauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials: \(message)")
         case .native:
             error = .native(.unauthorized, "unauthenticated", message)
         }

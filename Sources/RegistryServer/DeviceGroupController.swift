@@ -26,7 +26,9 @@ struct DeviceGroupController {
         }
         let name = try body.string("notification_key_name")
         let key = try body.string("notification_key")
-        guard let tokens = try body.strings("registration_ids") else { throw BadRequest("registration_ids is required") }
+        guard let tokens = try body.strings("registration_ids") else {
+            throw BadRequest("registration_ids is required")
+        }
         switch operation.lowercased() {
         case "create":
             guard let name else { throw BadRequest("notification_key_name is required to create a group") }
@@ -37,7 +39,8 @@ struct DeviceGroupController {
             if operation.lowercased() == "add" {
                 _ = try await registry.addToGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
             } else {
-                _ = try await registry.removeFromGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
+                _ = try await registry.removeFromGroup(
+                    notificationKey: key, expectedName: name, tokens: tokens, in: project)
             }
             return try JSONResponse.make(["notification_key": key])
         default:

@@ -82,7 +82,8 @@ enum ErrorEnvelope {
             return .plain(.badRequest, "TOO_MANY_TOPICS")
         case (.tooManyTopics(let limit), .v1):
             return .google(
-                .badRequest, "FAILED_PRECONDITION", "The registration is already subscribed to the maximum of \(limit) topics.")
+                .badRequest, "FAILED_PRECONDITION",
+                "The registration is already subscribed to the maximum of \(limit) topics.")
         case (.tooManyTopics(let limit), _):
             return badRequest(family, "the token is already subscribed to the maximum of \(limit) topics")
         case (.subscriptionExists, .v1):
@@ -104,7 +105,9 @@ enum ErrorEnvelope {
 
     // MARK: - Request-level errors
 
-    static func badRequest(_ family: APIFamily, _ message: String, field: String? = nil, status: HTTPResponse.Status = .badRequest)
+    static func badRequest(
+        _ family: APIFamily, _ message: String, field: String? = nil, status: HTTPResponse.Status = .badRequest
+    )
         -> APIError
     {
         switch family {

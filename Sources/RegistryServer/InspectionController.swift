@@ -55,7 +55,9 @@ struct InspectionController {
         let project = try context.requireProject()
         let name = try request.pathValue("name", context: context)
         let (after, size) = try Self.paging(request, registry)
-        guard let (group, members) = try await registry.store.groupMembers(named: name, in: project, after: after, limit: size)
+        guard
+            let (group, members) = try await registry.store.groupMembers(
+                named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no group named \(name)") }
         return try JSONResponse.make(
             GroupDetail(
@@ -75,7 +77,9 @@ struct InspectionController {
         let project = try context.requireProject()
         let name = try request.pathValue("name", context: context)
         let (after, size) = try Self.paging(request, registry)
-        guard let (topic, subscribers) = try await registry.store.topicSubscribers(named: name, in: project, after: after, limit: size)
+        guard
+            let (topic, subscribers) = try await registry.store.topicSubscribers(
+                named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no topic named \(name)") }
         return try JSONResponse.make(
             TopicDetail(

@@ -66,13 +66,17 @@ struct InstanceIDController {
         let token = try request.pathValue("token", context: context)
         guard RegistrationToken.isWellFormed(token) else { throw APIError.plain(.badRequest, "InvalidToken") }
         let notFound = APIError.plain(.notFound, "No information found about this instance id.")
-        guard let known = try await registry.token(token, in: project), known.state == .registered else { throw notFound }
+        guard let known = try await registry.token(token, in: project), known.state == .registered else {
+            throw notFound
+        }
         var response = InfoResponse(authorizedEntity: project.senderId, platform: "UNKNOWN")
         if request.queryFlag("details") {
             var topics: [String: [String: String]] = [:]
             var after: String?
             repeat {
-                guard let page = try await registry.subscriptions(ofToken: token, in: project, after: after, pageSize: nil)
+                guard
+                    let page = try await registry.subscriptions(
+                        ofToken: token, in: project, after: after, pageSize: nil)
                 else { throw notFound }
                 for subscription in page.items {
                     topics[subscription.topic] = ["addDate": Timestamp.day(subscription.createdAt)]

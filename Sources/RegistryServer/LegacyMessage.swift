@@ -80,7 +80,8 @@ struct LegacyMessage {
         for (key, value) in notification ?? [:] {
             if key.hasSuffix("_loc_args") {
                 guard value is String || (value as? [Any])?.allSatisfy({ $0 is String }) == true else {
-                    throw .invalidParameters("notification.\(key) must be an array of strings", field: "notification.\(key)")
+                    throw .invalidParameters(
+                        "notification.\(key) must be an array of strings", field: "notification.\(key)")
                 }
             } else if !(value is String) || JSONObject.isBoolean(value) {
                 throw .invalidParameters("notification.\(key) must be a string", field: "notification.\(key)")

@@ -46,22 +46,31 @@ struct LegacySendController {
     // MARK: - JSON
 
     private func sendJSON(_ message: LegacyMessage, body: String, project: Project) async throws -> Response {
-        let targets = [message.to != nil, message.registrationIDs != nil, message.condition != nil, message.notificationKey != nil]
-            .filter { $0 }.count
+        let targets = [
+            message.to != nil, message.registrationIDs != nil, message.condition != nil, message.notificationKey != nil,
+        ]
+        .filter { $0 }.count
         guard targets <= 1 else {
-            throw Self.invalidParameters(.invalidParameters("give only one of to, registration_ids, condition, notification_key", field: nil))
+            throw Self.invalidParameters(
+                .invalidParameters("give only one of to, registration_ids, condition, notification_key", field: nil))
         }
         if let ids = message.registrationIDs, ids.count > registry.limits.tokensPerBatch {
-            throw Self.invalidParameters(.invalidParameters("registration_ids holds at most \(registry.limits.tokensPerBatch) tokens", field: "registration_ids"))
+            throw Self.invalidParameters(
+                .invalidParameters(
+                    "registration_ids holds at most \(registry.limits.tokensPerBatch) tokens", field: "registration_ids"
+                ))
         }
         let log = MessageRecorder(registry: registry, project: project, payload: body, dryRun: message.dryRun)
 
         if let to = message.to, to.hasPrefix("/topics/") {
             let topic = String(to.dropFirst("/topics/".count))
             guard TopicName.isValid(topic) else {
-                throw Self.invalidParameters(.invalidParameters("topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "to"))
+                throw Self.invalidParameters(
+                    .invalidParameters("topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "to"))
             }
-            return try await sendToTopics(message, target: to, log: log) { registry.recipientIDs(topic: topic, in: project) }
+            return try await sendToTopics(message, target: to, log: log) {
+                registry.recipientIDs(topic: topic, in: project)
+            }
         }
         if let source = message.condition {
             let condition: Condition
@@ -70,20 +79,24 @@ struct LegacySendController {
             } catch {
                 throw Self.invalidParameters(error)
             }
-            return try await sendToTopics(message, target: source, log: log) { registry.recipientIDs(condition: condition, in: project) }
+            return try await sendToTopics(message, target: source, log: log) {
+                registry.recipientIDs(condition: condition, in: project)
+            }
         }
         if let key = message.notificationKey ?? message.to, let group = try await groupTarget(key, project: project) {
             let members = try await registry.tokenValues(group.members, in: project)
             if let problem = try Self.contentProblem(message, toTopics: false) {
                 return try JSONResponse.any([
-                    "success": 0, "failure": members.count, "failed_registration_ids": members, "error": Self.code(problem),
+                    "success": 0, "failure": members.count, "failed_registration_ids": members,
+                    "error": Self.code(problem),
                 ])
             }
             log.record(key, ids: group.members)
             return try JSONResponse.any(["success": members.count, "failure": 0])
         }
         if message.notificationKey != nil {
-            throw Self.invalidParameters(.invalidParameters("notification_key is not a key this project issued", field: "notification_key"))
+            throw Self.invalidParameters(
+                .invalidParameters("notification_key is not a key this project issued", field: "notification_key"))
         }
         let tokens = message.registrationIDs ?? message.to.map { [$0] } ?? []
         guard !tokens.isEmpty else { return try Self.multicast([.missingRegistration]) }
@@ -157,7 +170,9 @@ struct LegacySendController {
         case .invalidParameters(let message, _), .invalidTTL(let message):
             return .plain(.badRequest, "InvalidParameters: \(message)")
         case .invalidCondition(let diagnostic, let source):
-            return .plain(.badRequest, "InvalidParameters: Invalid condition expression provided.\n" + diagnostic.rendered(in: source))
+            return .plain(
+                .badRequest,
+                "InvalidParameters: Invalid condition expression provided.\n" + diagnostic.rendered(in: source))
         default:
             return .plain(.badRequest, "InvalidParameters: \(code(problem))")
         }
@@ -203,7 +218,8 @@ struct MessageRecorder {
         guard !dryRun else { return }
         registry.messages.record(
             LoggedMessage(
-                id: id, project: project.rowID, protocolName: protocolName, target: target, payload: payload, tokens: tokens,
+                id: id, project: project.rowID, protocolName: protocolName, target: target, payload: payload,
+                tokens: tokens,
                 tokenIDs: ids))
     }
 }

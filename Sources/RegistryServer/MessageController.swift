@@ -29,9 +29,11 @@ struct MessageController {
         case .invalidRegistration(let token): "Invalid registration token \(token.prefix(40))"
         case .notRegistered: "Device unregistered"
         case .invalidTTL(let message): message
-        case .invalidDataKey(let key): "Invalid data key \"\(key)\": from, message_type and keys starting with google or gcm are reserved"
+        case .invalidDataKey(let key):
+            "Invalid data key \"\(key)\": from, message_type and keys starting with google or gcm are reserved"
         case .messageTooBig(let size, let limit): "Message too big: \(size) bytes of payload, the limit is \(limit)"
-        case .invalidCondition(let diagnostic, _): "Invalid condition: \(diagnostic.message) at byte \(diagnostic.range.offset)"
+        case .invalidCondition(let diagnostic, _):
+            "Invalid condition: \(diagnostic.message) at byte \(diagnostic.range.offset)"
         case .invalidParameters(let message, _): message
         }
     }
@@ -53,7 +55,9 @@ struct MessageController {
         do {
             message = try LegacyMessage(json: messageObject)
         } catch {
-            return try JSONResponse.any(["message_type": "nack", "error": Self.xmppCode(error), "error_description": Self.xmppDescription(error)])
+            return try JSONResponse.any([
+                "message_type": "nack", "error": Self.xmppCode(error), "error_description": Self.xmppDescription(error),
+            ])
         }
         if let id = message.messageID { answer["message_id"] = id }
         if let to = message.to { answer["from"] = to }
@@ -84,10 +88,14 @@ struct MessageController {
     private func problem(with message: LegacyMessage, project: Project) async -> MessageProblem? {
         do {
             if message.registrationIDs != nil {
-                throw MessageProblem.invalidParameters("registration_ids is not part of the XMPP protocol: send one message per token", field: "registration_ids")
+                throw MessageProblem.invalidParameters(
+                    "registration_ids is not part of the XMPP protocol: send one message per token",
+                    field: "registration_ids")
             }
             if let to = message.to, to.hasPrefix("/topics/") {
-                guard TopicName.isValid(to.dropFirst(8)) else { throw MessageProblem.invalidParameters("Invalid topic name", field: "to") }
+                guard TopicName.isValid(to.dropFirst(8)) else {
+                    throw MessageProblem.invalidParameters("Invalid topic name", field: "to")
+                }
                 try message.checkContent(toTopics: true)
             } else if let condition = message.condition {
                 _ = try MessageRules.condition(condition, dialect: .legacy)
@@ -147,7 +155,9 @@ struct MessageController {
     @Sendable func listForToken(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
-        guard RegistrationToken.isWellFormed(token) else { throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -") }
+        guard RegistrationToken.isWellFormed(token) else {
+            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+        }
         let id = try await registry.store.tokenID(token, in: project)
         let messages = registry.messages.messages(to: token, id: id, in: project.rowID, limit: try Self.limit(request))
         return try JSONResponse.make(LoggedList(messages: messages.map(Self.logged)))

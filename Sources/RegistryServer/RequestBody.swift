@@ -39,7 +39,8 @@ struct JSONObject {
     /// The integer at `key`; `nil` when absent or null.
     func integer(_ key: String) throws -> Int? {
         guard let value = fields[key], !(value is NSNull) else { return nil }
-        guard let number = value as? NSNumber, !JSONObject.isBoolean(value), let integer = Int(exactly: number.doubleValue)
+        guard let number = value as? NSNumber, !JSONObject.isBoolean(value),
+            let integer = Int(exactly: number.doubleValue)
         else {
             throw BadRequest("\(key) must be an integer", field: key)
         }

@@ -22,7 +22,9 @@ struct TokenController {
     @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let (project, token) = try token(request, context)
         let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard let topics = try body.strings("topics") else { throw BadRequest("topics is required: an array of topic names") }
+        guard let topics = try body.strings("topics") else {
+            throw BadRequest("topics is required: an array of topic names")
+        }
         let (added, removed) = try await registry.setTopics(topics, ofToken: token, in: project)
         return try JSONResponse.make(TopicChanges(added: added, removed: removed))
     }
@@ -50,7 +52,9 @@ struct TokenController {
         var topics: [Membership] = []
         var after: String?
         repeat {
-            guard let page = try await registry.subscriptions(ofToken: info.token, in: project, after: after, pageSize: nil)
+            guard
+                let page = try await registry.subscriptions(
+                    ofToken: info.token, in: project, after: after, pageSize: nil)
             else { break }
             topics += page.items.map { Membership(name: $0.topic, since: $0.createdAt) }
             after = page.nextAfter

@@ -35,12 +35,15 @@ struct TopicSubscriptionController {
     }
 
     /// The path's project (checked against the key's) and token.
-    private func target(_ request: Request, _ context: RegistryRequestContext) throws -> (Project, name: String, token: String) {
+    private func target(_ request: Request, _ context: RegistryRequestContext) throws -> (
+        Project, name: String, token: String
+    ) {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
             throw APIError.google(
-                .forbidden, "PERMISSION_DENIED", "The caller does not have permission: the server key belongs to another project")
+                .forbidden, "PERMISSION_DENIED",
+                "The caller does not have permission: the server key belongs to another project")
         }
         return (project, named, try request.pathValue("token", context: context))
     }
@@ -48,7 +51,8 @@ struct TopicSubscriptionController {
     @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let (project, name, token) = try target(request, context)
         let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        let topic = try request.query("topic_name") ?? request.query("topicName") ?? body.string("topic_name")
+        let topic =
+            try request.query("topic_name") ?? request.query("topicName") ?? body.string("topic_name")
             ?? body.string("topicName")
         guard let topic else { throw BadRequest("topic_name is required", field: "topic_name") }
         let subscription = try await registry.createSubscription(token: token, topic: topic, in: project)

@@ -16,14 +16,17 @@ struct V1SendController {
     }
 
     static let messageFields: Set = [
-        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "topic", "condition",
+        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "topic",
+        "condition",
     ]
 
     @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
-            throw APIError.google(.forbidden, "PERMISSION_DENIED", "The caller does not have permission: the server key belongs to another project")
+            throw APIError.google(
+                .forbidden, "PERMISSION_DENIED",
+                "The caller does not have permission: the server key belongs to another project")
         }
         var request = request
         let buffer = try await request.collectBody(upTo: registry.limits.requestBodyBytes)
@@ -33,7 +36,9 @@ struct V1SendController {
             throw Self.invalid("message is required", field: "message")
         }
         for key in message.keys where !Self.messageFields.contains(key) {
-            throw Self.invalid("Invalid JSON payload received. Unknown name \"\(key)\" at 'message': Cannot find field.", field: "message")
+            throw Self.invalid(
+                "Invalid JSON payload received. Unknown name \"\(key)\" at 'message': Cannot find field.",
+                field: "message")
         }
         try Self.checkFields(message)
 
@@ -67,7 +72,9 @@ struct V1SendController {
                     fieldViolations: [("message.condition", "Invalid condition expression provided.")],
                     fcmErrorCode: "INVALID_ARGUMENT",
                     extraDetails: [
-                        .init(type: "type.googleapis.com/fcm_registry.ConditionDiagnostic", diagnostic: .init(diagnostic, in: source))
+                        .init(
+                            type: "type.googleapis.com/fcm_registry.ConditionDiagnostic",
+                            diagnostic: .init(diagnostic, in: source))
                     ])
             }
             recorder.record(target, ids: registry.recipientIDs(condition: condition, in: project), id: id)
@@ -84,7 +91,9 @@ struct V1SendController {
             case .invalidRegistration:
                 throw APIError.google(
                     .badRequest, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
-                    fieldViolations: [("message.token", "The registration token is not a valid FCM registration token")],
+                    fieldViolations: [
+                        ("message.token", "The registration token is not a valid FCM registration token")
+                    ],
                     fcmErrorCode: "INVALID_ARGUMENT")
             case .notRegistered:
                 throw Self.unregistered()
@@ -99,7 +108,8 @@ struct V1SendController {
 
     static func invalid(_ description: String, field: String) -> APIError {
         .google(
-            .badRequest, "INVALID_ARGUMENT", description, fieldViolations: [(field, description)], fcmErrorCode: "INVALID_ARGUMENT")
+            .badRequest, "INVALID_ARGUMENT", description, fieldViolations: [(field, description)],
+            fcmErrorCode: "INVALID_ARGUMENT")
     }
 
     static func unregistered() -> APIError {
@@ -109,7 +119,9 @@ struct V1SendController {
     /// The types of the message's fields and of its platform blocks.
     static func checkFields(_ message: [String: Any]) throws {
         for key in ["token", "topic", "condition", "name"] where message[key] != nil {
-            guard message[key] is String else { throw invalid("Invalid value at 'message.\(key)' (TYPE_STRING)", field: "message.\(key)") }
+            guard message[key] is String else {
+                throw invalid("Invalid value at 'message.\(key)' (TYPE_STRING)", field: "message.\(key)")
+            }
         }
         try stringMap(message["data"], "message.data")
         if let data = message["data"] as? [String: Any] {
@@ -118,15 +130,22 @@ struct V1SendController {
             }
         }
         try object(message["notification"], "message.notification", strings: ["title", "body", "image"])
-        if let android = try object(message["android"], "message.android", strings: ["collapse_key", "restricted_package_name", "ttl", "priority"]) {
+        if let android = try object(
+            message["android"], "message.android",
+            strings: ["collapse_key", "restricted_package_name", "ttl", "priority"])
+        {
             try stringMap(android["data"], "message.android.data")
             try object(android["notification"], "message.android.notification", strings: [])
             if let priority = android["priority"] as? String, !["NORMAL", "HIGH"].contains(priority.uppercased()) {
-                throw invalid("Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \"\(priority)\"", field: "message.android.priority")
+                throw invalid(
+                    "Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \"\(priority)\"",
+                    field: "message.android.priority")
             }
             if let ttl = android["ttl"] as? String {
                 guard ttl.hasSuffix("s"), let seconds = Double(ttl.dropLast()), seconds >= 0 else {
-                    throw invalid("Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), \"\(ttl)\"", field: "message.android.ttl")
+                    throw invalid(
+                        "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), \"\(ttl)\"",
+                        field: "message.android.ttl")
                 }
                 guard seconds <= Double(MessageRules.maximumTimeToLive) else {
                     throw invalid("TTL must be at most 4 weeks (2419200s)", field: "message.android.ttl")
@@ -148,9 +167,13 @@ struct V1SendController {
     /// A map whose values must all be strings (`data`, `headers`).
     static func stringMap(_ value: Any?, _ field: String) throws {
         guard let value else { return }
-        guard let map = value as? [String: Any] else { throw invalid("Invalid value at '\(field)' (map<string, string>)", field: field) }
+        guard let map = value as? [String: Any] else {
+            throw invalid("Invalid value at '\(field)' (map<string, string>)", field: field)
+        }
         for (key, entry) in map where !(entry is String) || JSONObject.isBoolean(entry) {
-            throw invalid("Invalid value at '\(field)[\(key)]' (TYPE_STRING): values of \(field) must be strings", field: "\(field)[\(key)]")
+            throw invalid(
+                "Invalid value at '\(field)[\(key)]' (TYPE_STRING): values of \(field) must be strings",
+                field: "\(field)[\(key)]")
         }
     }
 
@@ -158,8 +181,11 @@ struct V1SendController {
     @discardableResult
     static func object(_ value: Any?, _ field: String, strings: [String]) throws -> [String: Any]? {
         guard let value else { return nil }
-        guard let object = value as? [String: Any] else { throw invalid("Invalid value at '\(field)' (TYPE_MESSAGE)", field: field) }
-        for key in strings where object[key] != nil && (!(object[key] is String) || JSONObject.isBoolean(object[key]!)) {
+        guard let object = value as? [String: Any] else {
+            throw invalid("Invalid value at '\(field)' (TYPE_MESSAGE)", field: field)
+        }
+        for key in strings where object[key] != nil && (!(object[key] is String) || JSONObject.isBoolean(object[key]!))
+        {
             throw invalid("Invalid value at '\(field).\(key)' (TYPE_STRING)", field: "\(field).\(key)")
         }
         return object

@@ -43,7 +43,9 @@ struct AudienceCommand: AsyncParsableCommand {
         var topicCounts: [String: Int]?
     }
 
-    static func run(_ target: Target, database: DatabaseOptions, project: ProjectOption, after: String?, limit: Int, countOnly: Bool)
+    static func run(
+        _ target: Target, database: DatabaseOptions, project: ProjectOption, after: String?, limit: Int, countOnly: Bool
+    )
         async throws
     {
         let registry = try await database.openRegistry(loadAudience: true)
@@ -68,7 +70,8 @@ struct AudienceCommand: AsyncParsableCommand {
         @OptionGroup var project: ProjectOption
 
         func run() async throws {
-            try await AudienceCommand.run(target, database: database, project: project, after: nil, limit: 1, countOnly: true)
+            try await AudienceCommand.run(
+                target, database: database, project: project, after: nil, limit: 1, countOnly: true)
         }
     }
 
@@ -81,7 +84,8 @@ struct AudienceCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await AudienceCommand.run(
-                target, database: database, project: project, after: page.after, limit: min(page.limit, 10_000), countOnly: false)
+                target, database: database, project: project, after: page.after, limit: min(page.limit, 10_000),
+                countOnly: false)
         }
     }
 }

@@ -28,7 +28,10 @@ struct ConditionCommand: ParsableCommand {
         @Argument(help: "The condition, e.g. \"'weather' in topics && 'news' in topics\".")
         var expression: String
 
-        @Option(help: "Rules to check against: legacy (seeds: && and ||, at most 2 operators), v1 (at most 5 topics), extended (no FCM caps).")
+        @Option(
+            help:
+                "Rules to check against: legacy (seeds: && and ||, at most 2 operators), v1 (at most 5 topics), extended (no FCM caps)."
+        )
         var dialect: Dialect = .v1
 
         @Option(help: "text: canonical form on stdout, diagnostics on stderr; json: one report object on stdout.")

@@ -29,7 +29,8 @@ struct ProjectOption: ParsableArguments {
         let wanted = projectId ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_PROJECT"]
         if let wanted {
             guard let project = projects.first(where: { $0.isNamed(wanted) }) else {
-                throw ValidationError("no project \(wanted); projects: \(projects.map(\.projectId).joined(separator: ", "))")
+                throw ValidationError(
+                    "no project \(wanted); projects: \(projects.map(\.projectId).joined(separator: ", "))")
             }
             return project
         }
@@ -37,7 +38,8 @@ struct ProjectOption: ParsableArguments {
             throw ValidationError(
                 projects.isEmpty
                     ? "the database has no project yet: run `fcm-registry project create`"
-                    : "several projects: pick one with --project-id (\(projects.map(\.projectId).joined(separator: ", ")))")
+                    : "several projects: pick one with --project-id (\(projects.map(\.projectId).joined(separator: ", ")))"
+            )
         }
         return projects[0]
     }

@@ -7,7 +7,8 @@ struct GenerateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
         abstract: "Fill a new database with a seeded synthetic registry (skewed topic popularity).",
-        discussion: "Example: fcm-registry generate --db bench.sqlite --tokens 1000000 --topics 10000 --subscriptions 5000000"
+        discussion:
+            "Example: fcm-registry generate --db bench.sqlite --tokens 1000000 --topics 10000 --subscriptions 5000000"
     )
 
     @Option(help: "Tokens.") var tokens = 1_000_000
@@ -29,8 +30,10 @@ struct GenerateCommand: AsyncParsableCommand {
         let started = Date()
         let generator = SyntheticRegistry(tokens: tokens, topics: topics, subscriptions: subscriptions, seed: seed)
         let (project, key) = try await generator.generate(into: RegistryDatabase.open(path: database.resolvedPath))
-        FileHandle.standardError.write(Data(
-            "generated \(tokens) tokens, \(topics) topics, \(generator.topicSizes().reduce(0, +)) subscriptions in \(Int(Date().timeIntervalSince(started))) s\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "generated \(tokens) tokens, \(topics) topics, \(generator.topicSizes().reduce(0, +)) subscriptions in \(Int(Date().timeIntervalSince(started))) s\n"
+                    .utf8))
         try printJSON(ProjectCommand.Created(project: project, serverKey: key))
     }
 }

@@ -93,7 +93,8 @@ struct TopicCommand: AsyncParsableCommand {
                 let (topic, subscribers) = try await registry.store.topicSubscribers(
                     named: name, in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
             else { throw ValidationError("no topic named \(name)") }
-            try printJSON(Shown(topic: topic, subscribers: PrintedPage(items: subscribers.items, next: subscribers.nextAfter)))
+            try printJSON(
+                Shown(topic: topic, subscribers: PrintedPage(items: subscribers.items, next: subscribers.nextAfter)))
         }
     }
 }
@@ -124,13 +125,16 @@ struct TokenCommand: AsyncParsableCommand {
             var topics: [Membership] = []
             var after: String?
             repeat {
-                guard let page = try await registry.store.subscriptions(ofToken: token, in: project, after: after, limit: 2000)
+                guard
+                    let page = try await registry.store.subscriptions(
+                        ofToken: token, in: project, after: after, limit: 2000)
                 else { break }
                 topics += page.items.map { Membership(name: $0.topic, since: $0.createdAt) }
                 after = page.nextAfter
             } while after != nil
             try printJSON(
-                Shown(token: info, groups: try await registry.store.groups(ofToken: token, in: project), topics: topics))
+                Shown(token: info, groups: try await registry.store.groups(ofToken: token, in: project), topics: topics)
+            )
         }
     }
 }

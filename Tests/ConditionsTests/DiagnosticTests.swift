@@ -33,7 +33,9 @@ struct DiagnosticTests {
         Case(source: "'weather' in topic", kind: .expectedInTopics, offset: 13, length: 5, says: "'topic'"),
         Case(source: "'weather'", kind: .expectedInTopics, offset: 9, length: 0, says: "end of the condition"),
         Case(source: "'weather' on topics", kind: .expectedInTopics, offset: 10, length: 2, says: "'on'"),
-        Case(source: "('a' in topics && 'b' in topics", kind: .unclosedParenthesis, offset: 0, length: 1, says: "never closed"),
+        Case(
+            source: "('a' in topics && 'b' in topics", kind: .unclosedParenthesis, offset: 0, length: 1,
+            says: "never closed"),
         Case(
             source: "(('a' in topics) && ('b' in topics", kind: .unclosedParenthesis, offset: 20, length: 1,
             says: "never closed"),
@@ -45,12 +47,16 @@ struct DiagnosticTests {
         Case(source: "'a' in topics && || 'b' in topics", kind: .missingOperand, offset: 14, length: 2, says: "'&&'"),
         Case(source: "('a' in topics ||)", kind: .missingOperand, offset: 15, length: 2, says: "'||'"),
         Case(source: "'a' in topics && !", kind: .missingOperand, offset: 17, length: 1, says: "nothing to negate"),
-        Case(source: "'a' in topics 'b' in topics", kind: .missingOperator, offset: 14, length: 3, says: "'&&' or '||'"),
+        Case(
+            source: "'a' in topics 'b' in topics", kind: .missingOperator, offset: 14, length: 3, says: "'&&' or '||'"),
         Case(source: "'a' in topics ('b' in topics)", kind: .missingOperator, offset: 14, length: 1, says: "'('"),
         Case(source: "'a' in topics !('b' in topics)", kind: .missingOperator, offset: 14, length: 1, says: "'!'"),
         Case(source: "'a' in topics topics", kind: .trailingInput, offset: 14, length: 6, says: "'topics'"),
-        Case(source: "'a' in topics & 'b' in topics", kind: .singleAmpersand, offset: 14, length: 1, says: "did you mean '&&'"),
-        Case(source: "'a' in topics | 'b' in topics", kind: .singleBar, offset: 14, length: 1, says: "did you mean '||'"),
+        Case(
+            source: "'a' in topics & 'b' in topics", kind: .singleAmpersand, offset: 14, length: 1,
+            says: "did you mean '&&'"),
+        Case(
+            source: "'a' in topics | 'b' in topics", kind: .singleBar, offset: 14, length: 1, says: "did you mean '||'"),
         Case(source: "'a' in topics and 'b' in topics", kind: .wordOperator, offset: 14, length: 3, says: "'&&'"),
         Case(source: "'a' in topics OR 'b' in topics", kind: .wordOperator, offset: 14, length: 2, says: "'||'"),
         Case(source: "not 'a' in topics", kind: .wordOperator, offset: 0, length: 3, says: "'!'"),
@@ -58,16 +64,21 @@ struct DiagnosticTests {
         Case(source: "weather in topics", kind: .unquotedTopicName, offset: 0, length: 7, says: "'weather'"),
         Case(source: "'a' in topics = 'b'", kind: .unexpectedCharacter, offset: 14, length: 1, says: "'='"),
         Case(
-            source: "'1' in topics || '2' in topics || '3' in topics || '4' in topics || '5' in topics || '6' in topics",
+            source:
+                "'1' in topics || '2' in topics || '3' in topics || '4' in topics || '5' in topics || '6' in topics",
             kind: .tooManyTopics, offset: 85, length: 13, says: "at most 5 topics"),
         Case(
             source: "'a' in topics && 'b' in topics || 'c' in topics && 'd' in topics", dialect: .legacy,
             kind: .tooManyOperators, offset: 48, length: 2, says: "at most 2 operators"),
-        Case(source: "!('a' in topics)", dialect: .legacy, kind: .negationNotAllowed, offset: 0, length: 1, says: "legacy"),
+        Case(
+            source: "!('a' in topics)", dialect: .legacy, kind: .negationNotAllowed, offset: 0, length: 1,
+            says: "legacy"),
         Case(
             source: String(repeating: "(", count: 70) + "'a' in topics" + String(repeating: ")", count: 70),
             kind: .nestingTooDeep, offset: 64, length: 1, says: "64"),
-        Case(source: String(repeating: "!", count: 65) + "('a' in topics)", kind: .nestingTooDeep, offset: 64, length: 1, says: "64"),
+        Case(
+            source: String(repeating: "!", count: 65) + "('a' in topics)", kind: .nestingTooDeep, offset: 64, length: 1,
+            says: "64"),
         Case(
             source: String(repeating: "x", count: 70_000), dialect: .extended, kind: .inputTooLong,
             offset: 65_536, length: 70_000 - 65_536, says: "65536"),

@@ -10,7 +10,10 @@ struct ParsingTests {
         ("('a' in topics)", "'a' in topics"),
         ("'a' in topics&&'b' in topics", "'a' in topics && 'b' in topics"),
         ("'a' in topics && ('b' in topics && 'c' in topics)", "'a' in topics && 'b' in topics && 'c' in topics"),
-        ("'a' in topics && ('b' in topics || !('c' in topics))", "'a' in topics && ('b' in topics || !('c' in topics))"),
+        (
+            "'a' in topics && ('b' in topics || !('c' in topics))",
+            "'a' in topics && ('b' in topics || !('c' in topics))"
+        ),
         ("!'a' in topics", "!('a' in topics)"),
         ("!!('a' in topics)", "!!('a' in topics)"),
         ("!('a' in topics && 'b' in topics)", "!('a' in topics && 'b' in topics)"),

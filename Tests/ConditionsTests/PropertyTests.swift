@@ -28,7 +28,8 @@ struct PropertyTests {
             let condition = try Condition(parsing: source, dialect: .extended)
             // Every subset of the universe, including the empty one and topics the condition does not name.
             for row in 0..<(1 << ModelCondition.universe.count) {
-                let topics = Set(ModelCondition.universe.indices.filter { row & (1 << $0) != 0 }.map { ModelCondition.universe[$0] })
+                let topics = Set(
+                    ModelCondition.universe.indices.filter { row & (1 << $0) != 0 }.map { ModelCondition.universe[$0] })
                 #expect(
                     condition.matches(subscribedTo: topics) == model.evaluate(topics),
                     "\(source) with \(topics.sorted())")
@@ -38,8 +39,10 @@ struct PropertyTests {
 
     @Test("The lexer and parser never crash, and every error points inside the input")
     func neverCrashes() async {
-        let alphabet: [String] = ["'", "\"", "(", ")", "&", "&&", "|", "||", "!", " ", "\n", "in", "topics", "a", "b",
-                                  "in topics", "'a'", "and", "=", "é", "🙂", "\t", "%", "-", "\u{0}"]
+        let alphabet: [String] = [
+            "'", "\"", "(", ")", "&", "&&", "|", "||", "!", " ", "\n", "in", "topics", "a", "b",
+            "in topics", "'a'", "and", "=", "é", "🙂", "\t", "%", "-", "\u{0}",
+        ]
         await propertyCheck(count: 2000, input: Gen.uint64()) { seed in
             var random = SplitMix(seed: seed)
             let length = Int(random.next() % 40)
@@ -122,8 +125,10 @@ indirect enum ModelCondition {
         }
         switch random.next() % 3 {
         case 0: return .not(Self.random(using: &random, depth: depth - 1))
-        case 1: return .and(Self.random(using: &random, depth: depth - 1), Self.random(using: &random, depth: depth - 1))
-        default: return .or(Self.random(using: &random, depth: depth - 1), Self.random(using: &random, depth: depth - 1))
+        case 1:
+            return .and(Self.random(using: &random, depth: depth - 1), Self.random(using: &random, depth: depth - 1))
+        default:
+            return .or(Self.random(using: &random, depth: depth - 1), Self.random(using: &random, depth: depth - 1))
         }
     }
 

@@ -57,7 +57,12 @@ struct RenderingTests {
         let warning = try #require(condition.warnings.first)
         let text = warning.rendered(in: condition.source)
         #expect(text.hasPrefix("warning: '&&' and '||' mixed without parentheses\n"))
-        #expect(text.contains("= note: read with '&&' before '||' (as fcm-registry evaluates it): 'a' in topics || ('b' in topics && 'c' in topics)"))
-        #expect(text.contains("= note: read left to right (as FCM documents): ('a' in topics || 'b' in topics) && 'c' in topics"))
+        #expect(
+            text.contains(
+                "= note: read with '&&' before '||' (as fcm-registry evaluates it): 'a' in topics || ('b' in topics && 'c' in topics)"
+            ))
+        #expect(
+            text.contains(
+                "= note: read left to right (as FCM documents): ('a' in topics || 'b' in topics) && 'c' in topics"))
     }
 }

@@ -30,7 +30,8 @@ struct AuthTests {
                 #expect(legacy.json?["error"]?.string?.hasPrefix("Unauthorized") == true)
                 let iid = try await client.call(.post, "/iid/v1:batchAdd", body: "{}", auth: .some(auth))
                 #expect(iid.status == .unauthorized)
-                let v1 = try await client.call(.get, "/v1/projects/test-app/registrations/a/topicSubscriptions", auth: .some(auth))
+                let v1 = try await client.call(
+                    .get, "/v1/projects/test-app/registrations/a/topicSubscriptions", auth: .some(auth))
                 #expect(v1.status == .unauthorized)
                 #expect(v1.json?["error"]?["status"] == "UNAUTHENTICATED")
                 let native = try await client.call(.get, "/api/tokens/a", auth: .some(auth))
@@ -65,11 +66,13 @@ struct AuthTests {
             #expect(lookUp.json == ["error": "notification_key not found"])
             let add = try await client.call(
                 .post, "/fcm/notification",
-                body: #"{"operation":"add","notification_key":"\#(key)","registration_ids":["\#(token(2))"]}"#, auth: auth)
+                body: #"{"operation":"add","notification_key":"\#(key)","registration_ids":["\#(token(2))"]}"#,
+                auth: auth)
             #expect(add.json == ["error": "Error decrypting GroupToken"])
             let info = try await client.call(.get, "/iid/info/\(token(1))?details=true", auth: auth)
             #expect(info.status == .notFound)
-            let list = try await client.call(.get, "/v1/projects/other/registrations/\(token(1))/topicSubscriptions", auth: auth)
+            let list = try await client.call(
+                .get, "/v1/projects/other/registrations/\(token(1))/topicSubscriptions", auth: auth)
             #expect(list.status == .notFound)
         }
     }
@@ -81,12 +84,14 @@ struct EnvelopeTests {
     func tooLarge() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            let big = #"{"operation":"create","notification_key_name":"g","registration_ids":["\#(token(1))"],"pad":""#
+            let big =
+                #"{"operation":"create","notification_key_name":"g","registration_ids":["\#(token(1))"],"pad":""#
                 + String(repeating: "x", count: 1 << 20) + #""}"#
             let legacy = try await client.call(.post, "/fcm/notification", body: big)
             #expect(legacy.status == .contentTooLarge)
             #expect(legacy.json == ["error": "the request body is too large"])
-            let v1 = try await client.call(.post, "/v1/projects/test-app/registrations/a/topicSubscriptions?topic_name=a", body: big)
+            let v1 = try await client.call(
+                .post, "/v1/projects/test-app/registrations/a/topicSubscriptions?topic_name=a", body: big)
             #expect(v1.status == .contentTooLarge)
             #expect(v1.json?["error"]?["code"] == 413)
             #expect(try await fixture.registry.store.group(named: "g", in: fixture.project) == nil)
@@ -122,7 +127,9 @@ struct EnvelopeTests {
                 (.post, "/v1/projects/test-app/registrations/a/topicSubscriptions?topic_name=a"),
             ]
             for _ in 0..<50 {
-                let bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
                 for (method, uri) in routes {
                     let reply = try await client.call(method, uri, body: String(decoding: bytes, as: UTF8.self))
                     #expect(reply.status.code < 500)
@@ -141,7 +148,8 @@ struct LiveTests {
         try await fixture.test(.live) { client in
             let key = try await client.createGroup("live", [token(1), token(2)])
             #expect(key.hasPrefix("APA91b"))
-            let add = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/live","registration_tokens":["\#(token(1))"]}"#)
+            let add = try await client.call(
+                .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/live","registration_tokens":["\#(token(1))"]}"#)
             #expect(add.json == ["results": [[:]]])
             let health = try await client.call(.get, "/health", auth: .some(nil))
             #expect(health.json == ["status": "ok"])

@@ -14,25 +14,44 @@ struct DeviceGroupAPITests {
             let key = try #require(reply.json?["notification_key"]?.string)
             #expect(key.hasPrefix("APA91b") && !key.contains(":"))
             #expect(reply.json == ["notification_key": .string(key)])
-            #expect(try await fixture.registry.store.group(named: "appUser-Chris", in: fixture.project)?.memberCount == 2)
+            #expect(
+                try await fixture.registry.store.group(named: "appUser-Chris", in: fixture.project)?.memberCount == 2)
         }
     }
 
     @Test(arguments: [
-        (#"{"operation":"create","notification_key_name":"g","registration_ids":["bad token","also bad"]}"#, "no valid registration ids"),
+        (
+            #"{"operation":"create","notification_key_name":"g","registration_ids":["bad token","also bad"]}"#,
+            "no valid registration ids"
+        ),
         (#"{"operation":"create","notification_key_name":"g","registration_ids":[]}"#, "no valid registration ids"),
         (#"{"notification_key_name":"g","registration_ids":["a"]}"#, "operation is required: create, add or remove"),
-        (#"{"operation":"rename","notification_key_name":"g","registration_ids":["a"]}"#, "unknown operation 'rename': use create, add or remove"),
+        (
+            #"{"operation":"rename","notification_key_name":"g","registration_ids":["a"]}"#,
+            "unknown operation 'rename': use create, add or remove"
+        ),
         (#"{"operation":"create","registration_ids":["a"]}"#, "notification_key_name is required to create a group"),
         (#"{"operation":"create","notification_key_name":"g"}"#, "registration_ids is required"),
         (#"{"operation":"add","registration_ids":["a"]}"#, "notification_key is required to add members"),
-        (#"{"operation":"create","notification_key_name":"g","registration_ids":"a"}"#, "registration_ids must be an array of strings"),
-        (#"{"operation":"create","notification_key_name":"g","registration_ids":["a",1]}"#, "registration_ids[1] must be a string"),
+        (
+            #"{"operation":"create","notification_key_name":"g","registration_ids":"a"}"#,
+            "registration_ids must be an array of strings"
+        ),
+        (
+            #"{"operation":"create","notification_key_name":"g","registration_ids":["a",1]}"#,
+            "registration_ids[1] must be a string"
+        ),
         (#"{"operation":true,"notification_key_name":"g","registration_ids":["a"]}"#, "operation must be a string"),
-        (#"{"operation":"create","notification_key_name":"","registration_ids":["a"]}"#, "notification_key_name must not be empty"),
+        (
+            #"{"operation":"create","notification_key_name":"","registration_ids":["a"]}"#,
+            "notification_key_name must not be empty"
+        ),
         (#"not json"#, "the request body is not valid JSON"),
         (#"["create"]"#, "the request body must be a JSON object"),
-        (#"{"operation":"add","notification_key":"APA91bnot-a-key","registration_ids":["a"]}"#, "Error decrypting GroupToken"),
+        (
+            #"{"operation":"add","notification_key":"APA91bnot-a-key","registration_ids":["a"]}"#,
+            "Error decrypting GroupToken"
+        ),
         (#"{"operation":"remove","notification_key":"hello","registration_ids":["a"]}"#, "Error decrypting GroupToken"),
     ])
     func badRequests(body: String, error: String) async throws {
@@ -50,7 +69,8 @@ struct DeviceGroupAPITests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             _ = try await client.createGroup("g", [token(1)])
-            let reply = try await client.groups(#"{"operation":"create","notification_key_name":"g","registration_ids":["\#(token(2))"]}"#)
+            let reply = try await client.groups(
+                #"{"operation":"create","notification_key_name":"g","registration_ids":["\#(token(2))"]}"#)
             #expect(reply.status == .badRequest)
             #expect(reply.json == ["error": "notification_key already exists"])
         }
@@ -69,17 +89,22 @@ struct DeviceGroupAPITests {
             #expect(again.json?["notification_key"]?.string != fresh)
 
             let add = try await client.groups(
-                #"{"operation":"add","notification_key_name":"g","notification_key":"\#(fresh)","registration_ids":["\#(token(2))"]}"#)
+                #"{"operation":"add","notification_key_name":"g","notification_key":"\#(fresh)","registration_ids":["\#(token(2))"]}"#
+            )
             #expect(add.status == .ok)
             #expect(add.json == ["notification_key": .string(fresh)])
             let mismatch = try await client.groups(
-                #"{"operation":"add","notification_key_name":"h","notification_key":"\#(created)","registration_ids":["\#(token(3))"]}"#)
+                #"{"operation":"add","notification_key_name":"h","notification_key":"\#(created)","registration_ids":["\#(token(3))"]}"#
+            )
             #expect(mismatch.status == .badRequest)
-            #expect(mismatch.json == ["error": "notification_key_name doesn't match the group name of the notification_key"])
+            #expect(
+                mismatch.json == ["error": "notification_key_name doesn't match the group name of the notification_key"]
+            )
             let remove = try await client.groups(
                 #"{"operation":"remove","notification_key":"\#(created)","registration_ids":["\#(token(1))"]}"#)
             #expect(remove.json == ["notification_key": .string(created)])
-            let members = try await fixture.registry.store.groupMembers(named: "g", in: fixture.project, after: nil, limit: 10)
+            let members = try await fixture.registry.store.groupMembers(
+                named: "g", in: fixture.project, after: nil, limit: 10)
             #expect(members?.1.items.map(\.name) == [token(2)])
         }
     }
@@ -102,7 +127,8 @@ struct DeviceGroupAPITests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             let old = try await client.createGroup("g", [token(1)])
-            _ = try await client.groups(#"{"operation":"remove","notification_key":"\#(old)","registration_ids":["\#(token(1))"]}"#)
+            _ = try await client.groups(
+                #"{"operation":"remove","notification_key":"\#(old)","registration_ids":["\#(token(1))"]}"#)
             let gone = try await client.call(.get, "/fcm/notification?notification_key_name=g")
             #expect(gone.status == .badRequest)
             #expect(gone.json == ["error": "notification_key not found"])

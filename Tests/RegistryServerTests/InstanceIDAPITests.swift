@@ -18,9 +18,16 @@ struct InstanceIDAPITests {
         try await fixture.test { client in
             let reply = try await client.call(
                 .post, "/iid/v1:batchAdd",
-                body: #"{"to":"/topics/movies","registration_tokens":["\#(token(1))","bad token","\#(token(2))","\#(token(3))"]}"#)
+                body:
+                    #"{"to":"/topics/movies","registration_tokens":["\#(token(1))","bad token","\#(token(2))","\#(token(3))"]}"#
+            )
             #expect(reply.status == .ok)
-            #expect(reply.json == ["results": [[:], ["error": "INVALID_ARGUMENT"], ["error": "NOT_FOUND"], ["error": "TOO_MANY_TOPICS"]]])
+            #expect(
+                reply.json == [
+                    "results": [
+                        [:], ["error": "INVALID_ARGUMENT"], ["error": "NOT_FOUND"], ["error": "TOO_MANY_TOPICS"],
+                    ]
+                ])
         }
     }
 
@@ -28,7 +35,8 @@ struct InstanceIDAPITests {
     func batchRemove() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/movies","registration_tokens":["\#(token(1))"]}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/movies","registration_tokens":["\#(token(1))"]}"#)
             let reply = try await client.call(
                 .post, "/iid/v1:batchRemove",
                 body: #"{"to":"/topics/movies","registration_tokens":["\#(token(1))","\#(token(2))"]}"#)
@@ -61,12 +69,14 @@ struct InstanceIDAPITests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             let reply = try await client.call(
-                .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/t","registration_tokens":\#(jsonArray((0...1000).map(token)))}"#)
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/t","registration_tokens":\#(jsonArray((0...1000).map(token)))}"#)
             #expect(reply.status == .badRequest)
             #expect(reply.json == ["error": "too many registration tokens: at most 1000 per request"])
             #expect(try await fixture.registry.token(token(0), in: fixture.project) == nil)
             let ok = try await client.call(
-                .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/t","registration_tokens":\#(jsonArray((1...1000).map(token)))}"#)
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/t","registration_tokens":\#(jsonArray((1...1000).map(token)))}"#)
             #expect(ok.json?["results"]?.array?.count == 1000)
         }
     }

@@ -8,7 +8,9 @@ struct MessageAPITests {
     static func withMessaging(_ body: @escaping @Sendable (Fixture.Client, String) async throws -> Void) async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":\#(jsonArray((1...3).map(token)))}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/news","registration_tokens":\#(jsonArray((1...3).map(token)))}"#)
             _ = try await client.call(.put, "/api/tokens/\(token(9))")
             _ = try await client.call(.delete, "/api/tokens/\(token(9))")
             let key = try await client.createGroup("g", [token(1), token(2)])
@@ -25,7 +27,8 @@ struct MessageAPITests {
     @Test("Multicast: one result per token in order, success and failure counted")
     func multicast() async throws {
         try await Self.withMessaging { client, _ in
-            let reply = try await Self.send(client, #"{"registration_ids":["\#(token(1))","not a token","\#(token(9))"],"data":{"score":"5x1"}}"#)
+            let reply = try await Self.send(
+                client, #"{"registration_ids":["\#(token(1))","not a token","\#(token(9))"],"data":{"score":"5x1"}}"#)
             #expect(reply.status == .ok)
             #expect(reply.json?["success"] == 1)
             #expect(reply.json?["failure"] == 2)
@@ -64,11 +67,14 @@ struct MessageAPITests {
     @Test("Payload limits: 4096 bytes to tokens, 2048 to topics, keys and values counted")
     func sizes() async throws {
         try await Self.withMessaging { client, _ in
-            let fits = try await Self.send(client, #"{"to":"\#(token(1))","data":{"k":"\#(String(repeating: "x", count: 4095))"}}"#)
+            let fits = try await Self.send(
+                client, #"{"to":"\#(token(1))","data":{"k":"\#(String(repeating: "x", count: 4095))"}}"#)
             #expect(fits.json?["success"] == 1)
-            let topicFits = try await Self.send(client, #"{"to":"/topics/news","data":{"k":"\#(String(repeating: "x", count: 2047))"}}"#)
+            let topicFits = try await Self.send(
+                client, #"{"to":"/topics/news","data":{"k":"\#(String(repeating: "x", count: 2047))"}}"#)
             if case .number = topicFits.json?["message_id"] {} else { Issue.record("expected a message_id") }
-            let topicTooBig = try await Self.send(client, #"{"to":"/topics/news","data":{"k":"\#(String(repeating: "x", count: 2048))"}}"#)
+            let topicTooBig = try await Self.send(
+                client, #"{"to":"/topics/news","data":{"k":"\#(String(repeating: "x", count: 2048))"}}"#)
             #expect(topicTooBig.json == ["error": "MessageTooBig"])
         }
     }
@@ -76,7 +82,8 @@ struct MessageAPITests {
     @Test("Topics, conditions and device groups answer in their own shapes")
     func targets() async throws {
         try await Self.withMessaging { client, key in
-            let condition = try await Self.send(client, #"{"condition":"'news' in topics && ('a' in topics || 'b' in topics)","data":{"a":"b"}}"#)
+            let condition = try await Self.send(
+                client, #"{"condition":"'news' in topics && ('a' in topics || 'b' in topics)","data":{"a":"b"}}"#)
             if case .number = condition.json?["message_id"] {} else { Issue.record("expected a message_id") }
             let group = try await Self.send(client, #"{"to":"\#(key)","data":{"a":"b"}}"#)
             #expect(group.json == ["success": 2, "failure": 0])
@@ -88,7 +95,10 @@ struct MessageAPITests {
     @Test(arguments: [
         (#"{"to":"/topics/news","#, "the request body is not valid JSON"),
         (#"{"to":"TOKEN","time_to_live":"soon"}"#, "InvalidParameters: time_to_live must be a number of seconds"),
-        (#"{"to":"TOKEN","registration_ids":["TOKEN"]}"#, "InvalidParameters: give only one of to, registration_ids, condition, notification_key"),
+        (
+            #"{"to":"TOKEN","registration_ids":["TOKEN"]}"#,
+            "InvalidParameters: give only one of to, registration_ids, condition, notification_key"
+        ),
         (#"{"to":"TOKEN","priority":"urgent"}"#, #"InvalidParameters: priority must be "normal" or "high""#),
         (#"{"to":"TOKEN","data":"x"}"#, "InvalidParameters: data must be a JSON object"),
         (#"{"to":"TOKEN","notification":{"title":5}}"#, "InvalidParameters: notification.title must be a string"),
@@ -106,12 +116,15 @@ struct MessageAPITests {
     @Test("Conditions use the legacy dialect: at most two operators, no '!'")
     func legacyConditions() async throws {
         try await Self.withMessaging { client, _ in
-            let three = try await Self.send(client, #"{"condition":"'a' in topics && 'b' in topics && 'c' in topics && 'd' in topics"}"#)
+            let three = try await Self.send(
+                client, #"{"condition":"'a' in topics && 'b' in topics && 'c' in topics && 'd' in topics"}"#)
             #expect(three.status == .badRequest)
             #expect(three.json?["error"]?.string?.contains("at most 2 operators") == true)
             let negation = try await Self.send(client, #"{"condition":"!('a' in topics)"}"#)
             #expect(negation.status == .badRequest)
-            #expect(negation.json?["error"]?.string?.hasPrefix("InvalidParameters: Invalid condition expression provided.") == true)
+            #expect(
+                negation.json?["error"]?.string?.hasPrefix("InvalidParameters: Invalid condition expression provided.")
+                    == true)
         }
     }
 
@@ -161,11 +174,15 @@ struct MessageAPITests {
         ("registration_id=TOKEN&dry_run=1", "id=fake_message_id"),
     ])
     func plainText(body: String, answer: String) async throws {
-        let form = body.replacingOccurrences(of: "TOKEN", with: token(1)).replacingOccurrences(of: "DEAD", with: token(9))
+        let form = body.replacingOccurrences(of: "TOKEN", with: token(1)).replacingOccurrences(
+            of: "DEAD", with: token(9))
         try await Self.withMessaging { client, _ in
             let reply = try await client.client.execute(
                 uri: "/fcm/send", method: .post,
-                headers: [.authorization: "key=\(client.key)", .contentType: "application/x-www-form-urlencoded;charset=UTF-8"],
+                headers: [
+                    .authorization: "key=\(client.key)",
+                    .contentType: "application/x-www-form-urlencoded;charset=UTF-8",
+                ],
                 body: ByteBuffer(string: form))
             #expect(reply.status == .ok)
             #expect(String(buffer: reply.body).hasPrefix(answer))
@@ -178,13 +195,18 @@ struct MessageAPITests {
         try await client.call(.post, "/v1/projects/test-app/messages:send", body: json)
     }
 
-    @Test("v1: success names the message; validate_only answers fake_message_id; a notification key in token reaches its group")
+    @Test(
+        "v1: success names the message; validate_only answers fake_message_id; a notification key in token reaches its group"
+    )
     func v1Success() async throws {
         try await Self.withMessaging { client, key in
-            let sent = try await Self.v1(client, #"{"message":{"token":"\#(token(1))","data":{"a":"b"},"android":{"ttl":"3.5s","priority":"HIGH"}}}"#)
+            let sent = try await Self.v1(
+                client,
+                #"{"message":{"token":"\#(token(1))","data":{"a":"b"},"android":{"ttl":"3.5s","priority":"HIGH"}}}"#)
             #expect(sent.status == .ok)
             #expect(sent.json?["name"]?.string?.hasPrefix("projects/test-app/messages/") == true)
-            let dry = try await Self.v1(client, #"{"validate_only":true,"message":{"topic":"news","notification":{"title":"t"}}}"#)
+            let dry = try await Self.v1(
+                client, #"{"validate_only":true,"message":{"topic":"news","notification":{"title":"t"}}}"#)
             #expect(dry.json == ["name": "projects/test-app/messages/fake_message_id"])
             let group = try await Self.v1(client, #"{"message":{"token":"\#(key)"}}"#)
             #expect(group.status == .ok)
@@ -199,7 +221,10 @@ struct MessageAPITests {
         (#"{"message":{"token":"TOKEN","android":{"ttl":"soon"}}}"#, "message.android.ttl"),
         (#"{"message":{"token":"TOKEN","android":{"priority":"URGENT"}}}"#, "message.android.priority"),
         (#"{"message":{"token":"TOKEN","notification":{"title":1}}}"#, "message.notification.title"),
-        (#"{"message":{"token":"TOKEN","apns":{"headers":{"apns-priority":10}}}}"#, "message.apns.headers[apns-priority]"),
+        (
+            #"{"message":{"token":"TOKEN","apns":{"headers":{"apns-priority":10}}}}"#,
+            "message.apns.headers[apns-priority]"
+        ),
         (#"{"message":{"token":"TOKEN","colour":"red"}}"#, "message"),
         (#"{"message":{"topic":"bad topic"}}"#, "message.topic"),
         (#"{"message":{"token":"not a token"}}"#, "message.token"),
@@ -222,7 +247,10 @@ struct MessageAPITests {
             let reply = try await Self.v1(client, #"{"message":{"condition":"\#(six)"}}"#)
             #expect(reply.status == .badRequest)
             let details = try #require(reply.json?["error"]?["details"]?.array)
-            #expect(details[0]["fieldViolations"] == [["field": "message.condition", "description": "Invalid condition expression provided."]])
+            #expect(
+                details[0]["fieldViolations"] == [
+                    ["field": "message.condition", "description": "Invalid condition expression provided."]
+                ])
             let diagnostic = try #require(details.first { $0["diagnostic"] != nil }?["diagnostic"])
             #expect(diagnostic["kind"] == "tooManyTopics")
             #expect(diagnostic["offset"] == 90)
@@ -237,32 +265,37 @@ struct MessageAPITests {
             let reply = try await Self.v1(client, #"{"message":{"token":"\#(token(9))"}}"#)
             #expect(reply.status == .notFound)
             #expect(reply.json?["error"]?["details"]?.array?.first?["errorCode"] == "UNREGISTERED")
-            let other = try await client.call(.post, "/v1/projects/other/messages:send", body: #"{"message":{"topic":"news"}}"#)
+            let other = try await client.call(
+                .post, "/v1/projects/other/messages:send", body: #"{"message":{"topic":"news"}}"#)
             #expect(other.status == .forbidden)
         }
     }
 
     // MARK: - XMPP
 
-    @Test(arguments: [
-        (#"{"to":"TOKEN","message_id":"m1","data":{"a":"b"}}"#, "ack", nil),
-        (#"{"to":"/topics/news","message_id":"m1"}"#, "ack", nil),
-        (#"{"to":"not a token","message_id":"m1"}"#, "nack", "BAD_REGISTRATION"),
-        (#"{"to":"DEAD","message_id":"m1"}"#, "nack", "DEVICE_UNREGISTERED"),
-        (#"{"to":"TOKEN"}"#, "nack", "INVALID_JSON"),
-        (#"{"message_id":"m1","data":{"a":"b"}}"#, "nack", "INVALID_JSON"),
-        (#"{"to":"TOKEN","message_id":"m1","time_to_live":2419201}"#, "nack", "INVALID_JSON"),
-        (#"{"to":"TOKEN","message_id":"m1","data":{"gcm.x":"1"}}"#, "nack", "INVALID_JSON"),
-        (#"{"to":"/topics/news","message_id":"m1","data":{"k":"BIG"}}"#, "nack", "INVALID_JSON"),
-        (#"{"condition":"!('a' in topics)","message_id":"m1"}"#, "nack", "INVALID_JSON"),
-        (#"{"to":"TOKEN","message_id":"m1","message_type":"ack"}"#, "ack", nil),
-        (#"{"message_id":"m1","message_type":"ack"}"#, "nack", "BAD_ACK"),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            (#"{"to":"TOKEN","message_id":"m1","data":{"a":"b"}}"#, "ack", nil),
+            (#"{"to":"/topics/news","message_id":"m1"}"#, "ack", nil),
+            (#"{"to":"not a token","message_id":"m1"}"#, "nack", "BAD_REGISTRATION"),
+            (#"{"to":"DEAD","message_id":"m1"}"#, "nack", "DEVICE_UNREGISTERED"),
+            (#"{"to":"TOKEN"}"#, "nack", "INVALID_JSON"),
+            (#"{"message_id":"m1","data":{"a":"b"}}"#, "nack", "INVALID_JSON"),
+            (#"{"to":"TOKEN","message_id":"m1","time_to_live":2419201}"#, "nack", "INVALID_JSON"),
+            (#"{"to":"TOKEN","message_id":"m1","data":{"gcm.x":"1"}}"#, "nack", "INVALID_JSON"),
+            (#"{"to":"/topics/news","message_id":"m1","data":{"k":"BIG"}}"#, "nack", "INVALID_JSON"),
+            (#"{"condition":"!('a' in topics)","message_id":"m1"}"#, "nack", "INVALID_JSON"),
+            (#"{"to":"TOKEN","message_id":"m1","message_type":"ack"}"#, "ack", nil),
+            (#"{"message_id":"m1","message_type":"ack"}"#, "nack", "BAD_ACK"),
+        ] as [(String, String, String?)])
     func xmpp(message: String, type: String, error: String?) async throws {
-        let json = message.replacingOccurrences(of: "TOKEN", with: token(1)).replacingOccurrences(of: "DEAD", with: token(9))
-            .replacingOccurrences(of: "BIG", with: String(repeating: "x", count: 3000))
+        let json = message.replacingOccurrences(of: "TOKEN", with: token(1)).replacingOccurrences(
+            of: "DEAD", with: token(9)
+        )
+        .replacingOccurrences(of: "BIG", with: String(repeating: "x", count: 3000))
         try await Self.withMessaging { client, _ in
-            let reply = try await client.call(.post, "/api/messages:validate", body: #"{"protocol":"xmpp","message":\#(json)}"#)
+            let reply = try await client.call(
+                .post, "/api/messages:validate", body: #"{"protocol":"xmpp","message":\#(json)}"#)
             #expect(reply.status == .ok)
             #expect(reply.json?["message_type"] == .string(type))
             #expect(reply.json?["error"] == error.map(JSON.string))
@@ -273,7 +306,8 @@ struct MessageAPITests {
     @Test("messages:validate takes the xmpp protocol only")
     func validateProtocol() async throws {
         try await Self.withMessaging { client, _ in
-            let reply = try await client.call(.post, "/api/messages:validate", body: #"{"protocol":"smtp","message":{}}"#)
+            let reply = try await client.call(
+                .post, "/api/messages:validate", body: #"{"protocol":"smtp","message":{}}"#)
             #expect(reply.status == .badRequest)
         }
     }

@@ -7,8 +7,12 @@ struct NativeAPITests {
     func resolveCondition() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/a","registration_tokens":\#(jsonArray((1...5).map(token)))}"#)
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/b","registration_tokens":\#(jsonArray([token(1), token(6)]))}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/a","registration_tokens":\#(jsonArray((1...5).map(token)))}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/b","registration_tokens":\#(jsonArray([token(1), token(6)]))}"#)
             _ = try await client.call(.put, "/api/tokens/\(token(7))")
             let body = #"{"condition":"'a' in topics && !('b' in topics)","pageSize":2}"#
             let first = try await client.call(.post, "/api/audiences:resolve", body: body)
@@ -18,11 +22,13 @@ struct NativeAPITests {
             #expect(first.json?["topicCounts"] == ["a": 5, "b": 2])
             let next = try #require(first.json?["nextPageToken"]?.string)
             let second = try await client.call(
-                .post, "/api/audiences:resolve", body: #"{"condition":"'a' in topics && !('b' in topics)","pageSize":2,"pageToken":"\#(next)"}"#)
+                .post, "/api/audiences:resolve",
+                body: #"{"condition":"'a' in topics && !('b' in topics)","pageSize":2,"pageToken":"\#(next)"}"#)
             #expect(second.json?["tokens"] == [.string(token(4)), .string(token(5))])
             #expect(second.json?["nextPageToken"] == nil)
             // ! also reaches tokens with no topic at all.
-            let negated = try await client.call(.post, "/api/audiences:resolve", body: #"{"condition":"!('a' in topics)","countOnly":true}"#)
+            let negated = try await client.call(
+                .post, "/api/audiences:resolve", body: #"{"condition":"!('a' in topics)","countOnly":true}"#)
             #expect(negated.json?["count"] == 2)
             #expect(negated.json?["tokens"] == nil)
         }
@@ -52,15 +58,18 @@ struct NativeAPITests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             let good = try await client.call(
-                .post, "/api/conditions:check", body: #"{"condition":"'a' in topics || 'b' in topics && 'c' in topics","dialect":"v1"}"#)
+                .post, "/api/conditions:check",
+                body: #"{"condition":"'a' in topics || 'b' in topics && 'c' in topics","dialect":"v1"}"#)
             #expect(good.json?["valid"] == true)
             #expect(good.json?["canonical"] == "'a' in topics || ('b' in topics && 'c' in topics)")
             #expect(good.json?["diagnostics"]?.array?.first?["kind"] == "mixedOperators")
-            let bad = try await client.call(.post, "/api/conditions:check", body: #"{"condition":"!('a' in topics)","dialect":"legacy"}"#)
+            let bad = try await client.call(
+                .post, "/api/conditions:check", body: #"{"condition":"!('a' in topics)","dialect":"legacy"}"#)
             #expect(bad.json?["valid"] == false)
             #expect(bad.json?["diagnostics"]?.array?.first?["kind"] == "negationNotAllowed")
             #expect(bad.json?["diagnostics"]?.array?.first?["column"] == 1)
-            let dialect = try await client.call(.post, "/api/conditions:check", body: #"{"condition":"'a' in topics","dialect":"v2"}"#)
+            let dialect = try await client.call(
+                .post, "/api/conditions:check", body: #"{"condition":"'a' in topics","dialect":"v2"}"#)
             #expect(dialect.status == .badRequest)
         }
     }
@@ -70,7 +79,9 @@ struct NativeAPITests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             for name in ["g1", "g2", "g3"] { _ = try await client.createGroup(name, [token(1), token(2)]) }
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":\#(jsonArray((1...3).map(token)))}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/news","registration_tokens":\#(jsonArray((1...3).map(token)))}"#)
             let page = try await client.call(.get, "/api/groups?pageSize=2")
             #expect(page.json?["groups"]?.array?.compactMap { $0["name"]?.string } == ["g1", "g2"])
             let next = try #require(page.json?["nextPageToken"]?.string)
@@ -94,11 +105,13 @@ struct NativeAPITests {
         try await fixture.test { client in
             _ = try await client.call(.post, "/iid/v1/\(token(1))/rel/topics/old")
             _ = try await client.call(.post, "/iid/v1/\(token(1))/rel/topics/kept")
-            let set = try await client.call(.put, "/api/tokens/\(token(1))/topics", body: #"{"topics":["kept","new","new"]}"#)
+            let set = try await client.call(
+                .put, "/api/tokens/\(token(1))/topics", body: #"{"topics":["kept","new","new"]}"#)
             #expect(set.json == ["added": ["new"], "removed": ["old"]])
             let shown = try await client.call(.get, "/api/tokens/\(token(1))")
             #expect(shown.json?["topics"]?.array?.compactMap { $0["name"]?.string } == ["kept", "new"])
-            let bad = try await client.call(.put, "/api/tokens/\(token(1))/topics", body: #"{"topics":["ok","bad topic"]}"#)
+            let bad = try await client.call(
+                .put, "/api/tokens/\(token(1))/topics", body: #"{"topics":["ok","bad topic"]}"#)
             #expect(bad.status == .badRequest)
             _ = try await client.createGroup("solo", [token(1)])
             let deleted = try await client.call(.delete, "/api/tokens/\(token(1))")

@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
-import RegistryServer
 import RegistrySQLite
+import RegistryServer
 import Testing
 
 /// JSON as a comparable value, so tests state the exact bodies FCM sends and returns.
@@ -74,7 +74,8 @@ struct Fixture: Sendable {
 
     /// Runs `body` against the application through Hummingbird's router test client.
     func test(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
-        let app = Application(router: buildRouter(registry: registry), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        let app = Application(
+            router: buildRouter(registry: registry), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(mode) { client in
             try await body(Client(client: client, key: key))
         }

@@ -9,15 +9,21 @@ struct TopicSubscriptionAPITests {
     func create() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            let reply = try await client.call(.post, base + "?topic_name=weather", body: "{}", auth: .some("Bearer \(fixture.key)"))
+            let reply = try await client.call(
+                .post, base + "?topic_name=weather", body: "{}", auth: .some("Bearer \(fixture.key)"))
             #expect(reply.status == .ok)
-            #expect(reply.json?["name"] == .string("projects/test-app/registrations/\(token(1))/topicSubscriptions/weather"))
+            #expect(
+                reply.json?["name"] == .string("projects/test-app/registrations/\(token(1))/topicSubscriptions/weather")
+            )
             #expect(reply.json?["topic_name"] == "weather")
             let time = try #require(reply.json?["create_time"]?.string)
             #expect(time.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil)
             let again = try await client.call(.post, base + "?topic_name=weather", body: "{}")
             #expect(again.status == .conflict)
-            #expect(again.json == ["error": ["code": 409, "message": "Requested entity already exists", "status": "ALREADY_EXISTS"]])
+            #expect(
+                again.json == [
+                    "error": ["code": 409, "message": "Requested entity already exists", "status": "ALREADY_EXISTS"]
+                ])
         }
     }
 
@@ -67,11 +73,13 @@ struct TopicSubscriptionAPITests {
     func otherProject() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            let reply = try await client.call(.get, "/v1/projects/someone-else/registrations/\(token(1))/topicSubscriptions")
+            let reply = try await client.call(
+                .get, "/v1/projects/someone-else/registrations/\(token(1))/topicSubscriptions")
             #expect(reply.status == .forbidden)
             #expect(reply.json?["error"]?["status"] == "PERMISSION_DENIED")
             let byNumber = try await client.call(
-                .post, "/v1/projects/123456789012/registrations/\(token(1))/topicSubscriptions?topic_name=a", body: "{}")
+                .post, "/v1/projects/123456789012/registrations/\(token(1))/topicSubscriptions?topic_name=a", body: "{}"
+            )
             #expect(byNumber.status == .ok)
         }
     }

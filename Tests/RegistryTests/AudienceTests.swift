@@ -39,18 +39,25 @@ struct AudienceTests {
         if depth == 0 || random.next() % 3 == 0 { return "'\(topics[Int(random.next() % 5)])' in topics" }
         switch random.next() % 3 {
         case 0: return "!(" + condition(using: &random, depth: depth - 1) + ")"
-        case 1: return "(" + condition(using: &random, depth: depth - 1) + " && " + condition(using: &random, depth: depth - 1) + ")"
-        default: return "(" + condition(using: &random, depth: depth - 1) + " || " + condition(using: &random, depth: depth - 1) + ")"
+        case 1:
+            return "(" + condition(using: &random, depth: depth - 1) + " && "
+                + condition(using: &random, depth: depth - 1) + ")"
+        default:
+            return "(" + condition(using: &random, depth: depth - 1) + " || "
+                + condition(using: &random, depth: depth - 1) + ")"
         }
     }
 
     /// Every token of an audience, following pages of `pageSize`.
-    static func all(_ target: AudienceTarget, in world: World, pageSize: Int) async throws -> (count: Int, tokens: [String]) {
+    static func all(_ target: AudienceTarget, in world: World, pageSize: Int) async throws -> (
+        count: Int, tokens: [String]
+    ) {
         var after: UInt32?
         var tokens: [String] = []
         var count = 0
         repeat {
-            let page = try await world.registry.resolve(target, in: world.project, after: after, pageSize: pageSize, countOnly: false)
+            let page = try await world.registry.resolve(
+                target, in: world.project, after: after, pageSize: pageSize, countOnly: false)
             count = page.count
             tokens += page.tokens ?? []
             after = page.nextAfter
@@ -58,7 +65,9 @@ struct AudienceTests {
         return (count, tokens)
     }
 
-    @Test("Resolution equals brute-force evaluation on random registries and conditions, including ! and tokens with no topics")
+    @Test(
+        "Resolution equals brute-force evaluation on random registries and conditions, including ! and tokens with no topics"
+    )
     func matchesBruteForce() async throws {
         for seed in UInt64(1)...12 {
             let world = try await Self.world(seed: seed)
@@ -86,14 +95,17 @@ struct AudienceTests {
         #expect(topic.nextAfter != nil)
         let group = try await registry.resolve(.group("g"), in: project, after: nil, pageSize: nil, countOnly: false)
         #expect(Set(group.tokens ?? []) == [token(1), token(9)])
-        let byKey = try await registry.resolve(.notificationKey(key), in: project, after: nil, pageSize: nil, countOnly: true)
+        let byKey = try await registry.resolve(
+            .notificationKey(key), in: project, after: nil, pageSize: nil, countOnly: true)
         #expect(byKey.count == 2 && byKey.tokens == nil)
         let one = try await registry.resolve(.token(token(3)), in: project, after: nil, pageSize: nil, countOnly: false)
         #expect(one.tokens == [token(3)])
-        let none = try await registry.resolve(.token(token(77)), in: project, after: nil, pageSize: nil, countOnly: false)
+        let none = try await registry.resolve(
+            .token(token(77)), in: project, after: nil, pageSize: nil, countOnly: false)
         #expect(none.count == 0)
         let condition = try await registry.resolve(
-            .condition("'news' in topics && !('sports' in topics)", .extended), in: project, after: nil, pageSize: nil, countOnly: true)
+            .condition("'news' in topics && !('sports' in topics)", .extended), in: project, after: nil, pageSize: nil,
+            countOnly: true)
         #expect(condition.count == 5)
         #expect(condition.topicCounts == ["news": 5, "sports": 0])
         await #expect(throws: RegistryError.groupNotFound) {

@@ -6,7 +6,8 @@ struct DeviceGroupTests {
     @Test("Create drops malformed and duplicate tokens; all malformed is 'no valid registration ids'")
     func createFiltersTokens() async throws {
         let (registry, project) = try await makeRegistry()
-        _ = try await registry.createGroup(named: "chris", tokens: [token(1), "bad token", token(1), token(2)], in: project)
+        _ = try await registry.createGroup(
+            named: "chris", tokens: [token(1), "bad token", token(1), token(2)], in: project)
         let group = try #require(try await registry.store.group(named: "chris", in: project))
         #expect(group.memberCount == 2)
         await #expect(throws: RegistryError.noValidRegistrationIds) {
@@ -35,7 +36,8 @@ struct DeviceGroupTests {
         }
         #expect(try await registry.store.group(named: "g", in: project)?.memberCount == 20)
         // Adding members already in the group does not count twice.
-        let group = try await registry.addToGroup(notificationKey: key, expectedName: "g", tokens: [token(3)], in: project)
+        let group = try await registry.addToGroup(
+            notificationKey: key, expectedName: "g", tokens: [token(3)], in: project)
         #expect(group.memberCount == 20)
         await #expect(throws: RegistryError.groupFull(limit: 20)) {
             try await registry.createGroup(named: "big", tokens: (1...21).map(token), in: project)

@@ -14,7 +14,8 @@ struct WriteTests {
                     // Every fifth request reuses a name and must fail without leaving its tokens behind.
                     let name = n % 5 == 0 ? "shared" : "group-\(n)"
                     do {
-                        _ = try await registry.createGroup(named: name, tokens: [token(n), token(1000 + n)], in: project)
+                        _ = try await registry.createGroup(
+                            named: name, tokens: [token(n), token(1000 + n)], in: project)
                         return true
                     } catch {
                         return false
@@ -27,7 +28,8 @@ struct WriteTests {
         let groups = try await registry.store.groups(in: project, after: nil, limit: 1000)
         #expect(groups.items.count == 161)
         // Tokens of the refused creates were never registered.
-        let stored = try await (0..<200).asyncCount { n in try await registry.store.token(token(n), in: project) != nil }
+        let stored = try await (0..<200).asyncCount { n in try await registry.store.token(token(n), in: project) != nil
+        }
         #expect(stored == 161)
     }
 

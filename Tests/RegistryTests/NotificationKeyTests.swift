@@ -14,10 +14,13 @@ struct NotificationKeyTests {
         #expect(key.hasPrefix("APA91b"))
         #expect((110...140).contains(key.count))
         #expect(!key.contains(":"))
-        #expect(key.utf8.allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-        })
+        #expect(
+            key.utf8.allSatisfy { byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+                    || byte == UInt8(ascii: "_")
+            })
     }
 
     @Test("Every issue is a fresh string, and every one resolves to the group")
@@ -38,7 +41,10 @@ struct NotificationKeyTests {
         var altered = Array(key)
         altered[40] = altered[40] == "A" ? "B" : "A"
         #expect(throws: RegistryError.undecryptableKey) { try codec.groupID(from: String(altered), in: project) }
-        for garbage in ["", "APA91b", "APA91bGHXQBB9QgnYOEURwm0I3lmyqzk2TXQ", "not a key", "APA91b+/+/", String(repeating: "A", count: 10_000)] {
+        for garbage in [
+            "", "APA91b", "APA91bGHXQBB9QgnYOEURwm0I3lmyqzk2TXQ", "not a key", "APA91b+/+/",
+            String(repeating: "A", count: 10_000),
+        ] {
             #expect(throws: RegistryError.undecryptableKey) { try codec.groupID(from: garbage, in: project) }
         }
     }

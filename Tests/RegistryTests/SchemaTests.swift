@@ -6,7 +6,8 @@ import Testing
 struct SchemaTests {
     @Test("schema/registry.sql is exactly the schema of a freshly migrated database")
     func checkedInSchemaMatches() throws {
-        let checkedIn = try String(contentsOf: repositoryRoot.appendingPathComponent("schema/registry.sql"), encoding: .utf8)
+        let checkedIn = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("schema/registry.sql"), encoding: .utf8)
         let fresh = try RegistryDatabase.inMemory().schemaSQL()
         #expect(checkedIn == fresh, "regenerate with: swift run fcm-registry schema > schema/registry.sql")
     }

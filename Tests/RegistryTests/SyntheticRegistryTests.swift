@@ -24,9 +24,14 @@ struct SyntheticRegistryTests {
             let registry = try await Registry(store: SQLiteStore(database))
             var counts: [Int] = []
             for topic in 1...12 {
-                counts.append(try await registry.resolve(.topic("topic-\(topic)"), in: project, after: nil, pageSize: nil, countOnly: true).count)
+                counts.append(
+                    try await registry.resolve(
+                        .topic("topic-\(topic)"), in: project, after: nil, pageSize: nil, countOnly: true
+                    ).count)
             }
-            let tokens = try await registry.resolve(.topic("topic-1"), in: project, after: nil, pageSize: 1000, countOnly: false).tokens ?? []
+            let tokens =
+                try await registry.resolve(.topic("topic-1"), in: project, after: nil, pageSize: 1000, countOnly: false)
+                .tokens ?? []
             return (tokens, counts)
         }
         let first = try await build(seed: 42)

@@ -12,9 +12,11 @@ struct TopicTests {
         _ = try await registry.subscribe([token(3)], to: "b", in: project)
         _ = try await registry.registerToken(token(2), in: project)
         _ = try await registry.unregisterToken(token(2), in: project)
-        let outcomes = try await registry.subscribe([token(1), "bad token", token(2), token(3), token(1)], to: "c", in: project)
+        let outcomes = try await registry.subscribe(
+            [token(1), "bad token", token(2), token(3), token(1)], to: "c", in: project)
         #expect(outcomes == [.ok, .invalidArgument, .notFound, .tooManyTopics, .ok])
-        let page = try #require(try await registry.store.topicSubscribers(named: "c", in: project, after: nil, limit: 10))
+        let page = try #require(
+            try await registry.store.topicSubscribers(named: "c", in: project, after: nil, limit: 10))
         #expect(page.0.subscriberCount == 1)
         #expect(page.1.items.map(\.name) == [token(1)])
     }
@@ -35,7 +37,8 @@ struct TopicTests {
         _ = try await registry.subscribe([token(1)], to: "a", in: project)
         _ = try await registry.registerToken(token(3), in: project)
         _ = try await registry.unregisterToken(token(3), in: project)
-        let outcomes = try await registry.unsubscribe([token(1), token(2), token(3), "bad token"], from: "a", in: project)
+        let outcomes = try await registry.unsubscribe(
+            [token(1), token(2), token(3), "bad token"], from: "a", in: project)
         #expect(outcomes == [.ok, .ok, .notFound, .invalidArgument])
         #expect(try await registry.store.topics(in: project, after: nil, limit: 10).items.isEmpty)
     }
@@ -59,7 +62,8 @@ struct TopicTests {
         }
         _ = try await registry.createSubscription(token: token(1), topic: "a", in: project)
         _ = try await registry.createSubscription(token: token(1), topic: "c", in: project)
-        let first = try #require(try await registry.subscriptions(ofToken: token(1), in: project, after: nil, pageSize: 2))
+        let first = try #require(
+            try await registry.subscriptions(ofToken: token(1), in: project, after: nil, pageSize: 2))
         #expect(first.items.map(\.topic) == ["a", "b"])
         let second = try #require(
             try await registry.subscriptions(ofToken: token(1), in: project, after: first.nextAfter, pageSize: 2))
