@@ -13,9 +13,9 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// - Parameter loadAudience: load the audience index (the server and `audience` need it).
-    func openRegistry(loadAudience: Bool = false) async throws -> Registry {
+    func openRegistry(loadAudience: Bool = false, limits: Limits = Limits()) async throws -> Registry {
         let database = try RegistryDatabase.open(path: resolvedPath)
-        return try await Registry(store: SQLiteStore(database), loadAudience: loadAudience)
+        return try await Registry(store: SQLiteStore(database), limits: limits, loadAudience: loadAudience)
     }
 }
 

@@ -23,11 +23,13 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup(title: "Limits") var limits: LimitOptions
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var logger = Logger(label: "fcm-registry")
         logger.logLevel = environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let registry = try await database.openRegistry(loadAudience: true)
+        let registry = try await database.openRegistry(loadAudience: true, limits: limits.limits)
         if try await registry.store.projects().isEmpty {
             let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
             try printJSON(ProjectCommand.Created(project: project, serverKey: key))
