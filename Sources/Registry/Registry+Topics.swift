@@ -69,4 +69,20 @@ extension Registry {
         let distinct = topics.filter { seen.insert($0).inserted }
         return try await store.setTopics(distinct, ofToken: token, topicLimit: limits.topicsPerToken, in: project)
     }
+
+    /// Every subscription of a token, read page by page; `nil` when the token is unknown or unregistered.
+    public func allSubscriptions(ofToken token: String, in project: Project) async throws -> [SubscriptionInfo]? {
+        try checkToken(token)
+        var all: [SubscriptionInfo] = []
+        var after: String?
+        repeat {
+            guard
+                let page = try await store.subscriptions(
+                    ofToken: token, in: project, after: after, limit: limits.maximumPageSize)
+            else { return nil }
+            all += page.items
+            after = page.nextAfter
+        } while after != nil
+        return all
+    }
 }

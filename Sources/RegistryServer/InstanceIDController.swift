@@ -71,18 +71,11 @@ struct InstanceIDController {
         }
         var response = InfoResponse(authorizedEntity: project.senderId, platform: "UNKNOWN")
         if request.queryFlag("details") {
-            var topics: [String: [String: String]] = [:]
-            var after: String?
-            repeat {
-                guard
-                    let page = try await registry.subscriptions(
-                        ofToken: token, in: project, after: after, pageSize: nil)
-                else { throw notFound }
-                for subscription in page.items {
-                    topics[subscription.topic] = ["addDate": Timestamp.day(subscription.createdAt)]
-                }
-                after = page.nextAfter
-            } while after != nil
+            guard let subscriptions = try await registry.allSubscriptions(ofToken: token, in: project) else {
+                throw notFound
+            }
+            let topics = Dictionary(
+                uniqueKeysWithValues: subscriptions.map { ($0.topic, ["addDate": Timestamp.day($0.createdAt)]) })
             response.rel = .init(topics: topics)
         }
         return try JSONResponse.make(response)

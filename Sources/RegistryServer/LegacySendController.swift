@@ -84,15 +84,16 @@ struct LegacySendController {
             }
         }
         if let key = message.notificationKey ?? message.to, let group = try await groupTarget(key, project: project) {
-            let members = try await registry.tokenValues(group.members, in: project)
             if let problem = try Self.contentProblem(message, toTopics: false) {
+                // Token values are read only to list the failed members.
+                let members = try await registry.tokenValues(group.members, in: project)
                 return try JSONResponse.any([
                     "success": 0, "failure": members.count, "failed_registration_ids": members,
                     "error": Self.code(problem),
                 ])
             }
             log.record(key, ids: group.members)
-            return try JSONResponse.any(["success": members.count, "failure": 0])
+            return try JSONResponse.any(["success": group.members.count, "failure": 0])
         }
         if message.notificationKey != nil {
             throw Self.invalidParameters(

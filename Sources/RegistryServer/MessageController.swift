@@ -49,7 +49,7 @@ struct MessageController {
                 field: "protocol")
         }
         guard let fields = body["message"] as? [String: Any] else { throw BadRequest("message must be a JSON object") }
-        let messageObject = try JSONObject(data: JSONSerialization.data(withJSONObject: fields))
+        let messageObject = JSONObject(fields: fields)
         var answer: [String: Any] = ["message_type": "ack"]
         let message: LegacyMessage
         do {

@@ -12,6 +12,11 @@ struct JSONObject {
         try self.init(data: Data(buffer.readableBytesView))
     }
 
+    /// An already parsed object, such as a message nested in a request.
+    init(fields: [String: Any]) {
+        self.fields = fields
+    }
+
     init(data: Data) throws {
         guard !data.isEmpty else {
             fields = [:]

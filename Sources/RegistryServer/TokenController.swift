@@ -49,16 +49,8 @@ struct TokenController {
 
     private func details(_ info: TokenInfo, _ project: Project) async throws -> TokenResponse {
         let groups = try await registry.store.groups(ofToken: info.token, in: project)
-        var topics: [Membership] = []
-        var after: String?
-        repeat {
-            guard
-                let page = try await registry.subscriptions(
-                    ofToken: info.token, in: project, after: after, pageSize: nil)
-            else { break }
-            topics += page.items.map { Membership(name: $0.topic, since: $0.createdAt) }
-            after = page.nextAfter
-        } while after != nil
+        let topics = (try await registry.allSubscriptions(ofToken: info.token, in: project) ?? [])
+            .map { Membership(name: $0.topic, since: $0.createdAt) }
         return TokenResponse(
             token: info.token, state: info.state, createdAt: info.createdAt, updatedAt: info.updatedAt, groups: groups,
             topics: topics)

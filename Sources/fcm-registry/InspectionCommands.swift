@@ -122,16 +122,8 @@ struct TokenCommand: AsyncParsableCommand {
             guard let info = try await registry.store.token(token, in: project) else {
                 throw ValidationError("the project does not know this token")
             }
-            var topics: [Membership] = []
-            var after: String?
-            repeat {
-                guard
-                    let page = try await registry.store.subscriptions(
-                        ofToken: token, in: project, after: after, limit: 2000)
-                else { break }
-                topics += page.items.map { Membership(name: $0.topic, since: $0.createdAt) }
-                after = page.nextAfter
-            } while after != nil
+            let topics = (try await registry.allSubscriptions(ofToken: token, in: project) ?? [])
+                .map { Membership(name: $0.topic, since: $0.createdAt) }
             try printJSON(
                 Shown(token: info, groups: try await registry.store.groups(ofToken: token, in: project), topics: topics)
             )
