@@ -93,3 +93,44 @@ FROM subscription
 JOIN token ON token.id = subscription.tokenId
 JOIN topic ON topic.id = subscription.topicId
 JOIN project ON project.id = token.projectId;
+
+CREATE TABLE audienceChange (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'reset')),
+  topic TEXT,
+  tokenIds BLOB NOT NULL,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE TABLE audienceFeed (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  prunedThrough INTEGER NOT NULL
+);
+
+CREATE TABLE message (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  messageId TEXT NOT NULL,
+  protocol TEXT NOT NULL,
+  target TEXT NOT NULL,
+  body TEXT NOT NULL,
+  recipientCount INTEGER NOT NULL,
+  recipients BLOB NOT NULL,
+  bytes INTEGER NOT NULL,
+  receivedAt INTEGER NOT NULL
+);
+
+CREATE INDEX message_projectId ON message(projectId, id);
+
+CREATE TABLE messageLog (
+  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+  entries INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+);
+
+CREATE VIEW messages AS
+SELECT project.projectId AS project, message.messageId, message.protocol, message.target,
+       message.recipientCount, datetime(message.receivedAt / 1000, 'unixepoch') AS receivedAt, message.body
+FROM message
+JOIN project ON project.id = message.projectId;

@@ -8,13 +8,25 @@ public struct Condition: Sendable {
     public let dialect: Dialect
     public let expression: Expression
     /// Findings that leave the condition valid: mixed operators, a repeated topic, a constant result.
+    ///
+    /// At most `maximumWarnings`, in that order; `omittedWarnings` counts the rest. A repeated topic
+    /// draws one warning however often it repeats, and a constant result is always kept.
     public let warnings: [Diagnostic]
+    /// Warnings found beyond the first `maximumWarnings`, counted but not kept.
+    public let omittedWarnings: Int
     /// `'name' in topics` atoms, counting repeats.
     public let topicCount: Int
     /// `&&`, `||` and `!` operators.
     public let operatorCount: Int
 
+    /// The most warnings a condition carries, so that checking a long condition and reporting on it
+    /// stay cheap and small however many findings it draws.
+    public static let maximumWarnings = 20
+
     /// Parses and checks `source`.
+    ///
+    /// Parsing and every check are linear in the length of `source` (the truth table behind the
+    /// constant-result warning is skipped where it would not be; see `Lint.truthTableBudget`).
     ///
     /// - Throws: `ConditionError` with the first error in the source, placed and explained.
     public init(parsing source: String, dialect: Dialect = .v1) throws(ConditionError) {
@@ -31,7 +43,10 @@ public struct Condition: Sendable {
         self.expression = expression
         self.topicCount = parser.topicCount
         self.operatorCount = parser.operatorCount
-        self.warnings = parser.warnings + Lint.warnings(for: expression, in: source)
+        var warnings = parser.warnings
+        Lint.check(expression, in: source, into: &warnings)
+        self.warnings = warnings.kept
+        self.omittedWarnings = warnings.omitted
     }
 
     /// The canonical text (see `Expression.canonical`).

@@ -25,10 +25,16 @@ public struct ConditionReport: Sendable, Hashable, Codable {
     public var topicCount: Int
     /// `&&`, `||` and `!` operators.
     public var operatorCount: Int
-    /// The error first (if any), then the warnings.
+    /// The error first (if any), then the warnings (at most `Condition.maximumWarnings`).
     public var diagnostics: [Finding]
+    /// Warnings found but left out of `diagnostics` by the cap.
+    public var omittedWarnings: Int
 
     /// Checks `source` under `dialect` and reports everything found.
+    ///
+    /// The report's size does not grow with the number of findings: warnings are capped, each
+    /// rendering shows a window of its line, and notes carry excerpts. Only the canonical form and the
+    /// topic list grow with the input. The findings are located in one pass over `source`.
     public init(checking source: String, dialect: Dialect) {
         self.dialect = dialect
         do {
@@ -38,7 +44,8 @@ public struct ConditionReport: Sendable, Hashable, Codable {
             topics = condition.topics
             topicCount = condition.topicCount
             operatorCount = condition.operatorCount
-            diagnostics = condition.warnings.map { Finding($0, in: source) }
+            diagnostics = Finding.findings(for: condition.warnings, in: source)
+            omittedWarnings = condition.omittedWarnings
         } catch {
             valid = false
             canonical = nil
@@ -46,17 +53,27 @@ public struct ConditionReport: Sendable, Hashable, Codable {
             topicCount = 0
             operatorCount = 0
             diagnostics = [Finding(error.diagnostic, in: source)]
+            omittedWarnings = 0
         }
     }
 }
 
 extension ConditionReport.Finding {
     public init(_ diagnostic: Diagnostic, in source: String) {
-        let location = LineColumn(offset: diagnostic.range.offset, in: source)
+        self.init(diagnostic, in: source, at: SourceLocation.locate([diagnostic.range.offset], in: source)[0])
+    }
+
+    /// The findings for `diagnostics`, located together in one pass over `source`.
+    static func findings(for diagnostics: [Diagnostic], in source: String) -> [Self] {
+        let locations = SourceLocation.locate(diagnostics.map(\.range.offset), in: source)
+        return zip(diagnostics, locations).map { Self($0, in: source, at: $1) }
+    }
+
+    private init(_ diagnostic: Diagnostic, in source: String, at location: SourceLocation) {
         self.init(
             severity: diagnostic.severity, kind: diagnostic.kind, message: diagnostic.message,
             offset: diagnostic.range.offset, length: diagnostic.range.length,
-            line: location.line, column: location.column, notes: diagnostic.notes,
-            rendered: diagnostic.rendered(in: source))
+            line: location.lineColumn.line, column: location.lineColumn.column, notes: diagnostic.notes,
+            rendered: diagnostic.rendered(in: source, at: location))
     }
 }

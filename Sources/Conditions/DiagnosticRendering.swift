@@ -6,14 +6,21 @@ extension Diagnostic {
     ///     1 | 'weather' topics
     ///       |           ^~~~~~
     ///
-    /// A long line is cut to a window around the caret so that megabytes of input print as one line.
+    /// A long line is cut to a window around the caret so that megabytes of input print as one line:
+    /// at most 40 characters before the caret, an underline of at most 60, and 60 after it, with `…`
+    /// where the line goes on. The window is found without walking the line when the line is ASCII up
+    /// to the caret (always so for a valid condition), so rendering costs one pass to the caret's
+    /// line, not a pass over the whole line.
     /// - Parameters:
     ///   - source: the condition text the diagnostic was made for.
     ///   - name: what to call the source in the location line.
     public func rendered(in source: String, name: String = "condition") -> String {
-        let location = LineColumn(offset: range.offset, in: source)
-        let line = Self.line(containing: range.offset, in: source)
-        let start = location.column - 1
+        rendered(in: source, name: name, at: SourceLocation.locate([range.offset], in: source)[0])
+    }
+
+    /// The rendering, with the caret's position already located (see `SourceLocation.locate`).
+    func rendered(in source: String, name: String = "condition", at location: SourceLocation) -> String {
+        let start = location.lineColumn.column - 1
         let underlineWidth = max(
             1,
             min(
@@ -21,15 +28,17 @@ extension Diagnostic {
                 Self.contextAfter))
         // Clip to a window of the line around the caret.
         let windowStart = max(0, start - Self.contextBefore)
-        let window = line.dropFirst(windowStart).prefix(start - windowStart + underlineWidth + Self.contextAfter)
+        let window = Self.window(
+            of: source, at: location, skipping: windowStart,
+            taking: start - windowStart + underlineWidth + Self.contextAfter)
         let prefix = windowStart > 0 ? "…" : ""
-        let suffix = line.dropFirst(windowStart + window.count).isEmpty ? "" : "…"
+        let suffix = window.lineGoesOn ? "…" : ""
         let caretColumn = start - windowStart + prefix.count
-        let gutter = String(location.line)
+        let gutter = String(location.lineColumn.line)
         let pad = String(repeating: " ", count: gutter.count)
         var text = "\(severity.rawValue): \(message)\n"
-        text += "\(pad)--> \(name):\(location.line):\(location.column)\n"
-        text += "\(gutter) | \(prefix)\(window.replacingTabs)\(suffix)\n"
+        text += "\(pad)--> \(name):\(location.lineColumn.line):\(location.lineColumn.column)\n"
+        text += "\(gutter) | \(prefix)\(window.text)\(suffix)\n"
         text +=
             "\(pad) | " + String(repeating: " ", count: caretColumn) + "^"
             + String(repeating: "~", count: underlineWidth - 1) + "\n"
@@ -39,17 +48,43 @@ extension Diagnostic {
         return text
     }
 
-    /// The line of `source` in which byte `offset` stands, without its newline.
-    private static func line(containing offset: Int, in source: String) -> Substring {
-        let utf8 = source.utf8
-        let at = utf8.index(utf8.startIndex, offsetBy: min(max(offset, 0), utf8.count))
-        let lineStart = utf8[..<at].lastIndex(of: UInt8(ascii: "\n")).map { utf8.index(after: $0) } ?? utf8.startIndex
-        let lineEnd = utf8[at...].firstIndex(of: UInt8(ascii: "\n")) ?? utf8.endIndex
-        return source[lineStart..<lineEnd]
-    }
-
     private static let contextBefore = 40
     private static let contextAfter = 60
+
+    /// Up to `count` characters of the located line after its first `skipped`, tabs shown as one
+    /// space so that the caret line stays aligned; and whether the line goes on past them.
+    private static func window(
+        of source: String, at location: SourceLocation, skipping skipped: Int, taking count: Int
+    ) -> (text: String, lineGoesOn: Bool) {
+        let utf8 = source.utf8
+        var index = utf8.index(utf8.startIndex, offsetBy: location.lineStart)
+        var toSkip = skipped
+        if location.isASCIIBefore && skipped > 0 {
+            // Up to the caret the line is one byte per character (no newline, so no CR LF pair), and
+            // the window starts before the caret: jump there instead of walking the line.
+            index = utf8.index(index, offsetBy: skipped)
+            toSkip = 0
+        }
+        var text = ""
+        var taken = 0
+        while index < source.endIndex {
+            let character = source[index]
+            if character == "\n" { break }
+            // The line ends before its newline, so a CR LF pair shows as its CR.
+            let endsLine = character == "\r\n"
+            if toSkip > 0 {
+                toSkip -= 1
+            } else if taken == count {
+                return (text, true)
+            } else {
+                text.append(character == "\t" ? " " : endsLine ? "\r" : character)
+                taken += 1
+            }
+            if endsLine { break }
+            index = source.index(after: index)
+        }
+        return (text, false)
+    }
 
     private static func characterCount(ofBytes length: Int, in source: String, from offset: Int) -> Int {
         let utf8 = source.utf8
@@ -59,12 +94,5 @@ extension Diagnostic {
         let upper = utf8.index(lower, offsetBy: visibleBytes)
         let text = String(decoding: utf8[lower..<upper], as: UTF8.self)
         return text.prefix(while: { $0 != "\n" }).count
-    }
-}
-
-extension Substring {
-    /// Tabs shown as one space, so that the caret line stays aligned with the source line.
-    fileprivate var replacingTabs: String {
-        String(map { $0 == "\t" ? " " : $0 })
     }
 }

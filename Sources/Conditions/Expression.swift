@@ -57,6 +57,15 @@ public indirect enum Expression: Sendable {
         return ordered
     }
 
+    /// Atoms and operators in the tree: what one evaluation visits at most.
+    var nodeCount: Int {
+        switch self {
+        case .topic: 1
+        case .not(let operand, _): 1 + operand.nodeCount
+        case .and(let operands, _), .or(let operands, _): operands.reduce(1) { $0 + $1.nodeCount }
+        }
+    }
+
     /// Visits every `'name' in topics` atom in source order.
     public func forEachTopic(_ body: (String, SourceRange) -> Void) {
         switch self {
@@ -78,43 +87,61 @@ extension Expression {
     /// under both rules and never draws the mixed-operator warning.
     public var canonical: String {
         var text = ""
-        write(to: &text)
+        write(to: &text, limit: .max)
         return text
     }
 
-    private func write(to text: inout String) {
+    /// The canonical text cut after about `maximumLength` bytes, ending in `…` where it was cut.
+    ///
+    /// Writing stops once the limit is passed, so a short excerpt of a huge condition costs little.
+    func canonical(maximumLength: Int) -> String {
+        var text = ""
+        write(to: &text, limit: maximumLength)
+        guard text.utf8.count > maximumLength else { return text }
+        return String(text.prefix(maximumLength)) + "…"
+    }
+
+    /// Writes the canonical text, giving up once `text` is longer than `limit` bytes.
+    private func write(to text: inout String, limit: Int) {
+        guard text.utf8.count <= limit else { return }
         switch self {
         case .topic(let name, _):
             text += "'\(name)' in topics"
         case .not(let operand, _):
             text += "!"
             if case .not = operand {
-                operand.write(to: &text)
+                operand.write(to: &text, limit: limit)
             } else {
                 text += "("
-                operand.write(to: &text)
+                operand.write(to: &text, limit: limit)
                 text += ")"
             }
         case .and(let operands, _):
             for (index, operand) in operands.enumerated() {
+                if text.utf8.count > limit { break }
                 if index > 0 { text += " && " }
-                operand.writeOperand(to: &text, parenthesizing: { if case .or = $0 { true } else { false } })
+                operand.writeOperand(
+                    to: &text, limit: limit, parenthesizing: { if case .or = $0 { true } else { false } })
             }
         case .or(let operands, _):
             for (index, operand) in operands.enumerated() {
+                if text.utf8.count > limit { break }
                 if index > 0 { text += " || " }
-                operand.writeOperand(to: &text, parenthesizing: { if case .and = $0 { true } else { false } })
+                operand.writeOperand(
+                    to: &text, limit: limit, parenthesizing: { if case .and = $0 { true } else { false } })
             }
         }
     }
 
-    private func writeOperand(to text: inout String, parenthesizing needsParentheses: (Expression) -> Bool) {
+    private func writeOperand(
+        to text: inout String, limit: Int, parenthesizing needsParentheses: (Expression) -> Bool
+    ) {
         if needsParentheses(self) {
             text += "("
-            write(to: &text)
+            write(to: &text, limit: limit)
             text += ")"
         } else {
-            write(to: &text)
+            write(to: &text, limit: limit)
         }
     }
 }

@@ -20,8 +20,12 @@ struct Parser {
     /// `&&`, `||` and `!` seen so far.
     private(set) var operatorCount = 0
     private var binaryOperatorCount = 0
-    /// Warnings found while parsing (operators mixed without parentheses).
-    private(set) var warnings: [Diagnostic] = []
+    /// Warnings found while parsing (operators mixed without parentheses), capped.
+    private(set) var warnings = WarningList(capacity: Condition.maximumWarnings)
+
+    /// The longest excerpt of a reading shown in a mixed-operator note; a level of a huge condition
+    /// would otherwise be printed twice in full, once per warning around it.
+    static let maximumReadingLength = 240
 
     init(_ source: String, dialect: Dialect) throws(ConditionError) {
         self.source = source
@@ -214,7 +218,7 @@ struct Parser {
     // MARK: - Shaping a level
 
     /// Builds the tree for one level: `&&` binds tighter than `||`. Where both appear, also builds
-    /// the strict left-to-right reading and warns with both.
+    /// the strict left-to-right reading and warns with both (excerpts of them, if they are long).
     private mutating func shape(_ operands: [Expression], _ operators: [Token]) -> Expression {
         guard !operators.isEmpty else { return operands[0] }
         var groups: [[Expression]] = [[operands[0]]]
@@ -226,23 +230,39 @@ struct Parser {
         let hasAnd = operators.contains { $0.kind == .and }
         let hasOr = operators.contains { $0.kind == .or }
         if hasAnd && hasOr {
-            var leftToRight = operands[0]
-            for (op, operand) in zip(operators, operands.dropFirst()) {
-                leftToRight = Self.combine([leftToRight, operand], or: op.kind == .or)
-            }
-            let agree = leftToRight.hasSameStructure(as: byPrecedence)
-            warnings.append(
-                Diagnostic(
+            warnings.append {
+                let leftToRight = Self.leftToRight(operands, operators)
+                let agree = leftToRight.hasSameStructure(as: byPrecedence)
+                let length = Self.maximumReadingLength
+                return Diagnostic(
                     .warning, .mixedOperators,
                     "'&&' and '||' mixed without parentheses" + (agree ? " (both readings agree here)" : ""),
                     at: byPrecedence.range,
                     notes: [
-                        "read with '&&' before '||' (as fcm-registry evaluates it): \(byPrecedence.canonical)",
-                        "read left to right (as FCM documents): \(leftToRight.canonical)",
+                        "read with '&&' before '||' (as fcm-registry evaluates it): "
+                            + byPrecedence.canonical(maximumLength: length),
+                        "read left to right (as FCM documents): " + leftToRight.canonical(maximumLength: length),
                         "add parentheses to say which one you mean",
-                    ]))
+                    ])
+            }
         }
         return byPrecedence
+    }
+
+    /// The strict left-to-right reading of one level: each run of one operator is joined at once, so
+    /// that a long run is not copied again for every operand added to it.
+    private static func leftToRight(_ operands: [Expression], _ operators: [Token]) -> Expression {
+        var run = [operands[0]]
+        var runIsOr = operators[0].kind == .or
+        for (op, operand) in zip(operators, operands.dropFirst()) {
+            let isOr = op.kind == .or
+            if isOr != runIsOr {
+                run = [combine(run, or: runIsOr)]
+                runIsOr = isOr
+            }
+            run.append(operand)
+        }
+        return combine(run, or: runIsOr)
     }
 
     /// Joins operands with one operator, flattening operands that already use it.

@@ -1,48 +1,41 @@
 import Conditions
 import Synchronization
 
-/// What a committed write changed, for the audience index.
-public enum AudienceChange: Sendable, Hashable {
-    case subscribed(project: Int64, topic: String, tokens: [UInt32])
-    case unsubscribed(project: Int64, topic: String, tokens: [UInt32])
-    case registered(project: Int64, token: UInt32)
-    case unregistered(project: Int64, token: UInt32)
-}
-
-/// The server's in-memory index of who is subscribed to what: per project, each topic's token ids
-/// as a sorted array, and the set of registered tokens (what `!` ranges over).
+/// The process's in-memory index of who is subscribed to what: per project, each topic's token
+/// ids and the set of registered tokens (what `!` ranges over).
 ///
-/// SQLite stays the source of truth: the index is loaded from it at start and changed only by
-/// `apply`, which the store calls after each commit, before the writer hears of success. Readers
-/// take a snapshot (copy-on-write arrays, so a snapshot costs nothing until the next write) and
-/// compute outside the lock.
-public final class AudienceIndex: Sendable {
+/// SQLite stays the source of truth. The index is loaded from the tables with the feed position
+/// they reflect, then changed only through the change feed (`apply`): by the store right after
+/// this process's own commits, and by the follower for everyone else's. Entries at or before the
+/// index's position are skipped, so the two paths may overlap in any order.
+///
+/// Readers take a snapshot and compute outside the lock. Members are kept in `RoaringBitmap`s,
+/// whose copy-on-write is per 65,536-id container: a change applied while a reader holds a
+/// snapshot copies one container, never a whole topic.
+public final class AudienceIndex: FeedListener {
     /// One project's part of the index.
     public struct Snapshot: Sendable {
-        /// Sorted token ids per topic name.
-        public fileprivate(set) var topics: [String: [UInt32]] = [:]
-        public fileprivate(set) var registered = Bitmap(capacity: 0)
-        /// One past the largest token id seen: the size of bitmaps built from this snapshot.
-        public fileprivate(set) var capacity = 0
+        public fileprivate(set) var topics: [String: RoaringBitmap] = [:]
+        public fileprivate(set) var registered = RoaringBitmap()
 
-        /// The sorted token ids subscribed to `topic`.
-        public func members(of topic: String) -> [UInt32] {
-            topics[topic] ?? []
+        /// The token ids subscribed to `topic`.
+        public func members(of topic: String) -> RoaringBitmap {
+            topics[topic] ?? RoaringBitmap()
         }
 
         /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
-        public func evaluate(_ expression: Expression) -> Bitmap {
+        public func evaluate(_ expression: Expression) -> RoaringBitmap {
             switch expression {
             case .topic(let name, _):
-                return Bitmap(capacity: capacity, ids: members(of: name))
+                return members(of: name)
             case .not(let operand, _):
-                var result = registered
-                result.subtract(evaluate(operand))
-                return result
+                return registered.subtracting(evaluate(operand))
             case .and(let operands, _):
-                // Start from the smallest topic: fewer bits to set, same result.
-                var result = evaluate(operands[0])
-                for operand in operands.dropFirst() { result.formIntersection(evaluate(operand)) }
+                // Smallest operand first: every later intersection is bounded by it.
+                var parts = operands.map(evaluate)
+                parts.sort { $0.count < $1.count }
+                var result = parts[0]
+                for part in parts.dropFirst() where !result.isEmpty { result.formIntersection(part) }
                 return result
             case .or(let operands, _):
                 var result = evaluate(operands[0])
@@ -52,88 +45,91 @@ public final class AudienceIndex: Sendable {
         }
     }
 
-    private let projects = Mutex<[Int64: Snapshot]>([:])
+    private struct State {
+        var projects: [Int64: Snapshot] = [:]
+        var position: Int64 = 0
+        /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
+        var stale = false
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
     /// A consistent view of one project's index.
     public func snapshot(of project: Int64) -> Snapshot {
-        projects.withLock { $0[project] ?? Snapshot() }
+        state.withLock { $0.projects[project] ?? Snapshot() }
     }
 
-    /// Replaces a project's index wholesale (loading at start).
-    public func load(project: Int64, topics: [String: [UInt32]], registered: [UInt32]) {
-        var snapshot = Snapshot()
-        snapshot.topics = topics
-        let capacity = Int(max(registered.max() ?? 0, topics.values.compactMap(\.last).max() ?? 0)) + 1
-        snapshot.capacity = capacity
-        snapshot.registered = Bitmap(capacity: capacity, ids: registered)
-        projects.withLock { $0[project] = snapshot }
+    public var position: Int64 {
+        state.withLock { $0.position }
     }
 
-    /// Applies committed changes, in commit order.
-    public func apply(_ changes: [AudienceChange]) {
-        guard !changes.isEmpty else { return }
-        projects.withLock { projects in
-            for change in changes {
-                switch change {
+    /// Whether the index missed changes and must be reloaded from the tables.
+    public var isStale: Bool {
+        state.withLock { $0.stale }
+    }
+
+    /// Replaces the whole index with what the tables hold at `load.position`.
+    public func load(_ load: AudienceLoad) {
+        var projects: [Int64: Snapshot] = [:]
+        for (project, audience) in load.projects {
+            var snapshot = Snapshot()
+            for (topic, ids) in audience.topics { snapshot.topics[topic] = RoaringBitmap(sortedIDs: ids) }
+            snapshot.registered = RoaringBitmap(sortedIDs: audience.registered)
+            projects[project] = snapshot
+        }
+        state.withLock { state in
+            state = State(projects: projects, position: load.position, stale: false)
+        }
+    }
+
+    public func apply(_ read: FeedRead) {
+        state.withLock { state in
+            if read.truncated {
+                state.stale = true
+                return
+            }
+            for entry in read.entries where entry.position > state.position {
+                state.position = entry.position
+                switch entry.change {
                 case .subscribed(let project, let topic, let tokens):
-                    projects[project, default: Snapshot()].add(tokens, to: topic)
+                    state.projects[project, default: Snapshot()].topics[topic, default: RoaringBitmap()]
+                        .insert(contentsOf: tokens)
                 case .unsubscribed(let project, let topic, let tokens):
-                    projects[project, default: Snapshot()].remove(tokens, from: topic)
-                case .registered(let project, let token):
-                    projects[project, default: Snapshot()].register(token)
-                case .unregistered(let project, let token):
-                    projects[project, default: Snapshot()].unregister(token)
+                    state.projects[project, default: Snapshot()].remove(tokens, from: topic)
+                case .registered(let project, let tokens):
+                    state.projects[project, default: Snapshot()].registered.insert(contentsOf: tokens)
+                case .unregistered(let project, let tokens):
+                    state.projects[project, default: Snapshot()].registered.remove(contentsOf: tokens)
+                case .reset:
+                    state.stale = true
                 }
             }
+        }
+    }
+
+    /// Subscriptions and registered tokens held, and an estimate of the heap bytes they take.
+    public func size() -> (subscriptions: Int, registered: Int, bytes: Int) {
+        state.withLock { state in
+            var result = (subscriptions: 0, registered: 0, bytes: 0)
+            for snapshot in state.projects.values {
+                result.registered += snapshot.registered.count
+                result.bytes += snapshot.registered.byteCount
+                for (name, members) in snapshot.topics {
+                    result.subscriptions += members.count
+                    result.bytes += members.byteCount + name.utf8.count
+                }
+            }
+            return result
         }
     }
 }
 
 extension AudienceIndex.Snapshot {
-    fileprivate mutating func register(_ token: UInt32) {
-        capacity = max(capacity, Int(token) + 1)
-        registered.insert(token)
-    }
-
-    fileprivate mutating func unregister(_ token: UInt32) {
-        registered.remove(token)
-    }
-
-    /// Merges `tokens` into the topic's sorted ids; new tokens (the largest ids) append at the end.
-    fileprivate mutating func add(_ tokens: [UInt32], to topic: String) {
-        let incoming = tokens.sorted()
-        guard let largest = incoming.last else { return }
-        capacity = max(capacity, Int(largest) + 1)
-        let current = topics[topic] ?? []
-        if let last = current.last, last >= incoming[0] {
-            var merged: [UInt32] = []
-            merged.reserveCapacity(current.count + incoming.count)
-            var i = 0
-            var j = 0
-            while i < current.count || j < incoming.count {
-                if j == incoming.count || (i < current.count && current[i] < incoming[j]) {
-                    merged.append(current[i])
-                    i += 1
-                } else {
-                    if i < current.count && current[i] == incoming[j] { i += 1 }
-                    if merged.last != incoming[j] { merged.append(incoming[j]) }
-                    j += 1
-                }
-            }
-            topics[topic] = merged
-        } else {
-            var appended = current
-            for id in incoming where appended.last != id { appended.append(id) }
-            topics[topic] = appended
-        }
-    }
-
     fileprivate mutating func remove(_ tokens: [UInt32], from topic: String) {
-        guard var current = topics[topic] else { return }
-        let leaving = Set(tokens)
-        current.removeAll { leaving.contains($0) }
-        topics[topic] = current.isEmpty ? nil : current
+        guard topics[topic] != nil else { return }
+        topics[topic]!.remove(contentsOf: tokens)
+        if topics[topic]!.isEmpty { topics[topic] = nil }
     }
 }

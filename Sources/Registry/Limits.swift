@@ -14,8 +14,15 @@ public struct Limits: Sendable, Hashable {
     public var defaultPageSize = 1000
     /// The most entries one page may hold.
     public var maximumPageSize = 2000
-    /// Accepted messages kept in the message log.
-    public var messageLogSize = 1000
+    /// Accepted messages kept in each project's message log.
+    public var messageLogEntries = 1000
+    /// Bytes (normalized message and compressed recipient set) kept in each project's message log.
+    public var messageLogBytes = 64 << 20
+    /// Bytes of message bodies one page of a message-log listing holds (at least one entry).
+    public var messageLogPageBytes = 1 << 20
+    /// Entries of the change feed kept for followers that fell behind; older ones are pruned and
+    /// a follower that missed them reloads its index.
+    public var feedRetention = 100_000
 
     public init() {}
 }

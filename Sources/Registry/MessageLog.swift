@@ -1,87 +1,80 @@
 import Foundation
-import Synchronization
 
-/// A message the service accepted, with who would have received it.
+/// A message in the log, as the listings show it.
 public struct LoggedMessage: Sendable {
     public var id: String
-    public var project: Int64
-    /// `legacy`, `v1` or `xmpp`.
-    public var protocolName: String
+    public var via: MessageProtocol
     /// The target as the sender wrote it (`/topics/news`, a condition, a token, …).
     public var target: String
-    /// The message body as received (JSON).
-    public var payload: String
+    /// The normalized message, as JSON (never the raw request body).
+    public var body: String
     public var receivedAt: Date
-    /// Tokens named directly (token and multicast targets).
-    public var tokens: [String]
-    /// Sorted token ids reached through a topic, condition or group.
-    public var tokenIDs: [UInt32]
+    public var recipientCount: Int
 
-    public var recipientCount: Int { tokens.count + tokenIDs.count }
-
-    public init(
-        id: String = Registry.newMessageID(), project: Int64, protocolName: String, target: String, payload: String,
-        receivedAt: Date = Date(), tokens: [String] = [], tokenIDs: [UInt32] = []
-    ) {
+    public init(id: String, via: MessageProtocol, target: String, body: String, receivedAt: Date, recipientCount: Int) {
         self.id = id
-        self.project = project
-        self.protocolName = protocolName
+        self.via = via
         self.target = target
-        self.payload = payload
+        self.body = body
         self.receivedAt = receivedAt
-        self.tokens = tokens
-        self.tokenIDs = tokenIDs
+        self.recipientCount = recipientCount
     }
 }
 
-/// The most recent accepted messages, so that a test suite can ask what a device would have received.
+/// Which of a project's logged messages a listing wants.
+public enum MessageFilter: Sendable, Hashable {
+    case all
+    /// Those that reached the token with this id.
+    case reaching(UInt32)
+}
+
+/// The emulator's sink: accepted messages and whom they reached, kept per project in the
+/// database, so that a test suite can ask what a device would have received, from any server
+/// process and after a restart.
 ///
-/// This service does not deliver; it records. The log is bounded twice: by message count and by
-/// the recipients it holds (a message to a popular topic reaches hundreds of thousands of tokens),
-/// dropping the oldest messages first.
-public final class MessageLog: Sendable {
-    public let capacity: Int
-    public let recipientCapacity: Int
-    private let messages = Mutex<[LoggedMessage]>([])
+/// Each project's log is bounded in entries and in bytes (`Limits.messageLogEntries`,
+/// `Limits.messageLogBytes`); the oldest entries go first. An entry costs its normalized JSON
+/// plus its recipient set, compressed.
+public struct StoreMessageLog: MessageSink {
+    let store: any RegistryStore
+    let limits: Limits
 
-    public init(capacity: Int = 1000, recipientCapacity: Int = 20_000_000) {
-        self.capacity = capacity
-        self.recipientCapacity = recipientCapacity
+    public init(store: any RegistryStore, limits: Limits) {
+        self.store = store
+        self.limits = limits
     }
 
-    public func record(_ message: LoggedMessage) {
-        messages.withLock { messages in
-            messages.append(message)
-            var recipients = messages.reduce(0) { $0 + $1.recipientCount }
-            while messages.count > capacity || (recipients > recipientCapacity && messages.count > 1) {
-                recipients -= messages.removeFirst().recipientCount
-            }
-        }
+    public func accept(_ message: AcceptedMessage) async throws {
+        try await store.appendMessage(
+            message, body: Self.normalizedJSON(message.message), entries: limits.messageLogEntries,
+            bytes: limits.messageLogBytes)
     }
 
-    /// The project's messages, newest first.
-    public func messages(in project: Int64, limit: Int) -> [LoggedMessage] {
-        messages.withLock { Array($0.reversed().lazy.filter { $0.project == project }.prefix(limit)) }
+    /// The message as stored and listed: sorted keys, so equal messages read the same.
+    static func normalizedJSON(_ message: Message) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(message)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+extension RegistryService {
+    /// A page of the project's logged messages, newest first, bounded by `limit` entries and by
+    /// `Limits.messageLogPageBytes` of message bodies (at least one entry per page).
+    public func loggedMessages(_ filter: MessageFilter, in project: Project, after: String?, limit: Int) async throws
+        -> Page<LoggedMessage>
+    {
+        try await store.messages(
+            filter, in: project, before: after.flatMap(Int64.init), limit: min(max(limit, 1), limits.maximumPageSize),
+            bytes: limits.messageLogPageBytes)
     }
 
-    /// The project's messages that reached `token` (or the token with `id`), newest first.
-    public func messages(to token: String, id: UInt32?, in project: Int64, limit: Int) -> [LoggedMessage] {
-        messages.withLock { messages in
-            Array(
-                messages.reversed().lazy.filter { message in
-                    message.project == project
-                        && (message.tokens.contains(token) || id.map { Self.contains(message.tokenIDs, $0) } ?? false)
-                }.prefix(limit))
-        }
-    }
-
-    private static func contains(_ sorted: [UInt32], _ id: UInt32) -> Bool {
-        var low = 0
-        var high = sorted.count
-        while low < high {
-            let middle = (low + high) / 2
-            if sorted[middle] < id { low = middle + 1 } else { high = middle }
-        }
-        return low < sorted.count && sorted[low] == id
+    /// The project's logged messages that reached `token`: none when the project does not know it.
+    public func loggedMessages(to token: String, in project: Project, after: String?, limit: Int) async throws
+        -> Page<LoggedMessage>
+    {
+        try checkToken(token)
+        guard let id = try await store.tokenID(token, in: project) else { return Page(items: [], nextAfter: nil) }
+        return try await loggedMessages(.reaching(id), in: project, after: after, limit: limit)
     }
 }

@@ -45,7 +45,15 @@ public enum MessageRules {
         }
     }
 
-    /// - Parameter payloadBytes: UTF-8 bytes of the keys and values of `data` and `notification`.
+    /// The checks that depend on the message alone, not on its recipients: data keys, time to
+    /// live, and the payload size for the kind of target.
+    public static func checkContent(_ message: Message) throws(MessageProblem) {
+        try checkDataKeys(message.data.keys)
+        if let seconds = message.options.timeToLive { try checkTimeToLive(seconds) }
+        try checkSize(payloadBytes: message.payloadBytes, toTopics: message.isToTopics)
+    }
+
+    /// - Parameter payloadBytes: see `Message.payloadBytes`.
     public static func checkSize(payloadBytes: Int, toTopics: Bool) throws(MessageProblem) {
         let limit = toTopics ? maximumTopicPayload : maximumPayload
         if payloadBytes > limit { throw .messageTooBig(size: payloadBytes, limit: limit) }

@@ -58,18 +58,35 @@ public protocol RegistryStore: Sendable {
     func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?
 
-    // MARK: Audiences
+    // MARK: Audiences and the change feed
 
-    /// The index of topic members and registered tokens the store keeps current after each commit.
-    var audience: AudienceIndex { get }
-    /// Fills `audience` from the database; called once at start.
-    func loadAudience() async throws
+    /// The audience as the tables hold it, with the feed position it reflects (one consistent read).
+    func loadAudience() async throws -> AudienceLoad
+    /// Committed feed entries after `position`, oldest first, at most `limit`.
+    func feed(after position: Int64, limit: Int) async throws -> FeedRead
+    /// The position of the newest committed entry.
+    func feedHead() async throws -> Int64
+    /// Makes `listener` hear of every commit of this store's writes before the writers resume,
+    /// together with whatever other processes committed before it.
+    func attach(_ listener: any FeedListener)
     /// The values of the tokens with these ids, in the same order (ids of other projects are skipped).
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
     /// The id of a registered token, or `nil`.
     func tokenID(_ token: String, in project: Project) async throws -> UInt32?
     /// The sorted token ids of a group, by id or by name; `nil` when there is no such group.
     func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]?
+
+    // MARK: Message log
+
+    /// Appends an accepted message, then drops the project's oldest entries until the log holds
+    /// at most `entries` entries and `bytes` bytes.
+    func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws
+    /// A page of the project's logged messages, newest first, older than the log position
+    /// `before`; at most `limit` entries and about `bytes` bytes of bodies (always at least one).
+    func messages(_ filter: MessageFilter, in project: Project, before: Int64?, limit: Int, bytes: Int) async throws
+        -> Page<LoggedMessage>
+    /// Entries and bytes of each project's message log, by project id.
+    func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)]
 
     // MARK: Tokens
 

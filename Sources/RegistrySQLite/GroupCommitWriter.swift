@@ -1,4 +1,5 @@
 import GRDB
+import Metrics
 import Registry
 import Synchronization
 
@@ -12,9 +13,9 @@ import Synchronization
 /// only after the shared commit has returned.
 final class GroupCommitWriter: Sendable {
     private struct Job: Sendable {
-        /// Runs the request's body in a savepoint; returns what it changed for the audience index
-        /// and what resumes its caller after commit.
-        let run: @Sendable (Database) -> (changes: [AudienceChange], resume: @Sendable () -> Void)
+        /// Runs the request's body in a savepoint; returns the feed entries it wrote and what
+        /// resumes its caller after commit.
+        let run: @Sendable (Database) -> (entries: [FeedEntry], resume: @Sendable () -> Void)
         /// Resumes the caller with the commit's error.
         let fail: @Sendable (any Error) -> Void
     }
@@ -22,16 +23,23 @@ final class GroupCommitWriter: Sendable {
     private struct Queue {
         var pending: [Job] = []
         var draining = false
+        var listener: (any FeedListener)?
+        var lastPrune = ContinuousClock.now
     }
 
     private let writer: any DatabaseWriter
     private let queue = Mutex(Queue())
-    /// Called with each commit's changes, after the commit and before any caller resumes.
-    private let committed: @Sendable ([AudienceChange]) -> Void
+    /// Entries of the change feed kept for followers.
+    private let feedRetention: Int
 
-    init(_ writer: any DatabaseWriter, committed: @escaping @Sendable ([AudienceChange]) -> Void) {
+    init(_ writer: any DatabaseWriter, feedRetention: Int) {
         self.writer = writer
-        self.committed = committed
+        self.feedRetention = feedRetention
+    }
+
+    /// Makes `listener` hear of each commit (see `RegistryStore.attach`).
+    func attach(_ listener: any FeedListener) {
+        queue.withLock { $0.listener = listener }
     }
 
     /// Runs `body` as one all-or-nothing unit and returns its value once it is committed.
@@ -39,10 +47,13 @@ final class GroupCommitWriter: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let job = Job(
                 run: { db in
-                    let log = ChangeLog()
                     do {
-                        let result = try Self.inSavepoint(db) { try body($0, log) }
-                        return (log.changes, { continuation.resume(returning: result) })
+                        let (result, entries) = try Self.inSavepoint(db) { db in
+                            let log = ChangeLog()
+                            let result = try body(db, log)
+                            return (result, try ChangeFeedSQL.insert(log.changes, db, now: Clock.now()))
+                        }
+                        return (entries, { continuation.resume(returning: result) })
                     } catch {
                         return ([], { continuation.resume(throwing: error) })
                     }
@@ -78,16 +89,31 @@ final class GroupCommitWriter: Sendable {
     /// Commits batches until no request is waiting.
     private func drain() async {
         while true {
-            let jobs = queue.withLock { queue in
+            let (jobs, listener, prune) = queue.withLock { queue in
                 let jobs = queue.pending
                 queue.pending = []
                 if jobs.isEmpty { queue.draining = false }
-                return jobs
+                // Pruning is a range delete on the primary key; once a second is plenty.
+                let prune = ContinuousClock.now - queue.lastPrune > .seconds(1)
+                if prune { queue.lastPrune = .now }
+                return (jobs, queue.listener, prune)
             }
             if jobs.isEmpty { return }
+            Recorder(label: "fcm_registry_group_commit_batch_size").record(jobs.count)
             do {
-                let outcomes = try await writer.write { db in jobs.map { $0.run(db) } }
-                committed(outcomes.flatMap(\.changes))
+                let retention = feedRetention
+                let (others, outcomes) = try await writer.write { db in
+                    // What other processes committed since the listener's position, read under
+                    // the write lock: with this batch's own entries it is a gapless stretch.
+                    let others = try listener.map { try ChangeFeedSQL.read(db, after: $0.position, limit: .max) }
+                    let outcomes = jobs.map { $0.run(db) }
+                    if prune { try ChangeFeedSQL.prune(db, keeping: retention) }
+                    return (others, outcomes)
+                }
+                if let listener, let others {
+                    listener.apply(
+                        FeedRead(entries: others.entries + outcomes.flatMap(\.entries), truncated: others.truncated))
+                }
                 outcomes.forEach { $0.resume() }
             } catch {
                 jobs.forEach { $0.fail(error) }
@@ -96,11 +122,3 @@ final class GroupCommitWriter: Sendable {
     }
 }
 
-/// What one request's writes changed, collected inside its savepoint and kept only if it commits.
-final class ChangeLog {
-    private(set) var changes: [AudienceChange] = []
-
-    func record(_ change: AudienceChange) {
-        changes.append(change)
-    }
-}

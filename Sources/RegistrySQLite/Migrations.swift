@@ -11,6 +11,9 @@ enum Migrations {
         migrator.registerMigration("v1 projects, tokens, groups, topics") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2 change feed, message log") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
 
@@ -109,5 +112,49 @@ enum Migrations {
         JOIN token ON token.id = subscription.tokenId
         JOIN topic ON topic.id = subscription.topicId
         JOIN project ON project.id = token.projectId;
+        """
+
+    /// The change feed every server follows, and the per-project message log.
+    private static let v2 = """
+        CREATE TABLE audienceChange (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL,
+          kind TEXT NOT NULL CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'reset')),
+          topic TEXT,
+          tokenIds BLOB NOT NULL,
+          createdAt INTEGER NOT NULL
+        );
+
+        CREATE TABLE audienceFeed (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          prunedThrough INTEGER NOT NULL
+        );
+        INSERT INTO audienceFeed (id, prunedThrough) VALUES (1, 0);
+
+        CREATE TABLE message (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          messageId TEXT NOT NULL,
+          protocol TEXT NOT NULL,
+          target TEXT NOT NULL,
+          body TEXT NOT NULL,
+          recipientCount INTEGER NOT NULL,
+          recipients BLOB NOT NULL,
+          bytes INTEGER NOT NULL,
+          receivedAt INTEGER NOT NULL
+        );
+        CREATE INDEX message_projectId ON message(projectId, id);
+
+        CREATE TABLE messageLog (
+          projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+          entries INTEGER NOT NULL,
+          bytes INTEGER NOT NULL
+        );
+
+        CREATE VIEW messages AS
+        SELECT project.projectId AS project, message.messageId, message.protocol, message.target,
+               message.recipientCount, datetime(message.receivedAt / 1000, 'unixepoch') AS receivedAt, message.body
+        FROM message
+        JOIN project ON project.id = message.projectId;
         """
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The SQLite database: opened, configured and migrated in one place.
@@ -14,7 +15,13 @@ public struct RegistryDatabase: Sendable {
     /// command-line readers and the server share it, and `synchronous=NORMAL`, under which a
     /// committed transaction survives a crash of the process (WAL is written before the commit
     /// returns); only a power loss can take back the last commits.
+    ///
+    /// A new file is created readable by its owner only (it holds every token and the key
+    /// secret); SQLite gives the `-wal` and `-shm` files the same mode.
     public static func open(path: String) throws -> RegistryDatabase {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)

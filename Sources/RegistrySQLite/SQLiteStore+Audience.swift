@@ -2,28 +2,40 @@ import GRDB
 import Registry
 
 extension SQLiteStore {
-    public func loadAudience() async throws {
-        let projects = try await read { db in try Int64.fetchAll(db, sql: "SELECT id FROM project") }
-        for project in projects {
-            let (topics, registered) = try await read { db in
+    public func loadAudience() async throws -> AudienceLoad {
+        // One read transaction: the tables and the feed position are one consistent state.
+        try await read { db in
+            let position = try ChangeFeedSQL.head(db)
+            var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
+            for project in try Int64.fetchAll(db, sql: "SELECT id FROM project") {
                 var topics: [String: [UInt32]] = [:]
                 let members = try db.cachedStatement(
                     sql: "SELECT tokenId FROM subscription WHERE topicId = ? ORDER BY tokenId")
                 for topic in try Row.fetchAll(
                     db, sql: "SELECT id, name FROM topic WHERE projectId = ?", arguments: [project])
                 {
-                    topics[topic["name"]] = try Int64.fetchAll(members, arguments: [topic["id"] as Int64]).map {
-                        UInt32($0)
-                    }
+                    var ids: [UInt32] = []
+                    let cursor = try Int64.fetchCursor(members, arguments: [topic["id"] as Int64])
+                    while let id = try cursor.next() { ids.append(UInt32(id)) }
+                    topics[topic["name"]] = ids
                 }
-                let registered = try Int64.fetchAll(
+                var registered: [UInt32] = []
+                let cursor = try Int64.fetchCursor(
                     db, sql: "SELECT id FROM token WHERE projectId = ? AND state = 'registered' ORDER BY id",
-                    arguments: [project]
-                ).map { UInt32($0) }
-                return (topics, registered)
+                    arguments: [project])
+                while let id = try cursor.next() { registered.append(UInt32(id)) }
+                projects[project] = (topics, registered)
             }
-            audience.load(project: project, topics: topics, registered: registered)
+            return AudienceLoad(projects: projects, position: position)
         }
+    }
+
+    public func feed(after position: Int64, limit: Int) async throws -> FeedRead {
+        try await read { db in try ChangeFeedSQL.read(db, after: position, limit: limit) }
+    }
+
+    public func feedHead() async throws -> Int64 {
+        try await read { db in try ChangeFeedSQL.head(db) }
     }
 
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {

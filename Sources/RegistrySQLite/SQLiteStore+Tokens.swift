@@ -28,7 +28,7 @@ extension SQLiteStore {
             if row.state == .unregistered {
                 try db.execute(
                     sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?", arguments: [now, row.id])
-                log.record(.registered(project: project.rowID, token: UInt32(row.id)))
+                log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)]))
             }
             return try Self.tokenInfo(db, token, in: project)!
         }
@@ -56,7 +56,7 @@ extension SQLiteStore {
                 try Self.deleteTopicIfEmpty(db, id: topic["id"])
                 log.record(.unsubscribed(project: project.rowID, topic: topic["name"], tokens: [UInt32(row.id)]))
             }
-            log.record(.unregistered(project: project.rowID, token: UInt32(row.id)))
+            log.record(.unregistered(project: project.rowID, tokens: [UInt32(row.id)]))
             return try Self.tokenInfo(db, token, in: project)
         }
     }

@@ -8,15 +8,20 @@ import Registry
 /// Reads run on the database's readers (concurrently, with a `DatabasePool`).
 public struct SQLiteStore: RegistryStore {
     public let database: RegistryDatabase
-    public let audience = AudienceIndex()
     let writes: GroupCommitWriter
 
-    public init(_ database: RegistryDatabase) {
+    /// - Parameter feedRetention: entries of the change feed kept for followers that fall behind.
+    public init(_ database: RegistryDatabase, feedRetention: Int = Limits().feedRetention) {
         self.database = database
-        writes = GroupCommitWriter(database.writer, committed: audience.apply)
+        writes = GroupCommitWriter(database.writer, feedRetention: feedRetention)
     }
 
-    /// Runs `body` as one all-or-nothing write; what it records in the log reaches the audience index after commit.
+    public func attach(_ listener: any FeedListener) {
+        writes.attach(listener)
+    }
+
+    /// Runs `body` as one all-or-nothing write; what it records in the log goes to the change
+    /// feed in the same transaction.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
         try await writes.write(body)
     }
@@ -32,6 +37,7 @@ public struct SQLiteStore: RegistryStore {
 enum Clock {
     static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
     static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 }
 
 /// A token row as operations need it.
@@ -61,7 +67,7 @@ extension Database {
         try insert.execute(arguments: [project.rowID, value, now, now])
         guard changesCount > 0 else { return try tokenRow(value, in: project)! }
         let id = lastInsertedRowID
-        log.record(.registered(project: project.rowID, token: UInt32(id)))
+        log.record(.registered(project: project.rowID, tokens: [UInt32(id)]))
         return TokenRow(id: id, state: .registered, isNew: true)
     }
 

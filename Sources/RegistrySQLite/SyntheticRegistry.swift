@@ -43,7 +43,7 @@ public struct SyntheticRegistry: Sendable {
     )
         async throws -> (Project, serverKey: String)
     {
-        let registry = try await Registry(store: SQLiteStore(database))
+        let registry = try await RegistryService(store: SQLiteStore(database), loadAudience: false)
         let (project, key) = try await registry.createProject(projectId: projectId, senderId: senderId)
         var random = SplitMix64(seed: seed)
         let (tokens, topics, seed) = (tokens, topics, seed)
@@ -88,6 +88,8 @@ public struct SyntheticRegistry: Sendable {
             try db.execute(sql: "CREATE INDEX subscription_tokenId ON subscription(tokenId)")
             try db.execute(sql: "ANALYZE")
         }
+        // The rows above bypassed the feed: tell every follower to reload.
+        try await database.writer.write { db in _ = try ChangeFeedSQL.insert([.reset], db, now: now) }
         return (project, key)
     }
 

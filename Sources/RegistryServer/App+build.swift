@@ -1,31 +1,56 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
+import Metrics
+import NIOCore
+import Prometheus
 import Registry
+import ServiceLifecycle
 
-/// Where the server listens.
-public struct ServerAddress: Sendable {
-    public var host: String
-    public var port: Int
-
-    public init(host: String = "127.0.0.1", port: Int = 8080) {
-        self.host = host
-        self.port = port
-    }
-}
-
-/// The whole HTTP application over `registry`.
-public func buildApplication(registry: Registry, address: ServerAddress, logger: Logger) -> some ApplicationProtocol {
-    Application(
-        router: buildRouter(registry: registry),
-        configuration: .init(address: .hostname(address.host, port: address.port), serverName: "fcm-registry"),
+/// The whole server over `registry`, as `configuration` says: the HTTP application with its
+/// connection limits and deadlines, and the feed follower that keeps the audience index equal to
+/// the database whoever writes to it. `serve` and every HTTP test build it here.
+///
+/// - Parameter metrics: the registry `GET /metrics` shows; the process's swift-metrics factory
+///   should write into it (`serve` bootstraps one).
+public func buildApplication(
+    registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
+    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+) -> Application<RouterResponder<RegistryRequestContext>> {
+    let guardLogger = logger
+    let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
+    var application = Application(
+        router: buildRouter(registry: registry, metrics: metrics),
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, logger: guardLogger)
+                ],
+                idleTimeout: TimeAmount(configuration.idleTimeout))),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-registry",
+            availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
         logger: logger)
+    application.addServices(FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger))
+    return application
 }
 
-/// Every route, behind the error envelope; every route but `/health` behind the server key.
-public func buildRouter(registry: Registry) -> Router<RegistryRequestContext> {
+/// Every route, behind the access log and the error envelope; every route but `/health` and
+/// `/metrics` behind the server key.
+public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry) -> Router<
+    RegistryRequestContext
+> {
     let router = Router(context: RegistryRequestContext.self)
+    router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ErrorEnvelopeMiddleware())
-    router.get("/health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+    router.get("/health") { _, context in
+        context.labels.route = "/health"
+        return try JSONResponse.make(["status": "ok"])
+    }
+    router.get("/metrics") { _, context in
+        context.labels.route = "/metrics"
+        return try await MetricsEndpoint.response(registry: registry, metrics: metrics)
+    }
 
     let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))
     DeviceGroupController(registry: registry).addRoutes(to: routes)
@@ -39,4 +64,58 @@ public func buildRouter(registry: Registry) -> Router<RegistryRequestContext> {
     MessageController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router
+}
+
+/// Runs `application` until SIGTERM or SIGINT, then stops as `configuration` says: no new
+/// connections, requests in flight answered until the shutdown deadline, then whatever is left
+/// cancelled and closed.
+public func runServer(_ application: some Service, configuration: ServerConfiguration, logger: Logger) async throws {
+    var group = ServiceGroupConfiguration(
+        services: [application], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+    group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
+    group.maximumCancellationDuration = .seconds(5)
+    try await ServiceGroup(configuration: group).run()
+}
+
+/// Applies other processes' writes to the audience index as they commit.
+struct FeedFollower: Service {
+    let registry: RegistryService
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        let logger = logger
+        await cancelWhenGracefulShutdown {
+            await registry.followFeed(every: interval) { error in
+                logger.error("reading the change feed failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// The connection limit, logged when it bites.
+struct ConnectionLimit: AvailableConnectionsDelegate {
+    var open = 0
+    let maximum: Int
+    let logger: Logger
+
+    init(_ maximum: Int, logger: Logger) {
+        self.maximum = maximum
+        self.logger = logger
+    }
+
+    mutating func connectionOpened() {
+        open += 1
+        if open == maximum {
+            logger.warning("connection limit reached: not accepting until one closes", metadata: ["limit": "\(maximum)"])
+        }
+    }
+
+    mutating func connectionClosed() {
+        open -= 1
+    }
+
+    func isAcceptingNewConnections() -> Bool {
+        open < maximum
+    }
 }

@@ -5,7 +5,7 @@ import Registry
 
 /// `POST /api/audiences:resolve` and `POST /api/conditions:check`: what FCM never told anyone.
 struct AudienceController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/audiences:resolve", .post, use: resolve)
@@ -21,28 +21,46 @@ struct AudienceController {
         var warnings: [ConditionReport.Finding]?
     }
 
+    /// Exactly one target, with paging and a dialect for conditions.
+    struct ResolveRequest: Decodable {
+        var token: String?
+        var notification_key: String?
+        var group: String?
+        var topic: String?
+        var condition: String?
+        var dialect: String?
+        var pageSize: Int?
+        var pageToken: String?
+        var countOnly: Bool?
+    }
+
+    struct CheckRequest: Decodable {
+        var condition: String?
+        var dialect: String?
+    }
+
     @Sendable func resolve(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        let dialect = try Self.dialect(body, default: .extended)
+        let body = try await JSONBody.decode(ResolveRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        let dialect = try Self.dialect(body.dialect, default: .extended)
         var targets: [AudienceTarget] = []
-        if let token = try body.string("token") { targets.append(.token(token)) }
-        if let key = try body.string("notification_key") { targets.append(.notificationKey(key)) }
-        if let group = try body.string("group") { targets.append(.group(group)) }
-        if let topic = try body.string("topic") { targets.append(.topic(topic)) }
-        if let condition = try body.string("condition") { targets.append(.condition(condition, dialect)) }
+        if let token = body.token { targets.append(.token(token)) }
+        if let key = body.notification_key { targets.append(.notificationKey(key)) }
+        if let group = body.group { targets.append(.group(group)) }
+        if let topic = body.topic { targets.append(.topic(topic)) }
+        if let condition = body.condition { targets.append(.condition(condition, dialect)) }
         guard targets.count == 1, let target = targets.first else {
             throw BadRequest("give exactly one of token, notification_key, group, topic, condition")
         }
-        let pageSize = try body.integer("pageSize")
-        let after = try body.string("pageToken").map(Self.cursor)
-        let countOnly = try body.bool("countOnly") ?? false
+        let pageSize = body.pageSize
+        let after = try body.pageToken.map(Self.cursor)
+        let countOnly = body.countOnly ?? false
         let audience: Audience
         do {
             audience = try await registry.resolve(
                 target, in: project, after: after, pageSize: pageSize, countOnly: countOnly)
         } catch let error as ConditionError {
-            throw Self.invalidCondition(error, source: (try? body.string("condition")) ?? "")
+            throw Self.invalidCondition(error, source: body.condition ?? "")
         }
         return try JSONResponse.make(
             AudienceResponse(
@@ -55,16 +73,16 @@ struct AudienceController {
     }
 
     @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard let condition = try body.string("condition") else { throw BadRequest("condition is required") }
+        let body = try await JSONBody.decode(CheckRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let condition = body.condition else { throw BadRequest("condition is required") }
         return try JSONResponse.make(
-            ConditionReport(checking: condition, dialect: try Self.dialect(body, default: .extended)))
+            ConditionReport(checking: condition, dialect: try Self.dialect(body.dialect, default: .extended)))
     }
 
     // MARK: - Helpers
 
-    static func dialect(_ body: JSONObject, default fallback: Dialect) throws -> Dialect {
-        guard let name = try body.string("dialect") else { return fallback }
+    static func dialect(_ name: String?, default fallback: Dialect) throws -> Dialect {
+        guard let name else { return fallback }
         guard let dialect = Dialect(rawValue: name) else {
             throw BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
         }

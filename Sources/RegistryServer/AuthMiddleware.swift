@@ -10,11 +10,12 @@ import Registry
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = RegistryRequestContext
 
-    let registry: Registry
+    let registry: RegistryService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
+        context.labels.route = context.endpointPath
         let family = APIFamily(path: request.uri.path)
         guard let key = Self.serverKey(in: request.headers[.authorization]) else {
             throw Self.unauthenticated(family, "the request has no server key: send Authorization: key=<server key>")
@@ -28,6 +29,7 @@ struct AuthMiddleware: RouterMiddleware {
         var context = context
         context.project = project
         context.logger[metadataKey: "project.id"] = .string(project.projectId)
+        context.labels.project = project.projectId
         return try await next(request, context)
     }
 

@@ -3,7 +3,7 @@ import Registry
 
 /// FCM's device-group API: `POST /fcm/notification` (create, add, remove) and `GET /fcm/notification`.
 struct DeviceGroupController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/fcm/notification", .post, use: operate)
@@ -18,15 +18,24 @@ struct DeviceGroupController {
             body: .init(byteBuffer: ByteBuffer(string: #"{"notification_key":""# + key + #""}"#)))
     }
 
+    /// `{"operation":…,"notification_key_name":…,"notification_key":…,"registration_ids":[…]}`.
+    struct OperationRequest: Decodable {
+        var operation: String?
+        var notification_key_name: String?
+        var notification_key: String?
+        var registration_ids: [String]?
+    }
+
     @Sendable func operate(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard let operation = try body.string("operation") else {
+        let body = try await JSONBody.decode(
+            OperationRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let operation = body.operation else {
             throw BadRequest("operation is required: create, add or remove")
         }
-        let name = try body.string("notification_key_name")
-        let key = try body.string("notification_key")
-        guard let tokens = try body.strings("registration_ids") else {
+        let name = body.notification_key_name
+        let key = body.notification_key
+        guard let tokens = body.registration_ids else {
             throw BadRequest("registration_ids is required")
         }
         switch operation.lowercased() {

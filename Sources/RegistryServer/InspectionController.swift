@@ -4,7 +4,7 @@ import Registry
 
 /// Native listings: groups and their members, topics and their subscribers.
 struct InspectionController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/groups", .get, use: groups)
@@ -47,7 +47,7 @@ struct InspectionController {
     @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let (after, size) = try Self.paging(request, registry)
-        let page = try await registry.store.groups(in: project, after: after, limit: size)
+        let page = try await registry.groups(in: project, after: after, limit: size)
         return try JSONResponse.make(GroupList(groups: page.items, nextPageToken: page.nextAfter.map(Self.pageToken)))
     }
 
@@ -56,7 +56,7 @@ struct InspectionController {
         let name = try request.pathValue("name", context: context)
         let (after, size) = try Self.paging(request, registry)
         guard
-            let (group, members) = try await registry.store.groupMembers(
+            let (group, members) = try await registry.groupMembers(
                 named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no group named \(name)") }
         return try JSONResponse.make(
@@ -69,7 +69,7 @@ struct InspectionController {
     @Sendable func topics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let (after, size) = try Self.paging(request, registry)
-        let page = try await registry.store.topics(in: project, after: after, limit: size)
+        let page = try await registry.topics(in: project, after: after, limit: size)
         return try JSONResponse.make(TopicList(topics: page.items, nextPageToken: page.nextAfter.map(Self.pageToken)))
     }
 
@@ -78,7 +78,7 @@ struct InspectionController {
         let name = try request.pathValue("name", context: context)
         let (after, size) = try Self.paging(request, registry)
         guard
-            let (topic, subscribers) = try await registry.store.topicSubscribers(
+            let (topic, subscribers) = try await registry.topicSubscribers(
                 named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no topic named \(name)") }
         return try JSONResponse.make(
@@ -91,7 +91,7 @@ struct InspectionController {
     // MARK: - Paging
 
     /// `pageSize` (default 1000, at most 2000) and the decoded `pageToken`.
-    static func paging(_ request: Request, _ registry: Registry) throws -> (after: String?, size: Int) {
+    static func paging(_ request: Request, _ registry: RegistryService) throws -> (after: String?, size: Int) {
         var size = registry.limits.defaultPageSize
         if let text = request.query("pageSize") {
             guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }

@@ -3,7 +3,7 @@ import Registry
 
 /// The Instance ID server API: batch (un)subscription, single subscription, and app-instance info.
 struct InstanceIDController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/iid/v1:batchAdd", .post) { try await batch($0, $1, adding: true) }
@@ -16,14 +16,20 @@ struct InstanceIDController {
         var results: [[String: String]]
     }
 
+    /// `{"to":"/topics/T","registration_tokens":[…]}`.
+    struct BatchRequest: Decodable {
+        var to: String?
+        var registration_tokens: [String]?
+    }
+
     func batch(_ request: Request, _ context: RegistryRequestContext, adding: Bool) async throws -> Response {
         let project = try context.requireProject()
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard let to = try? body.string("to"), to.hasPrefix("/topics/") else {
+        let body = try await JSONBody.decode(BatchRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let to = body.to, to.hasPrefix("/topics/") else {
             throw APIError.plain(.badRequest, "Topic name format is invalid")
         }
         let topic = String(to.dropFirst("/topics/".count))
-        guard let tokens = try body.strings("registration_tokens"), !tokens.isEmpty else {
+        guard let tokens = body.registration_tokens, !tokens.isEmpty else {
             throw APIError.plain(.badRequest, "MissingIIdToken")
         }
         guard tokens.count <= registry.limits.tokensPerBatch else {

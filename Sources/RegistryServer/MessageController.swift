@@ -1,11 +1,10 @@
-import Conditions
 import Foundation
 import Hummingbird
 import Registry
 
 /// XMPP validation, and what the message log recorded.
 struct MessageController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/messages:validate", .post, use: validate)
@@ -13,110 +12,22 @@ struct MessageController {
         routes.on("/api/tokens/:token/messages", .get, use: listForToken)
     }
 
-    /// The XMPP name of each problem (table 4 of the XMPP reference).
-    static func xmppCode(_ problem: MessageProblem) -> String {
-        switch problem {
-        case .invalidRegistration: "BAD_REGISTRATION"
-        case .notRegistered: "DEVICE_UNREGISTERED"
-        case .missingRegistration, .invalidTTL, .invalidDataKey, .messageTooBig, .invalidCondition, .invalidParameters:
-            "INVALID_JSON"
-        }
-    }
-
-    static func xmppDescription(_ problem: MessageProblem) -> String {
-        switch problem {
-        case .missingRegistration: "Missing registration token: set to or condition"
-        case .invalidRegistration(let token): "Invalid registration token \(token.prefix(40))"
-        case .notRegistered: "Device unregistered"
-        case .invalidTTL(let message): message
-        case .invalidDataKey(let key):
-            "Invalid data key \"\(key)\": from, message_type and keys starting with google or gcm are reserved"
-        case .messageTooBig(let size, let limit): "Message too big: \(size) bytes of payload, the limit is \(limit)"
-        case .invalidCondition(let diagnostic, _):
-            "Invalid condition: \(diagnostic.message) at byte \(diagnostic.range.offset)"
-        case .invalidParameters(let message, _): message
-        }
+    struct ValidateRequest: Decodable {
+        var `protocol`: String
+        var message: [String: JSONValue]
     }
 
     /// `POST /api/messages:validate` with `{"protocol":"xmpp","message":{…}}`: the ack or nack body
     /// an XMPP connection server would send for that message. Nothing is recorded.
     @Sendable func validate(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard try body.string("protocol") == "xmpp" else {
+        let body = try await JSONBody.decode(ValidateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard body.protocol == "xmpp" else {
             throw BadRequest(
                 "protocol must be \"xmpp\"; validate legacy messages with dry_run on /fcm/send and v1 messages with validate_only",
                 field: "protocol")
         }
-        guard let fields = body["message"] as? [String: Any] else { throw BadRequest("message must be a JSON object") }
-        let messageObject = JSONObject(fields: fields)
-        var answer: [String: Any] = ["message_type": "ack"]
-        let message: LegacyMessage
-        do {
-            message = try LegacyMessage(json: messageObject)
-        } catch {
-            return try JSONResponse.any([
-                "message_type": "nack", "error": Self.xmppCode(error), "error_description": Self.xmppDescription(error),
-            ])
-        }
-        if let id = message.messageID { answer["message_id"] = id }
-        if let to = message.to { answer["from"] = to }
-        guard message.messageID != nil else {
-            answer["message_type"] = "nack"
-            answer["error"] = "INVALID_JSON"
-            answer["error_description"] = "message_id is required"
-            return try JSONResponse.any(answer)
-        }
-        if let type = message.messageType {
-            // An app server's ack of an upstream message: to, message_id and message_type "ack" only.
-            if type != "ack" || message.to == nil {
-                answer["message_type"] = "nack"
-                answer["error"] = "BAD_ACK"
-                answer["error_description"] = "an ack has message_type \"ack\", to and message_id"
-            }
-            return try JSONResponse.any(answer)
-        }
-        if let problem = await problem(with: message, project: project) {
-            answer["message_type"] = "nack"
-            answer["error"] = Self.xmppCode(problem)
-            answer["error_description"] = Self.xmppDescription(problem)
-        }
-        return try JSONResponse.any(answer)
-    }
-
-    /// The first problem an XMPP connection server would nack the message for.
-    private func problem(with message: LegacyMessage, project: Project) async -> MessageProblem? {
-        do {
-            if message.registrationIDs != nil {
-                throw MessageProblem.invalidParameters(
-                    "registration_ids is not part of the XMPP protocol: send one message per token",
-                    field: "registration_ids")
-            }
-            if let to = message.to, to.hasPrefix("/topics/") {
-                guard TopicName.isValid(to.dropFirst(8)) else {
-                    throw MessageProblem.invalidParameters("Invalid topic name", field: "to")
-                }
-                try message.checkContent(toTopics: true)
-            } else if let condition = message.condition {
-                _ = try MessageRules.condition(condition, dialect: .legacy)
-                try message.checkContent(toTopics: true)
-            } else if let to = message.to {
-                try message.checkContent(toTopics: false)
-                if (try? await registry.group(forNotificationKey: to, in: project)) != nil { return nil }
-                switch try await registry.recipientStatuses([to], in: project)[0] {
-                case .invalidRegistration: throw MessageProblem.invalidRegistration(to)
-                case .notRegistered: throw MessageProblem.notRegistered(to)
-                case .accepted: break
-                }
-            } else {
-                throw MessageProblem.missingRegistration
-            }
-            return nil
-        } catch let problem as MessageProblem {
-            return problem
-        } catch {
-            return .invalidParameters("\(error)", field: nil)
-        }
+        return try JSONResponse.any(await XMPPValidation.answer(to: body.message, registry: registry, project: project))
     }
 
     // MARK: - The message log
@@ -127,39 +38,88 @@ struct MessageController {
         var target: String
         var receivedAt: Date
         var recipientCount: Int
+        /// The normalized message, as JSON text.
         var payload: String
     }
 
     struct LoggedList: Encodable {
         var messages: [Logged]
+        var nextPageToken: String?
     }
 
-    static func logged(_ message: LoggedMessage) -> Logged {
-        Logged(
-            id: message.id, protocol: message.protocolName, target: message.target, receivedAt: message.receivedAt,
-            recipientCount: message.recipientCount, payload: message.payload)
+    static func list(_ page: Page<LoggedMessage>) throws -> Response {
+        try JSONResponse.make(
+            LoggedList(
+                messages: page.items.map {
+                    Logged(
+                        id: $0.id, protocol: $0.via.rawValue, target: $0.target, receivedAt: $0.receivedAt,
+                        recipientCount: $0.recipientCount, payload: $0.body)
+                },
+                nextPageToken: page.nextAfter))
     }
 
-    static func limit(_ request: Request) throws -> Int {
-        guard let text = request.query("pageSize") else { return 100 }
-        guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }
-        return min(value, 1000)
+    static func paging(_ request: Request) throws -> (after: String?, size: Int) {
+        var size = 100
+        if let text = request.query("pageSize") {
+            guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }
+            size = min(value, 1000)
+        }
+        return (request.query("pageToken"), size)
     }
 
     @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        let messages = registry.messages.messages(in: project.rowID, limit: try Self.limit(request))
-        return try JSONResponse.make(LoggedList(messages: messages.map(Self.logged)))
+        let (after, size) = try Self.paging(request)
+        return try Self.list(try await registry.loggedMessages(.all, in: project, after: after, limit: size))
     }
 
     @Sendable func listForToken(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
-        guard RegistrationToken.isWellFormed(token) else {
-            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+        let (after, size) = try Self.paging(request)
+        return try Self.list(try await registry.loggedMessages(to: token, in: project, after: after, limit: size))
+    }
+}
+
+/// What an XMPP connection server answers a downstream stanza's JSON (table 4 of the XMPP
+/// reference): the legacy codec and the pipeline, worded as an ack or a nack.
+enum XMPPValidation {
+    static func answer(to fields: [String: JSONValue], registry: RegistryService, project: Project) async throws
+        -> [String: Any]
+    {
+        var answer: [String: Any] = ["message_type": "ack"]
+        func nack(_ code: String, _ description: String) -> [String: Any] {
+            answer["message_type"] = "nack"
+            answer["error"] = code
+            answer["error_description"] = description
+            return answer
         }
-        let id = try await registry.store.tokenID(token, in: project)
-        let messages = registry.messages.messages(to: token, id: id, in: project.rowID, limit: try Self.limit(request))
-        return try JSONResponse.make(LoggedList(messages: messages.map(Self.logged)))
+        let messageID = try? LegacyCodec.string(fields, "message_id")
+        let to = try? LegacyCodec.string(fields, "to")
+        if let messageID { answer["message_id"] = messageID }
+        if let to { answer["from"] = to }
+        guard messageID != nil else { return nack("INVALID_JSON", "message_id is required") }
+        if let type = try? LegacyCodec.string(fields, "message_type") {
+            // An app server's ack of an upstream message: to, message_id and message_type "ack" only.
+            if type != "ack" || to == nil {
+                return nack("BAD_ACK", "an ack has message_type \"ack\", to and message_id")
+            }
+            return answer
+        }
+        var message: Message
+        do {
+            message = try LegacyCodec.message(json: fields)
+        } catch {
+            return nack(error.wording.xmpp, error.wording.description)
+        }
+        if case .registrationIDs(let tokens) = message.target, !tokens.isEmpty {
+            return nack("INVALID_JSON", "registration_ids is not part of the XMPP protocol: send one message per token")
+        }
+        message.options.dryRun = true
+        let result = try await registry.send(message, via: .xmpp, in: project)
+        if let problem = result.tokenProblems.first ?? nil ?? result.problem {
+            return nack(problem.wording.xmpp, problem.wording.description)
+        }
+        return answer
     }
 }

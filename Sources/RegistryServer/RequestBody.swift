@@ -1,88 +1,78 @@
 import Foundation
 import Hummingbird
+import Registry
 
-/// A request body read as a JSON object, with messages that say which field is wrong and how.
-struct JSONObject {
-    private let fields: [String: Any]
-
-    /// Reads at most `limit` bytes of the body; more is a 413 (`NIOTooManyBytesError`).
-    init(request: Request, limit: Int) async throws {
+/// Request bodies decoded into `Decodable` types, with one mapping from decoding errors to
+/// messages that name the field at fault (`registration_ids[2] must be a string`), which every
+/// API family words in its own envelope.
+enum JSONBody {
+    /// Reads at most `limit` bytes of the body (more is a 413) and decodes it; an empty body reads as `{}`.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
         var request = request
-        let buffer = try await request.collectBody(upTo: limit)
-        try self.init(data: Data(buffer.readableBytesView))
+        return try decode(type, from: try await request.collectBody(upTo: limit))
     }
 
-    /// An already parsed object, such as a message nested in a request.
-    init(fields: [String: Any]) {
-        self.fields = fields
-    }
-
-    init(data: Data) throws {
-        guard !data.isEmpty else {
-            fields = [:]
-            return
-        }
-        let value: Any
+    static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
+        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
         do {
-            value = try JSONSerialization.jsonObject(with: data, options: [])
-        } catch {
-            throw BadRequest("the request body is not valid JSON")
+            return try JSONDecoder().decode(type, from: data)
+        } catch let error as DecodingError {
+            throw badRequest(error)
         }
-        guard let object = value as? [String: Any] else { throw BadRequest("the request body must be a JSON object") }
-        fields = object
     }
 
-    /// The string at `key`; `nil` when absent or null.
-    func string(_ key: String) throws -> String? {
-        guard let value = fields[key], !(value is NSNull) else { return nil }
-        guard let string = value as? String, !(value is NSNumber) else {
-            throw BadRequest("\(key) must be a string", field: key)
+    /// The body as a JSON object of any fields (messages, whose codecs read them field by field).
+    static func object(_ buffer: ByteBuffer) throws -> [String: JSONValue] {
+        try decode([String: JSONValue].self, from: buffer)
+    }
+
+    /// The message a decoding error deserves, naming the field.
+    static func badRequest(_ error: DecodingError) -> BadRequest {
+        switch error {
+        case .typeMismatch(let type, let context):
+            guard !context.codingPath.isEmpty else { return BadRequest("the request body must be a JSON object") }
+            let field = path(context.codingPath)
+            return BadRequest("\(field) must be \(describe(type))", field: topLevel(context.codingPath))
+        case .valueNotFound(let type, let context):
+            let field = path(context.codingPath)
+            return BadRequest("\(field) must be \(describe(type))", field: topLevel(context.codingPath))
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath + [key])
+            return BadRequest("\(field) is required", field: topLevel(context.codingPath + [key]))
+        case .dataCorrupted(let context):
+            guard !context.codingPath.isEmpty else { return BadRequest("the request body is not valid JSON") }
+            return BadRequest("\(path(context.codingPath)) is not valid", field: topLevel(context.codingPath))
+        @unknown default:
+            return BadRequest("the request body is not valid JSON")
         }
-        return string
     }
 
-    /// The integer at `key`; `nil` when absent or null.
-    func integer(_ key: String) throws -> Int? {
-        guard let value = fields[key], !(value is NSNull) else { return nil }
-        guard let number = value as? NSNumber, !JSONObject.isBoolean(value),
-            let integer = Int(exactly: number.doubleValue)
-        else {
-            throw BadRequest("\(key) must be an integer", field: key)
-        }
-        return integer
-    }
-
-    /// The boolean at `key`; `nil` when absent or null.
-    func bool(_ key: String) throws -> Bool? {
-        guard let value = fields[key], !(value is NSNull) else { return nil }
-        guard JSONObject.isBoolean(value), let flag = value as? Bool else {
-            throw BadRequest("\(key) must be true or false", field: key)
-        }
-        return flag
-    }
-
-    /// Whether a parsed JSON value was `true` or `false`: on Linux, `1 as? Bool` succeeds, so the
-    /// number's type code tells them apart.
-    static func isBoolean(_ value: Any) -> Bool {
-        guard let number = value as? NSNumber else { return false }
-        return String(cString: number.objCType) == "c"
-    }
-
-    /// The raw value at `key`, for fields whose shape is checked elsewhere (message payloads).
-    subscript(key: String) -> Any? { fields[key] }
-
-    /// The names of the fields present.
-    var keys: Dictionary<String, Any>.Keys { fields.keys }
-
-    /// The array of strings at `key`; `nil` when absent or null.
-    func strings(_ key: String) throws -> [String]? {
-        guard let value = fields[key], !(value is NSNull) else { return nil }
-        guard let array = value as? [Any] else { throw BadRequest("\(key) must be an array of strings", field: key) }
-        return try array.enumerated().map { index, element in
-            guard let string = element as? String, !(element is NSNumber) else {
-                throw BadRequest("\(key)[\(index)] must be a string", field: key)
+    /// `registration_ids[2]`, `message.android.ttl`.
+    static func path(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
             }
-            return string
+        }
+        return text
+    }
+
+    private static func topLevel(_ keys: [any CodingKey]) -> String? {
+        keys.first.map(\.stringValue)
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type, is Int32.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        // Every array in the request types holds strings (tokens, topics).
+        case is [Any].Type, is [String].Type: "an array of strings"
+        default: "a JSON object"
         }
     }
 }

@@ -15,7 +15,10 @@ final class RouteRecorder {
         _ path: String, _ method: HTTPRequest.Method,
         use handler: @escaping @Sendable (Request, RegistryRequestContext) async throws -> Response
     ) {
-        group.on(RouterPath(path), method: method, use: handler)
+        group.on(RouterPath(path), method: method) { request, context in
+            context.labels.route = path
+            return try await handler(request, context)
+        }
         if methods[path] == nil { order.append(path) }
         methods[path, default: []].append(method)
     }
@@ -26,7 +29,8 @@ final class RouteRecorder {
         for path in order {
             let allowed = methods[path] ?? []
             for method in all where !allowed.contains(method) {
-                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                router.on(RouterPath(path), method: method) { _, context -> Response in
+                    context.labels.route = path
                     throw MethodNotAllowed(allowed: allowed)
                 }
             }

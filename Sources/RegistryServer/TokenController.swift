@@ -4,7 +4,7 @@ import Registry
 
 /// Native token endpoints: look a token up, register it, or report it dead.
 struct TokenController {
-    let registry: Registry
+    let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/tokens/:token", .get, use: show)
@@ -18,11 +18,15 @@ struct TokenController {
         var removed: [String]
     }
 
+    struct TopicsRequest: Decodable {
+        var topics: [String]?
+    }
+
     /// `PUT /api/tokens/{token}/topics` with `{"topics":[…]}`: exactly these topics, in one transaction.
     @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let (project, token) = try token(request, context)
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        guard let topics = try body.strings("topics") else {
+        let body = try await JSONBody.decode(TopicsRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let topics = body.topics else {
             throw BadRequest("topics is required: an array of topic names")
         }
         let (added, removed) = try await registry.setTopics(topics, ofToken: token, in: project)
@@ -48,7 +52,7 @@ struct TokenController {
     }
 
     private func details(_ info: TokenInfo, _ project: Project) async throws -> TokenResponse {
-        let groups = try await registry.store.groups(ofToken: info.token, in: project)
+        let groups = try await registry.groups(ofToken: info.token, in: project)
         let topics = (try await registry.allSubscriptions(ofToken: info.token, in: project) ?? [])
             .map { Membership(name: $0.topic, since: $0.createdAt) }
         return TokenResponse(

@@ -5,7 +5,7 @@ import Registry
 /// FCM's v1 topicSubscriptions API (2026):
 /// `/v1/projects/{p}/registrations/{token}/topicSubscriptions[/{topic}]`.
 struct TopicSubscriptionController {
-    let registry: Registry
+    let registry: RegistryService
 
     private static let collection = "/v1/projects/:project/registrations/:token/topicSubscriptions"
 
@@ -48,12 +48,16 @@ struct TopicSubscriptionController {
         return (project, named, try request.pathValue("token", context: context))
     }
 
+    /// The topic may come in the body instead of the query, in either spelling.
+    struct CreateRequest: Decodable {
+        var topic_name: String?
+        var topicName: String?
+    }
+
     @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let (project, name, token) = try target(request, context)
-        let body = try await JSONObject(request: request, limit: registry.limits.requestBodyBytes)
-        let topic =
-            try request.query("topic_name") ?? request.query("topicName") ?? body.string("topic_name")
-            ?? body.string("topicName")
+        let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        let topic = request.query("topic_name") ?? request.query("topicName") ?? body.topic_name ?? body.topicName
         guard let topic else { throw BadRequest("topic_name is required", field: "topic_name") }
         let subscription = try await registry.createSubscription(token: token, topic: topic, in: project)
         return try JSONResponse.make(TopicSubscription(subscription, project: name))

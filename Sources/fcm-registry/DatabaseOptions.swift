@@ -13,9 +13,9 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// - Parameter loadAudience: load the audience index (the server and `audience` need it).
-    func openRegistry(loadAudience: Bool = false, limits: Limits = Limits()) async throws -> Registry {
+    func openRegistry(loadAudience: Bool = false, limits: Limits = Limits()) async throws -> RegistryService {
         let database = try RegistryDatabase.open(path: resolvedPath)
-        return try await Registry(store: SQLiteStore(database), limits: limits, loadAudience: loadAudience)
+        return try await RegistryService(store: SQLiteStore(database), limits: limits, loadAudience: loadAudience)
     }
 }
 
@@ -24,8 +24,8 @@ struct ProjectOption: ParsableArguments {
     @Option(help: "The project to look into (default: the only one, or $FCM_REGISTRY_PROJECT).")
     var projectId: String?
 
-    func resolve(in registry: Registry) async throws -> Project {
-        let projects = try await registry.store.projects()
+    func resolve(in registry: RegistryService) async throws -> Project {
+        let projects = try await registry.projects()
         let wanted = projectId ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_PROJECT"]
         if let wanted {
             guard let project = projects.first(where: { $0.isNamed(wanted) }) else {

@@ -27,7 +27,7 @@ struct GroupCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
-            let result = try await registry.store.groups(
+            let result = try await registry.groups(
                 in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
             try printJSON(PrintedPage(items: result.items, next: result.nextAfter))
         }
@@ -48,7 +48,7 @@ struct GroupCommand: AsyncParsableCommand {
         func run() async throws {
             let registry = try await database.openRegistry()
             guard
-                let (group, members) = try await registry.store.groupMembers(
+                let (group, members) = try await registry.groupMembers(
                     named: name, in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
             else { throw ValidationError("no group named \(name)") }
             try printJSON(Shown(group: group, members: PrintedPage(items: members.items, next: members.nextAfter)))
@@ -69,7 +69,7 @@ struct TopicCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
-            let result = try await registry.store.topics(
+            let result = try await registry.topics(
                 in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
             try printJSON(PrintedPage(items: result.items, next: result.nextAfter))
         }
@@ -90,7 +90,7 @@ struct TopicCommand: AsyncParsableCommand {
         func run() async throws {
             let registry = try await database.openRegistry()
             guard
-                let (topic, subscribers) = try await registry.store.topicSubscribers(
+                let (topic, subscribers) = try await registry.topicSubscribers(
                     named: name, in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
             else { throw ValidationError("no topic named \(name)") }
             try printJSON(
@@ -119,13 +119,13 @@ struct TokenCommand: AsyncParsableCommand {
         func run() async throws {
             let registry = try await database.openRegistry()
             let project = try await project.resolve(in: registry)
-            guard let info = try await registry.store.token(token, in: project) else {
+            guard let info = try await registry.token(token, in: project) else {
                 throw ValidationError("the project does not know this token")
             }
             let topics = (try await registry.allSubscriptions(ofToken: token, in: project) ?? [])
                 .map { Membership(name: $0.topic, since: $0.createdAt) }
             try printJSON(
-                Shown(token: info, groups: try await registry.store.groups(ofToken: token, in: project), topics: topics)
+                Shown(token: info, groups: try await registry.groups(ofToken: token, in: project), topics: topics)
             )
         }
     }

@@ -54,7 +54,7 @@ struct ProjectCommand: AsyncParsableCommand {
         func run() async throws {
             let registry = try await database.openRegistry()
             try printJSON(
-                try await registry.store.projects().map { Row(project_id: $0.projectId, sender_id: $0.senderId) })
+                try await registry.projects().map { Row(project_id: $0.projectId, sender_id: $0.senderId) })
         }
     }
 

@@ -1,44 +1,118 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import Registry
+import RegistrySQLite
 import RegistryServer
 
-/// `fcm-registry serve`: the HTTP server.
+/// `fcm-registry serve`: the HTTP server. Its options are `ServerConfiguration.options`, one table
+/// for flags, environment variables and documentation; a bad value stops it with status 2.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve FCM's device-group and topic APIs over HTTP.",
+        abstract: "Serve FCM's device-group, topic and message APIs over HTTP.",
         discussion: """
             On a database with no project, creates one and prints its project id, sender id and server key \
-            once, as JSON on stdout. Stops cleanly on SIGINT or SIGTERM.
-            """
+            once, as JSON on stdout (or into --key-file). Stops cleanly on SIGINT or SIGTERM. \
+            Options (flag, environment variable, default):\n\n
+            """ + ServerConfiguration.options.map { "  --\($0.flag) / \($0.variable) (\($0.defaultValue)): \($0.help)" }
+            .joined(separator: "\n")
     )
 
-    @Option(help: "Address to listen on (default: $FCM_REGISTRY_HOST or 127.0.0.1).")
-    var host: String?
-
-    @Option(help: "Port to listen on (default: $FCM_REGISTRY_PORT or 8080).")
-    var port: Int?
-
-    @OptionGroup var database: DatabaseOptions
-
-    @OptionGroup(title: "Limits") var limits: LimitOptions
+    @Argument(parsing: .allUnrecognized, help: "--option value or --option=value, as listed above.")
+    var options: [String] = []
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
-        var logger = Logger(label: "fcm-registry")
-        logger.logLevel = environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let registry = try await database.openRegistry(loadAudience: true, limits: limits.limits)
-        if try await registry.store.projects().isEmpty {
-            let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
-            try printJSON(ProjectCommand.Created(project: project, serverKey: key))
-            fflush(nil)
+        let configuration: ServerConfiguration
+        do {
+            configuration = try ServerConfiguration.resolve(
+                flags: try Self.flags(options), environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            throw ExitCode(2)
         }
-        let address = ServerAddress(
-            host: host ?? environment["FCM_REGISTRY_HOST"] ?? "127.0.0.1",
-            port: port ?? environment["FCM_REGISTRY_PORT"].flatMap(Int.init) ?? 8080)
-        logger.info("serving", metadata: ["db.path": "\(database.resolvedPath)", "http.port": "\(address.port)"])
-        try await buildApplication(registry: registry, address: address, logger: logger).runService()
+        var logger = Logger(label: "fcm-registry")
+        logger.logLevel = configuration.logLevel
+        let metrics = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
+        let descriptors = FileDescriptorLimit.raiseToHard()
+        logger.info(
+            "file descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
+
+        let started = ContinuousClock.now
+        let database = try RegistryDatabase.open(path: configuration.databasePath)
+        let registry = try await RegistryService(
+            store: SQLiteStore(database, feedRetention: configuration.limits.feedRetention),
+            limits: configuration.limits)
+        let size = registry.audience.size()
+        logger.info(
+            "audience index loaded",
+            metadata: [
+                "subscriptions": "\(size.subscriptions)", "tokens": "\(size.registered)",
+                "duration": "\(ContinuousClock.now - started)",
+            ])
+        if try await registry.projects().isEmpty {
+            let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
+            try FirstKey.announce(ProjectCommand.Created(project: project, serverKey: key), to: configuration.keyFile)
+        }
+        logger.info(
+            "serving",
+            metadata: [
+                "db.path": "\(configuration.databasePath)", "http.host": "\(configuration.host)",
+                "http.port": "\(configuration.port)",
+            ])
+        let application = buildApplication(
+            registry: registry, configuration: configuration, logger: logger, metrics: metrics)
+        try await runServer(application, configuration: configuration, logger: logger)
+    }
+
+    /// `--name value` and `--name=value` pairs by name.
+    static func flags(_ arguments: [String]) throws(ConfigurationError) -> [String: String] {
+        let known = Set(ServerConfiguration.options.map(\.flag))
+        var flags: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--") else {
+                throw ConfigurationError(description: "unexpected argument '\(argument)'")
+            }
+            var name = String(argument.dropFirst(2))
+            var value: String
+            if let equals = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            } else {
+                index += 1
+                guard index < arguments.count else {
+                    throw ConfigurationError(description: "missing value for --\(name)")
+                }
+                value = arguments[index]
+            }
+            guard known.contains(name) else {
+                throw ConfigurationError(description: "unknown option --\(name); see fcm-registry serve --help")
+            }
+            flags[name] = value
+            index += 1
+        }
+        return flags
+    }
+}
+
+/// Where a new database's first server key goes: a file only its owner can read, or stdout.
+enum FirstKey {
+    static func announce(_ created: ProjectCommand.Created, to path: String?) throws {
+        guard let path else {
+            try printJSON(created)
+            fflush(nil)
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(created)
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("cannot write the server key to \(path)") }
+        FileHandle.standardError.write(Data("fcm-registry: the new project's server key is in \(path)\n".utf8))
     }
 }

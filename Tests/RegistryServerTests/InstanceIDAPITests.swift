@@ -9,7 +9,7 @@ struct InstanceIDAPITests {
     func batchAddResults() async throws {
         var limits = Limits()
         limits.topicsPerToken = 1
-        let registry = try await Registry(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+        let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: project, key: key)
         _ = try await registry.subscribe([token(3)], to: "other", in: project)

@@ -139,6 +139,7 @@ struct MessageAPITests {
     @Test("dry_run validates and answers fake ids without recording; real sends are recorded with their recipients")
     func dryRunAndLog() async throws {
         try await Self.withMessaging { client, _ in
+            _ = try await client.call(.put, "/api/tokens/\(token(5))")
             let dry = try await Self.send(client, #"{"to":"\#(token(5))","dry_run":true,"data":{"a":"b"}}"#)
             #expect(dry.json?["results"] == [["message_id": "fake_message_id"]])
             _ = try await Self.send(client, #"{"to":"/topics/news","data":{"n":"1"}}"#)
@@ -150,6 +151,37 @@ struct MessageAPITests {
             #expect(forOne.json?["messages"]?.array?.first?["recipientCount"] == 3)
             let forFive = try await client.call(.get, "/api/tokens/\(token(5))/messages")
             #expect(forFive.json?["messages"]?.array?.count == 1)
+        }
+    }
+
+    @Test("Emulator semantics: a well-formed token the project never saw is NotRegistered / UNREGISTERED, and nothing is recorded")
+    func unknownTokens() async throws {
+        try await Self.withMessaging { client, _ in
+            let legacy = try await Self.send(client, #"{"to":"\#(token(77))","data":{"a":"b"}}"#)
+            #expect(legacy.json?["results"] == [["error": "NotRegistered"]])
+            let plain = try await client.client.execute(
+                uri: "/fcm/send", method: .post,
+                headers: [.authorization: "key=\(client.key)", .contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "registration_id=\(token(77))&data.a=b"))
+            #expect(String(buffer: plain.body) == "Error=NotRegistered")
+            let v1 = try await Self.v1(client, #"{"message":{"token":"\#(token(77))"}}"#)
+            #expect(v1.status == .notFound)
+            #expect(v1.json?["error"]?["details"]?.array?.first?["errorCode"] == "UNREGISTERED")
+            let log = try await client.call(.get, "/api/messages")
+            #expect(log.json?["messages"]?.array?.isEmpty == true)
+        }
+    }
+
+    @Test("The log keeps the normalized message, not the raw body: unknown fields are gone")
+    func normalizedLog() async throws {
+        try await Self.withMessaging { client, _ in
+            let padding = String(repeating: "x", count: 100_000)
+            _ = try await Self.send(client, #"{"to":"/topics/news","data":{"n":"1"},"unknown":"\#(padding)"}"#)
+            let log = try await client.call(.get, "/api/messages")
+            let payload = try #require(log.json?["messages"]?.array?.first?["payload"]?.string)
+            #expect(payload.utf8.count < 1000)
+            #expect(!payload.contains("unknown"))
+            #expect(payload.contains(#""n":"1""#))
         }
     }
 
@@ -172,10 +204,12 @@ struct MessageAPITests {
         ("registration_id=TOKEN&data.from=x", "Error=InvalidDataKey"),
         ("registration_id=TOKEN&time_to_live=2419201", "Error=InvalidTtl"),
         ("registration_id=TOKEN&dry_run=1", "id=fake_message_id"),
+        ("registration_id=UNKNOWN", "Error=NotRegistered"),
     ])
     func plainText(body: String, answer: String) async throws {
         let form = body.replacingOccurrences(of: "TOKEN", with: token(1)).replacingOccurrences(
-            of: "DEAD", with: token(9))
+            of: "DEAD", with: token(9)
+        ).replacingOccurrences(of: "UNKNOWN", with: token(77))
         try await Self.withMessaging { client, _ in
             let reply = try await client.client.execute(
                 uri: "/fcm/send", method: .post,

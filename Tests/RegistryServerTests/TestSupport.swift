@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import Registry
 import RegistrySQLite
 import RegistryServer
@@ -62,20 +63,21 @@ struct Reply {
 
 /// A running application over an in-memory registry with one project ("test-app", sender 123456789012).
 struct Fixture: Sendable {
-    let registry: Registry
+    let registry: RegistryService
     let project: Project
     let key: String
 
     static func make() async throws -> Fixture {
-        let registry = try await Registry(store: SQLiteStore(RegistryDatabase.inMemory()))
+        let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()))
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         return Fixture(registry: registry, project: project, key: key)
     }
 
     /// Runs `body` against the application through Hummingbird's router test client.
     func test(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
-        let app = Application(
-            router: buildRouter(registry: registry), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        let app = buildApplication(registry: registry, configuration: configuration, logger: Logger(label: "test"))
         try await app.test(mode) { client in
             try await body(Client(client: client, key: key))
         }

@@ -8,7 +8,7 @@ import Testing
 struct AudienceTests {
     /// A small random registry built through the registry's own operations, and what it holds.
     struct World {
-        var registry: Registry
+        var registry: RegistryService
         var project: Project
         /// Topics of each registered token; tokens with no topics are in it with an empty set.
         var topicsByToken: [String: Set<String>]
@@ -117,12 +117,12 @@ struct AudienceTests {
     func loadedIndexMatches() async throws {
         let world = try await Self.world(seed: 99)
         let store = try #require(world.registry.store as? SQLiteStore)
-        let reopened = try await Registry(store: SQLiteStore(store.database))
-        let live = world.registry.store.audience.snapshot(of: world.project.rowID)
-        let loaded = reopened.store.audience.snapshot(of: world.project.rowID)
+        let reopened = try await RegistryService(store: SQLiteStore(store.database))
+        let live = world.registry.audience.snapshot(of: world.project.rowID)
+        let loaded = reopened.audience.snapshot(of: world.project.rowID)
         for topic in Self.topics {
             #expect(live.members(of: topic) == loaded.members(of: topic), "\(topic)")
         }
-        #expect(live.registered.count == loaded.registered.count)
+        #expect(live.registered == loaded.registered)
     }
 }

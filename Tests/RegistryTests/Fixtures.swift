@@ -3,8 +3,8 @@ import Registry
 import RegistrySQLite
 
 /// A registry over a private in-memory database, with one project.
-func makeRegistry(limits: Limits = Limits()) async throws -> (Registry, Project) {
-    let registry = try await Registry(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+func makeRegistry(limits: Limits = Limits()) async throws -> (RegistryService, Project) {
+    let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
     let (project, _) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
     return (registry, project)
 }

@@ -38,11 +38,11 @@ struct WriteTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("durable-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         do {
-            let registry = try await Registry(store: SQLiteStore(RegistryDatabase.open(path: path)))
+            let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path)))
             let (project, _) = try await registry.createProject(projectId: "p", senderId: "1")
             _ = try await registry.createGroup(named: "g", tokens: [token(1)], in: project)
         }
-        let reopened = try await Registry(store: SQLiteStore(RegistryDatabase.open(path: path)))
+        let reopened = try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path)))
         let project = try #require(try await reopened.store.projects().first)
         #expect(try await reopened.store.group(named: "g", in: project)?.memberCount == 1)
     }

@@ -21,7 +21,7 @@ struct SyntheticRegistryTests {
             let database = try RegistryDatabase.inMemory()
             let generator = SyntheticRegistry(tokens: 300, topics: 12, subscriptions: 900, seed: seed)
             let (project, _) = try await generator.generate(into: database)
-            let registry = try await Registry(store: SQLiteStore(database))
+            let registry = try await RegistryService(store: SQLiteStore(database))
             var counts: [Int] = []
             for topic in 1...12 {
                 counts.append(

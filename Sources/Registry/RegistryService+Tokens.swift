@@ -1,5 +1,5 @@
 /// Tokens: what the registry knows of each, and the app server's reports of dead ones.
-extension Registry {
+extension RegistryService {
     public func token(_ token: String, in project: Project) async throws -> TokenInfo? {
         try checkToken(token)
         return try await store.token(token, in: project)

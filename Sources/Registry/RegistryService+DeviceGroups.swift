@@ -1,5 +1,5 @@
 /// Device groups: FCM's `/fcm/notification` operations.
-extension Registry {
+extension RegistryService {
     /// `create`: a new group of the usable tokens; returns a notification key for it.
     /// - Throws: `.invalidGroupName`, `.noValidRegistrationIds`, `.groupNameTaken`, `.groupFull`.
     public func createGroup(named name: String, tokens: [String], in project: Project) async throws -> String {

@@ -24,7 +24,7 @@ public struct Audience: Sendable {
     public var condition: Condition?
 }
 
-extension Registry {
+extension RegistryService {
     /// Resolves `target` to the tokens it reaches, counting with set algebra on the audience index
     /// (never by evaluating token after token) and reading token values only for the page returned.
     ///
@@ -36,48 +36,48 @@ extension Registry {
         async throws -> Audience
     {
         let limit = self.pageSize(pageSize)
-        let snapshot = store.audience.snapshot(of: project.rowID)
-        var audience: Audience
+        let snapshot = audience.snapshot(of: project.rowID)
+        var result: Audience
         var page: [UInt32] = []
         switch target {
         case .condition(let source, let dialect):
             let condition = try Condition(parsing: source, dialect: dialect)
             let reached = snapshot.evaluate(condition.expression)
-            audience = Audience(count: reached.count, condition: condition)
-            audience.topicCounts = Dictionary(
+            result = Audience(count: reached.count, condition: condition)
+            result.topicCounts = Dictionary(
                 uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
             if !countOnly { page = reached.ids(after: after, limit: limit + 1) }
         case .topic(let name):
             try checkTopicName(name)
             let members = snapshot.members(of: name)
-            audience = Audience(count: members.count, topicCounts: [name: members.count])
-            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+            result = Audience(count: members.count, topicCounts: [name: members.count])
+            if !countOnly { page = members.ids(after: after, limit: limit + 1) }
         case .token(let token):
             try checkToken(token)
             let members = try await store.tokenID(token, in: project).map { [$0] } ?? []
-            audience = Audience(count: members.count)
+            result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         case .group(let name):
             guard let members = try await store.memberIDs(ofGroup: nil, named: name, in: project) else {
                 throw RegistryError.groupNotFound
             }
-            audience = Audience(count: members.count)
+            result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         case .notificationKey(let key):
             let id = try keys.groupID(from: key, in: project)
             guard let members = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
                 throw RegistryError.groupNotFound
             }
-            audience = Audience(count: members.count)
+            result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         }
         if !countOnly {
             let hasMore = page.count > limit
             page = Array(page.prefix(limit))
-            audience.tokens = try await store.tokenValues(ids: page, in: project)
-            audience.nextAfter = hasMore ? page.last : nil
+            result.tokens = try await store.tokenValues(ids: page, in: project)
+            result.nextAfter = hasMore ? page.last : nil
         }
-        return audience
+        return result
     }
 
     /// Up to `limit` ids of a sorted array greater than `after`.

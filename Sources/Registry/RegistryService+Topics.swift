@@ -1,5 +1,5 @@
 /// Topic subscriptions: the Instance ID API and the v1 topicSubscriptions API.
-extension Registry {
+extension RegistryService {
     /// `batchAdd`: one outcome per input token, in input order.
     /// - Throws: `.invalidTopicName`; the caller has already checked the token count.
     public func subscribe(_ tokens: [String], to topic: String, in project: Project) async throws -> [BatchOutcome] {

@@ -1,25 +1,78 @@
 import Conditions
 
-/// The registry's operations, as every front end (HTTP, command line) calls them: input is
+/// The registry's operations, as every front end (HTTP, XMPP, command line) calls them: input is
 /// validated here, keys are issued and read here, and the store does the rest in one transaction.
-public struct Registry: Sendable {
+public struct RegistryService: Sendable {
     public let store: any RegistryStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
-    /// Accepted messages and who they reached (this service records; it does not deliver).
-    public let messages: MessageLog
+    /// Who is subscribed to what, kept equal to the tables by following the change feed.
+    public let audience = AudienceIndex()
+    /// Where accepted messages go: today the message log, later the relay to FCM.
+    public let sink: any MessageSink
 
     /// Opens the registry over `store`, creating the notification-key secret on first use.
-    /// - Parameter loadAudience: fill the audience index from the store (the server does; commands
-    ///   that only look at a few rows need not spend the second it takes on a large registry).
-    public init(store: any RegistryStore, limits: Limits = Limits(), loadAudience: Bool = true) async throws {
+    /// - Parameters:
+    ///   - sink: where accepted messages go; the store's message log unless said otherwise.
+    ///   - loadAudience: fill the audience index from the store and keep it current with this
+    ///     process's writes (the server does; commands that only look at a few rows need not
+    ///     spend the second it takes on a large registry).
+    public init(
+        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, loadAudience: Bool = true
+    ) async throws {
         self.store = store
         self.limits = limits
-        messages = MessageLog(capacity: limits.messageLogSize)
+        self.sink = sink ?? StoreMessageLog(store: store, limits: limits)
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
-        if loadAudience { try await store.loadAudience() }
+        if loadAudience {
+            try await reloadAudience()
+            store.attach(audience)
+        }
+    }
+
+    // MARK: - Following the feed
+
+    /// Replaces the audience index with what the tables hold now.
+    public func reloadAudience() async throws {
+        audience.load(try await store.loadAudience())
+    }
+
+    /// Applies what other processes committed since the index's position; reloads when the index
+    /// missed entries (it fell behind the feed's retention, or a bulk writer asked for it).
+    /// - Returns: the number of entries applied, or `nil` when the index was reloaded.
+    @discardableResult
+    public func catchUp(batch: Int = 10_000) async throws -> Int? {
+        if audience.isStale {
+            try await reloadAudience()
+            return nil
+        }
+        var applied = 0
+        while true {
+            let read = try await store.feed(after: audience.position, limit: batch)
+            audience.apply(read)
+            if audience.isStale {
+                try await reloadAudience()
+                return nil
+            }
+            applied += read.entries.count
+            if read.entries.count < batch { return applied }
+        }
+    }
+
+    /// Committed feed entries this process's index has not applied yet.
+    public func feedLag() async throws -> Int64 {
+        max(0, try await store.feedHead() - audience.position)
+    }
+
+    /// Follows the feed until the task is cancelled, catching up every `interval`.
+    /// - Parameter onError: told of a failed round (the next round tries again).
+    public func followFeed(every interval: Duration, onError: @Sendable (any Error) -> Void = { _ in }) async {
+        while !Task.isCancelled {
+            do { try await catchUp() } catch { onError(error) }
+            try? await Task.sleep(for: interval)
+        }
     }
 
     // MARK: - Projects

@@ -1,0 +1,172 @@
+import Conditions
+import Foundation
+
+/// How a send went, in no protocol's words; each codec answers it in its own (see the server's
+/// outcome table).
+public struct SendResult: Sendable {
+    /// The id given to the message (also on a dry run, where nothing is recorded).
+    public var messageID: String
+    /// What refused the whole message; `nil` when it was accepted for at least the recipients
+    /// `tokenProblems` does not name.
+    public var problem: MessageProblem?
+    /// For a token or `registration_ids` target: one entry per named token, in order, `nil` for
+    /// an accepted one. Empty for other targets.
+    public var tokenProblems: [MessageProblem?]
+    /// Tokens the message reached (0 when refused).
+    public var recipientCount: Int
+    /// A device-group target refused for its content: the members it would have reached (the
+    /// legacy protocol lists them as `failed_registration_ids`).
+    public var refusedMembers: [String]
+    /// Whether the target turned out to be a device group (a notification key).
+    public var isDeviceGroup: Bool
+}
+
+/// Where accepted messages go. Today's sink is the message log; the relay to FCM will be another.
+public protocol MessageSink: Sendable {
+    /// Takes an accepted message; returns once it is durably taken.
+    func accept(_ message: AcceptedMessage) async throws
+}
+
+/// A message that passed every check, with whom it reaches.
+public struct AcceptedMessage: Sendable {
+    public var id: String
+    public var project: Project
+    public var via: MessageProtocol
+    public var message: Message
+    /// Ids of the tokens reached, ascending.
+    public var recipients: RoaringBitmap
+    public var receivedAt: Date
+}
+
+/// The message pipeline: every protocol's codec builds a `Message` and calls `send`.
+extension RegistryService {
+    /// Validates `message`, resolves whom it reaches, and hands it to the sink unless it is a dry
+    /// run. Emulator semantics: a well-formed token the project has never seen is not registered
+    /// (`NotRegistered` / `UNREGISTERED`), so a typo in a test's token does not "succeed".
+    ///
+    /// Checks, in order: the target (missing, malformed topic or condition, too many tokens, a
+    /// `notification_key` this project did not issue), then the content (data keys, time to live,
+    /// payload size), then each recipient.
+    public func send(_ message: Message, via protocolName: MessageProtocol, in project: Project) async throws
+        -> SendResult
+    {
+        let id = message.options.dryRun ? "fake_message_id" : Self.newMessageID()
+        var result = SendResult(
+            messageID: id, problem: nil, tokenProblems: [], recipientCount: 0, refusedMembers: [],
+            isDeviceGroup: false)
+        let recipients: RoaringBitmap
+        do {
+            switch message.target {
+            case .topic(let topic):
+                guard TopicName.isValid(topic) else {
+                    throw MessageProblem.invalidParameters(
+                        "topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic")
+                }
+                try MessageRules.checkContent(message)
+                recipients = audience.snapshot(of: project.rowID).members(of: topic)
+            case .condition(let source):
+                let condition = try MessageRules.condition(source, dialect: protocolName.conditionDialect)
+                try MessageRules.checkContent(message)
+                recipients = audience.snapshot(of: project.rowID).evaluate(condition.expression)
+            case .notificationKey(let key):
+                guard let members = try await groupMembers(forNotificationKey: key, in: project) else {
+                    throw MessageProblem.invalidParameters(
+                        "notification_key is not a key this project issued", field: "notification_key")
+                }
+                result.isDeviceGroup = true
+                recipients = try await groupRecipients(members, of: message, key: key, in: project, result: &result)
+            case .token(let token):
+                if let members = try await groupMembers(forNotificationKey: token, in: project) {
+                    result.isDeviceGroup = true
+                    recipients = try await groupRecipients(
+                        members, of: message, key: token, in: project, result: &result)
+                } else {
+                    guard !token.isEmpty else { throw MessageProblem.missingRegistration }
+                    try MessageRules.checkContent(message)
+                    (recipients, result.tokenProblems) = try await tokenRecipients([token], in: project)
+                    if let problem = result.tokenProblems[0] { throw problem }
+                }
+            case .registrationIDs(let tokens):
+                guard !tokens.isEmpty else { throw MessageProblem.missingRegistration }
+                guard tokens.count <= limits.tokensPerBatch else {
+                    throw MessageProblem.invalidParameters(
+                        "registration_ids holds at most \(limits.tokensPerBatch) tokens", field: "registration_ids")
+                }
+                do {
+                    try MessageRules.checkContent(message)
+                } catch {
+                    result.tokenProblems = Array(repeating: error, count: tokens.count)
+                    throw error
+                }
+                (recipients, result.tokenProblems) = try await tokenRecipients(tokens, in: project)
+            }
+        } catch let problem as MessageProblem {
+            result.problem = problem
+            return result
+        }
+        result.recipientCount = recipients.count
+        if !message.options.dryRun && !recipients.isEmpty {
+            try await sink.accept(
+                AcceptedMessage(
+                    id: id, project: project, via: protocolName, message: message, recipients: recipients,
+                    receivedAt: Date()))
+        }
+        return result
+    }
+
+    /// The members of a device group whose content passed; on a content problem, the members are
+    /// listed in `result` and the problem thrown.
+    private func groupRecipients(
+        _ members: [UInt32], of message: Message, key: String, in project: Project, result: inout SendResult
+    ) async throws -> RoaringBitmap {
+        // A key of a group deleted with its last member reaches no one.
+        guard !members.isEmpty else { throw MessageProblem.notRegistered(key) }
+        do {
+            try MessageRules.checkContent(message)
+        } catch {
+            result.refusedMembers = try await store.tokenValues(ids: members, in: project)
+            throw error
+        }
+        return RoaringBitmap(sortedIDs: members)
+    }
+
+    /// Each named token's problem (`nil` when it may receive) and the ids of those that may.
+    private func tokenRecipients(_ tokens: [String], in project: Project) async throws -> (
+        RoaringBitmap, [MessageProblem?]
+    ) {
+        var reached = RoaringBitmap()
+        var problems: [MessageProblem?] = []
+        problems.reserveCapacity(tokens.count)
+        for token in tokens {
+            if !RegistrationToken.isWellFormed(token) {
+                problems.append(.invalidRegistration(token))
+            } else if let id = try await store.tokenID(token, in: project) {
+                reached.insert(id)
+                problems.append(nil)
+            } else {
+                problems.append(.notRegistered(token))
+            }
+        }
+        return (reached, problems)
+    }
+
+    /// The sorted member ids of the group a string names, if it is a notification key this project
+    /// issued; `nil` when it is not such a key (it may then be a registration token). A key of a
+    /// group that no longer exists names no one: `[]`.
+    public func groupMembers(forNotificationKey key: String, in project: Project) async throws -> [UInt32]? {
+        guard let id = try? keys.groupID(from: key, in: project) else { return nil }
+        return try await store.memberIDs(ofGroup: id, named: nil, in: project) ?? []
+    }
+
+    /// The values of token ids, for responses that list them.
+    public func tokenValues(_ ids: [UInt32], in project: Project) async throws -> [String] {
+        try await store.tokenValues(ids: ids, in: project)
+    }
+
+    /// A message id shaped like FCM's legacy ones: `0:1416811810537717%31bd1c9631bd1c96`.
+    public static func newMessageID() -> String {
+        let micros = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let random = UInt64.random(in: .min ... .max)
+        return "0:\(micros)%\(String(random, radix: 16))"
+    }
+}

@@ -1,0 +1,193 @@
+import Logging
+import Registry
+
+/// Everything `serve` can be told, typed. Built from flags and environment variables by
+/// `ServerConfiguration.resolve`, which checks every value; `buildApplication` takes it as is.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// The SQLite file.
+    public var databasePath = "./registry.sqlite"
+    /// Where the first server key of a new database goes; `nil` prints it on stdout.
+    public var keyFile: String?
+    public var logLevel = Logger.Level.info
+    public var limits = Limits()
+    /// How often the server reads the change feed for other processes' writes.
+    public var feedInterval = Duration.milliseconds(10)
+    /// A connection idle this long (no request in progress, or a request stalled mid-way) is closed.
+    public var idleTimeout = Duration.seconds(60)
+    /// The whole request head must arrive within this time of the connection's first byte, or of the previous answer.
+    public var headerTimeout = Duration.seconds(10)
+    /// The whole request body must arrive within this time of its head.
+    public var bodyTimeout = Duration.seconds(30)
+    /// Open connections at most; past it the server stops accepting until one closes.
+    public var maximumConnections = 4096
+    /// On SIGTERM: how long requests in flight may take to finish before the rest are closed.
+    public var shutdownDeadline = Duration.seconds(10)
+
+    public init() {}
+}
+
+/// A bad value for an option: names the flag and the environment variable.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
+}
+
+/// One option of `serve`: its flag, its environment variable, what it sets and how it is read.
+public struct ConfigurationOption: Sendable {
+    /// Without the leading dashes: `port`.
+    public var flag: String
+    public var variable: String
+    public var help: String
+    /// Reads a value into the configuration; `nil` back means the value is not acceptable, and
+    /// the text says what is.
+    let apply: @Sendable (String, inout ServerConfiguration) -> String?
+
+    /// The default, as the documentation shows it.
+    public var defaultValue: String
+}
+
+extension ServerConfiguration {
+    /// Every option of `serve`, in the order `--help` and `docs/operations.md` list them.
+    public static let options: [ConfigurationOption] = [
+        text("host", "FCM_REGISTRY_HOST", "Address to listen on.", "127.0.0.1") { $1.host = $0 },
+        integer("port", "FCM_REGISTRY_PORT", "Port to listen on (0 picks a free one).", 8080, 0...65535) {
+            $1.port = $0
+        },
+        text("db", "FCM_REGISTRY_DB", "The SQLite file.", "./registry.sqlite") { $1.databasePath = $0 },
+        text("key-file", "FCM_REGISTRY_KEY_FILE", "Write a new database's first server key here (mode 0600) instead of stdout.", "")
+        { $1.keyFile = $0.isEmpty ? nil : $0 },
+        ConfigurationOption(
+            flag: "log-level", variable: "LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical.",
+            apply: { value, configuration in
+                guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                    return "one of trace, debug, info, notice, warning, error, critical"
+                }
+                configuration.logLevel = level
+                return nil
+            }, defaultValue: "info"),
+        integer("group-members", "FCM_REGISTRY_GROUP_MEMBERS", "Members per device group.", 20, 1...1_000_000) {
+            $1.limits.membersPerGroup = $0
+        },
+        integer("batch-tokens", "FCM_REGISTRY_BATCH_TOKENS", "Tokens per batchAdd/batchRemove call.", 1000, 1...1_000_000) {
+            $1.limits.tokensPerBatch = $0
+        },
+        integer("topics-per-token", "FCM_REGISTRY_TOPICS_PER_TOKEN", "Topics one token may hold.", 2000, 1...1_000_000) {
+            $1.limits.topicsPerToken = $0
+        },
+        integer("body-bytes", "FCM_REGISTRY_BODY_BYTES", "Largest request body, in bytes.", 1 << 20, 1024...(64 << 20)) {
+            $1.limits.requestBodyBytes = $0
+        },
+        integer(
+            "message-log-entries", "FCM_REGISTRY_MESSAGE_LOG_ENTRIES", "Messages kept in each project's message log.",
+            1000, 1...10_000_000
+        ) { $1.limits.messageLogEntries = $0 },
+        integer(
+            "message-log-bytes", "FCM_REGISTRY_MESSAGE_LOG_BYTES", "Bytes kept in each project's message log.",
+            64 << 20, 4096...(1 << 40)
+        ) { $1.limits.messageLogBytes = $0 },
+        integer(
+            "feed-retention", "FCM_REGISTRY_FEED_RETENTION", "Change-feed entries kept for servers that fall behind.",
+            100_000, 1000...100_000_000
+        ) { $1.limits.feedRetention = $0 },
+        duration(
+            "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
+            "10ms"
+        ) { $1.feedInterval = $0 },
+        duration("idle-timeout", "FCM_REGISTRY_IDLE_TIMEOUT", "Close a connection idle this long.", "60s") {
+            $1.idleTimeout = $0
+        },
+        duration(
+            "header-timeout", "FCM_REGISTRY_HEADER_TIMEOUT", "A request's head must arrive within this time.", "10s"
+        ) { $1.headerTimeout = $0 },
+        duration("body-timeout", "FCM_REGISTRY_BODY_TIMEOUT", "A request's body must arrive within this time.", "30s") {
+            $1.bodyTimeout = $0
+        },
+        integer(
+            "max-connections", "FCM_REGISTRY_MAX_CONNECTIONS", "Open connections at most.", 4096, 1...1_000_000
+        ) { $1.maximumConnections = $0 },
+        duration(
+            "shutdown-deadline", "FCM_REGISTRY_SHUTDOWN_DEADLINE",
+            "On SIGTERM, how long requests in flight may take before the rest are closed.", "10s"
+        ) { $1.shutdownDeadline = $0 },
+    ]
+
+    /// The configuration from `flags` (by flag name, without dashes), then the environment, then
+    /// the defaults.
+    /// - Throws: `ConfigurationError` naming the first option whose value is not acceptable.
+    public static func resolve(flags: [String: String], environment: [String: String]) throws(ConfigurationError)
+        -> ServerConfiguration
+    {
+        var configuration = ServerConfiguration()
+        for option in options {
+            let (value, source): (String?, String) =
+                flags[option.flag].map { ($0, "--\(option.flag)") } ?? (environment[option.variable], option.variable)
+            guard let value else { continue }
+            if let expected = option.apply(value, &configuration) {
+                throw ConfigurationError(
+                    description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
+            }
+        }
+        return configuration
+    }
+
+    // MARK: - Option kinds
+
+    private static func text(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: String,
+        _ set: @escaping @Sendable (String, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                set(value, &configuration)
+                return nil
+            }, defaultValue: fallback)
+    }
+
+    private static func integer(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: Int, _ range: ClosedRange<Int>,
+        _ set: @escaping @Sendable (Int, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                guard let number = Int(value), range.contains(number) else {
+                    return "an integer from \(range.lowerBound) to \(range.upperBound)"
+                }
+                set(number, &configuration)
+                return nil
+            }, defaultValue: String(fallback))
+    }
+
+    private static func duration(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: String,
+        _ set: @escaping @Sendable (Duration, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                guard let duration = parseDuration(value) else {
+                    return "a duration such as 250ms, 10s or 2m, from 1ms to 24h"
+                }
+                set(duration, &configuration)
+                return nil
+            }, defaultValue: fallback)
+    }
+
+    /// `250ms`, `10s`, `2m`, `1h`: a whole number and a unit, 1 ms to 24 h.
+    static func parseDuration(_ text: String) -> Duration? {
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        for (unit, milliseconds) in units where text.hasSuffix(unit) {
+            guard let number = Int64(text.dropLast(unit.count)), number > 0 else { return nil }
+            let total = number.multipliedReportingOverflow(by: milliseconds)
+            guard !total.overflow, total.partialValue <= 86_400_000 else { return nil }
+            return .milliseconds(total.partialValue)
+        }
+        return nil
+    }
+}
