@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RegistryTests",
-            dependencies: ["Registry", "RegistrySQLite"]
+            dependencies: ["Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "RegistryServerTests",

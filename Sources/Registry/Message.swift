@@ -3,9 +3,9 @@ import Conditions
 /// A downstream message in no protocol's words: what the legacy HTTP (JSON and plain text), XMPP
 /// and HTTP v1 codecs build from a request, and what the pipeline validates, resolves and hands to
 /// a sink. The message log stores this normalized form, never the raw request body.
-public struct Message: Sendable, Hashable, Codable {
+public struct Message: Sendable, Hashable, Encodable {
     /// Whom the message is for: exactly one way of naming recipients.
-    public enum Target: Sendable, Hashable, Codable {
+    public enum Target: Sendable, Hashable {
         /// One registration token or Firebase installation id. A notification key this project
         /// issued is accepted here too and means its device group (legacy `to`, v1 `token`).
         case token(String)
@@ -23,7 +23,7 @@ public struct Message: Sendable, Hashable, Codable {
     }
 
     /// The delivery options the protocols share (legacy table 1, v1 `android` block).
-    public struct Options: Sendable, Hashable, Codable {
+    public struct Options: Sendable, Hashable, Encodable {
         public var collapseKey: String?
         public var priority: Priority?
         /// Seconds; the rules want a whole number from 0 to four weeks.
@@ -37,6 +37,13 @@ public struct Message: Sendable, Hashable, Codable {
         public var dryRun = false
 
         public init() {}
+
+        private enum CodingKeys: String, CodingKey {
+            case collapseKey = "collapse_key", priority, timeToLive = "time_to_live"
+            case contentAvailable = "content_available", mutableContent = "mutable_content"
+            case restrictedPackageName = "restricted_package_name"
+            case deliveryReceiptRequested = "delivery_receipt_requested", dryRun = "dry_run"
+        }
     }
 
     public var target: Target
@@ -66,6 +73,27 @@ public struct Message: Sendable, Hashable, Codable {
             map.reduce(0) { $0 + $1.key.utf8.count + $1.value.payloadBytes }
         }
         return fields(data) + fields(notification) + platform.reduce(0) { $0 + $1.value.payloadBytes }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case token, notificationKey = "notification_key", topic, condition, registrationIDs = "registration_ids"
+        case options, data, notification, platform
+    }
+
+    /// The normalized form the message log keeps: the target under its own name, then what is set.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch target {
+        case .token(let token): try container.encode(token, forKey: .token)
+        case .notificationKey(let key): try container.encode(key, forKey: .notificationKey)
+        case .topic(let topic): try container.encode(topic, forKey: .topic)
+        case .condition(let condition): try container.encode(condition, forKey: .condition)
+        case .registrationIDs(let tokens): try container.encode(tokens, forKey: .registrationIDs)
+        }
+        if options != Options() { try container.encode(options, forKey: .options) }
+        if !data.isEmpty { try container.encode(data, forKey: .data) }
+        if !notification.isEmpty { try container.encode(notification, forKey: .notification) }
+        if !platform.isEmpty { try container.encode(platform, forKey: .platform) }
     }
 
     /// The target as its sender would write it, for logs and listings.

@@ -1,12 +1,13 @@
 import Hummingbird
 import Logging
-import Metrics
 
 /// One log line per request at `info`, and the request metrics: method, route (the template, so
 /// no token or name from the path), status, duration, request id (`hb.request.id`, already in the
 /// logger's metadata) and project id. Never a server key, a token or a body.
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = RegistryRequestContext
+
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -37,9 +38,6 @@ struct AccessLogMiddleware: RouterMiddleware {
         ]
         if let project = context.labels.project { metadata["project.id"] = "\(project)" }
         context.logger.info("request", metadata: metadata)
-        let dimensions = [("method", method), ("route", route), ("status", String(status.code))]
-        Counter(label: "fcm_registry_http_requests_total", dimensions: dimensions).increment()
-        Metrics.Timer(label: "fcm_registry_http_request_duration_seconds", dimensions: [("route", route)])
-            .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        metrics.request(method: method, route: route, status: status.code, duration: elapsed)
     }
 }

@@ -1,7 +1,6 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
-import Metrics
 import NIOCore
 import Prometheus
 import Registry
@@ -41,7 +40,8 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     RegistryRequestContext
 > {
     let router = Router(context: RegistryRequestContext.self)
-    router.add(middleware: AccessLogMiddleware())
+    let serverMetrics = ServerMetrics(registry: metrics)
+    router.add(middleware: AccessLogMiddleware(metrics: serverMetrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     router.get("/health") { _, context in
         context.labels.route = "/health"
@@ -49,7 +49,7 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     }
     router.get("/metrics") { _, context in
         context.labels.route = "/metrics"
-        return try await MetricsEndpoint.response(registry: registry, metrics: metrics)
+        return try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics)
     }
 
     let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))

@@ -1,26 +1,61 @@
 import Hummingbird
-import Metrics
 import Prometheus
 import Registry
 
-/// `GET /metrics` in Prometheus' text format. Request counts and latencies, group-commit batch
-/// sizes and the like are recorded as they happen; the gauges of state (index size, feed lag,
-/// message log per project) are read when scraped.
+/// The server's own metrics, written straight into the registry `GET /metrics` shows (the
+/// swift-metrics facade, which `serve` also points at it, carries what the store records, such as
+/// group-commit batch sizes).
+struct ServerMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+
+    private static let latencyBuckets: [Duration] = [
+        .microseconds(250), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5),
+    ]
+
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        registry.makeCounter(
+            descriptor: .init(
+                namespace: "fcm_registry", metricName: "http_requests", unitName: "total",
+                helpText: "HTTP requests by method, route and status."),
+            labels: [("method", method), ("route", route), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: .init(
+                namespace: "fcm_registry", metricName: "http_request_duration", unitName: "seconds",
+                helpText: "Time from a request's head to its answer, by route."),
+            labels: [("route", route)], buckets: Self.latencyBuckets
+        ).record(duration)
+    }
+
+    func gauge(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) {
+        registry.makeGauge(
+            descriptor: .init(namespace: "fcm_registry", metricName: name, unitName: "", helpText: help),
+            labels: labels
+        ).set(Double(value))
+    }
+}
+
+/// `GET /metrics` in Prometheus' text format. Request counts and latencies are recorded as they
+/// happen; the gauges of state (index size, feed lag, message log per project) are read when
+/// scraped.
 enum MetricsEndpoint {
-    static func response(registry: RegistryService, metrics: PrometheusCollectorRegistry) async throws -> Response {
+    static func response(registry: RegistryService, metrics: ServerMetrics) async throws -> Response {
         let size = registry.audience.size()
-        Gauge(label: "fcm_registry_audience_subscriptions").record(size.subscriptions)
-        Gauge(label: "fcm_registry_audience_registered_tokens").record(size.registered)
-        Gauge(label: "fcm_registry_audience_bytes").record(size.bytes)
-        Gauge(label: "fcm_registry_feed_position").record(registry.audience.position)
-        Gauge(label: "fcm_registry_feed_lag_entries").record(try await registry.feedLag())
+        metrics.gauge("audience_subscriptions", "Subscriptions held by this process's audience index.", size.subscriptions)
+        metrics.gauge("audience_registered_tokens", "Registered tokens in the audience index.", size.registered)
+        metrics.gauge("audience_bytes", "Heap bytes the audience index holds, estimated.", size.bytes)
+        metrics.gauge("feed_position", "The last change-feed entry this process applied.", Int(registry.audience.position))
+        metrics.gauge(
+            "feed_lag_entries", "Committed change-feed entries this process has not applied yet.",
+            Int(try await registry.feedLag()))
         for (project, usage) in try await registry.messageLogUsage() {
-            Gauge(label: "fcm_registry_message_log_entries", dimensions: [("project", project)]).record(usage.entries)
-            Gauge(label: "fcm_registry_message_log_bytes", dimensions: [("project", project)]).record(usage.bytes)
+            metrics.gauge("message_log_entries", "Entries in a project's message log.", usage.entries, labels: [("project", project)])
+            metrics.gauge("message_log_bytes", "Bytes in a project's message log.", usage.bytes, labels: [("project", project)])
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 * 1024)
-        metrics.emit(into: &bytes)
+        metrics.registry.emit(into: &bytes)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))

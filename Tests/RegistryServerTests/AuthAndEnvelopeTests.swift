@@ -156,3 +156,30 @@ struct LiveTests {
         }
     }
 }
+
+@Suite("Observability")
+struct ObservabilityTests {
+    @Test("GET /metrics answers Prometheus text without a key, with the index and message-log gauges")
+    func metrics() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":["\#(token(1))"]}"#)
+            _ = try await client.call(.post, "/fcm/send", body: #"{"to":"/topics/news","data":{"a":"b"}}"#)
+            let reply = try await client.client.execute(uri: "/metrics", method: .get) { response in
+                (response.status, response.headers[.contentType], String(buffer: response.body))
+            }
+            #expect(reply.0 == .ok)
+            #expect(reply.1?.hasPrefix("text/plain") == true)
+            #expect(reply.2.contains("fcm_registry_audience_subscriptions 1.0"))
+            #expect(reply.2.contains(#"fcm_registry_message_log_entries{project="test-app"} 1.0"#))
+            #expect(reply.2.contains("fcm_registry_feed_lag_entries 0.0"))
+            // The route is the template: the token in a path never reaches a metric or a log line.
+            #expect(reply.2.contains(#"fcm_registry_http_requests_total{method="POST",route="/fcm/send",status="200"} 1"#))
+            _ = try await client.call(.get, "/iid/info/\(token(1))")
+            let again = try await client.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            #expect(again.contains(#"route="/iid/info/:token""#))
+            #expect(!again.contains(token(1)))
+        }
+    }
+}

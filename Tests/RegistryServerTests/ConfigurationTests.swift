@@ -1,0 +1,45 @@
+import RegistryServer
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    @Test("Flags win over the environment, which wins over the defaults")
+    func layering() throws {
+        let configuration = try ServerConfiguration.resolve(
+            flags: ["port": "9000", "idle-timeout": "250ms"],
+            environment: ["FCM_REGISTRY_PORT": "9001", "FCM_REGISTRY_DB": "/tmp/x.sqlite", "LOG_LEVEL": "debug"])
+        #expect(configuration.port == 9000)
+        #expect(configuration.databasePath == "/tmp/x.sqlite")
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.idleTimeout == .milliseconds(250))
+        #expect(configuration.shutdownDeadline == .seconds(10))
+        #expect(configuration.host == "127.0.0.1")
+    }
+
+    @Test(
+        "A bad value names its option, whether it came from a flag or the environment",
+        arguments: [
+            ([:], ["FCM_REGISTRY_PORT": "abc"], "FCM_REGISTRY_PORT"),
+            (["port": "99999"], [:], "--port"),
+            (["group-members": "0"], [:], "--group-members"),
+            ([:], ["LOG_LEVEL": "loud"], "LOG_LEVEL"),
+            (["shutdown-deadline": "10"], [:], "--shutdown-deadline"),
+            (["idle-timeout": "-1s"], [:], "--idle-timeout"),
+            (["feed-interval": "99999h"], [:], "--feed-interval"),
+        ] as [([String: String], [String: String], String)])
+    func badValues(flags: [String: String], environment: [String: String], named: String) {
+        #expect {
+            _ = try ServerConfiguration.resolve(flags: flags, environment: environment)
+        } throws: { error in
+            "\(error)".contains(named)
+        }
+    }
+
+    @Test("Every option has a flag, a variable and help, and no two share a name")
+    func optionTable() {
+        let options = ServerConfiguration.options
+        #expect(Set(options.map(\.flag)).count == options.count)
+        #expect(Set(options.map(\.variable)).count == options.count)
+        #expect(options.allSatisfy { !$0.help.isEmpty && !$0.variable.isEmpty })
+    }
+}
