@@ -473,7 +473,7 @@ async def run_worker(kind: str, port: int, key: str, clients: int, seconds: floa
     if kind == "idle":
         # Open the sockets a few at a time so the connect burst does not hit the listen backlog.
         async def staggered(i):
-            await asyncio.sleep(i * 0.002)
+            await asyncio.sleep(i * 0.001)
             return await reconnecting(make, until)
         lists = await asyncio.gather(*[staggered(i) for i in range(clients)])
     else:
@@ -663,6 +663,10 @@ async def scenario_hostile(kind: str, server: Server, args, clients: int) -> dic
             await worker.wait()
         result["hostile"] = {"error": f"worker failed: {type(error).__name__}"}
     result["server_alive"] = server.alive()
+    if not result["server_alive"]:
+        code = server.process.returncode
+        result["server_exit"] = f"signal {-code}" if code < 0 else f"exit code {code}"
+        result["server_log_tail"] = _tail(server.log_path, 8)
     return result
 
 
@@ -683,15 +687,16 @@ async def scenario_timeouts(server: Server, args) -> dict:
     return dict(zip(names, records))
 
 
-async def scenario_sigterm(args, directory: str) -> dict:
+async def scenario_sigterm(args, directory: str, servers: list) -> dict:
     """A fresh server with --shutdown-deadline, long header/body timeouts (so only the deadline
     can end the slow bodies), 8 slow-body clients, one kept-alive idle client and one normal
     request in flight (head and half its body sent); SIGTERM; the rest of that body 0.3 s
     later. How long until the process exits, with what code, and what happened to each client."""
     deadline = args.shutdown_deadline
-    options = ["--log-level", args.log_level, "--shutdown-deadline", f"{deadline}s",
+    options = ["--log-level", args.log_level, "--shutdown-deadline", f"{deadline:g}s",
                "--header-timeout", "120s", "--body-timeout", "120s", "--idle-timeout", "120s"]
     server = Server(args.binary, directory, options)
+    servers.append(server)  # killed by run() if anything below fails
     server.wait_ready()
     result: dict = {"deadline_s": deadline}
     until = time.monotonic() + deadline + 20
@@ -814,6 +819,7 @@ def hostile_notes(kind: str, result: dict, args) -> str:
             notes.append("answers " + ", ".join(f"{k}×{v}" for k, v in statuses.items()))
         if kind == "early-answer":
             per = h.get("sent_mb_per_conn") or {}
+            notes.append("closed by " + ", ".join(f"{k}×{v}" for k, v in h.get("closed_how", {}).items()))
             notes.append(f"{h.get('sent_mb_total')} MB pushed"
                          + (f", per conn med {per['median']} max {per['max']} MB" if per else ""))
             if h.get("stalled"):
@@ -829,7 +835,7 @@ def hostile_notes(kind: str, result: dict, args) -> str:
     if "worker_cpu_s" in h:
         notes.append(f"hostile cpu {h['worker_cpu_s']} s")
     if result.get("server_alive") is False:
-        notes.append("SERVER DIED")
+        notes.append(f"SERVER DIED ({result.get('server_exit')}; log tail below)")
     return "; ".join(notes)
 
 
@@ -866,6 +872,12 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
             notes = hostile_notes(name.split(",")[0], r, args)
         print(f"{name:<22} | {fmt_ms(r['health_p50_ms']):>8} ms | {fmt_ms(r['health_p99_ms']):>8} ms | "
               f"{r['writes_per_s']:>8.0f} | {ratio:<22} | {notes}")
+
+    for name, r in rows:
+        if r.get("server_log_tail"):
+            print(f"\n{name}: the server exited ({r['server_exit']}); last lines of its log:")
+            for line in r["server_log_tail"]:
+                print("    " + line[:300])
 
     print()
     print("Connection deadlines on a quiet server (close time from connect; answer = first bytes sent):")
@@ -925,7 +937,7 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
 def server_options(args) -> list[str]:
     return ["--log-level", args.log_level, "--header-timeout", f"{args.header_timeout:g}s",
             "--body-timeout", f"{args.body_timeout:g}s", "--idle-timeout", f"{args.idle_timeout:g}s",
-            "--shutdown-deadline", f"{args.shutdown_deadline:g}s"]
+            "--shutdown-deadline", f"{args.shutdown_deadline:g}s", *args.server_option]
 
 
 def describe(server: Server, label: str) -> str:
@@ -978,7 +990,7 @@ async def run(args) -> None:
         quiet_stop = main.stop()
         print(f"[{time.strftime('%X')}] SIGTERM test", flush=True)
         try:
-            sigterm = await scenario_sigterm(args, os.path.join(directory, "sigterm"))
+            sigterm = await scenario_sigterm(args, os.path.join(directory, "sigterm"), servers)
         except Exception as error:  # a benchmark reports, it does not crash
             sigterm = {"error": f"{type(error).__name__}: {error}"}
         print_report(args, rows, timeouts, quiet_stop, sigterm, info)
@@ -1015,6 +1027,8 @@ def parse_args(argv=None):
     parser.add_argument("--kinds", default=",".join(HOSTILE_KINDS),
                         type=lambda s: [k for k in s.split(",") if k], help="hostile kinds to run, in order")
     parser.add_argument("--log-level", default="notice", help="the server's --log-level")
+    parser.add_argument("--server-option", action="append", default=[], metavar="--OPTION=VALUE",
+                        help="one more option for serve, e.g. --server-option=--max-connections=900 (repeatable)")
     parser.add_argument("--json", help="also write every number to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, databases)")
     # The hostile worker process (internal).

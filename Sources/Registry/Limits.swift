@@ -8,8 +8,8 @@ public struct Limits: Sendable, Hashable {
     public var topicsPerToken = 2000
     /// Bytes of a request body (then 413).
     public var requestBodyBytes = 1 << 20
-    /// Longest device-group name; FCM documents none, so this only keeps rows sane.
-    public var groupNameLength = 256
+    /// Longest device-group name in UTF-8 bytes (after NFC); FCM documents none, so this only keeps rows sane.
+    public var groupNameBytes = 256
     /// Entries per page of a listing when the caller does not say.
     public var defaultPageSize = 1000
     /// The most entries one page may hold.

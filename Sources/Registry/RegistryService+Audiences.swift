@@ -41,12 +41,15 @@ extension RegistryService {
         var page: [UInt32] = []
         switch target {
         case .condition(let source, let dialect):
-            let condition = try Condition(parsing: source, dialect: dialect)
-            let reached = snapshot.evaluate(condition.expression)
-            result = Audience(count: reached.count, condition: condition)
+            let (condition, count, ids) = try await CostlyWork.run {
+                let condition = try Condition(parsing: source, dialect: dialect)
+                let reached = snapshot.evaluate(condition.expression)
+                return (condition, reached.count, countOnly ? [] : reached.ids(after: after, limit: limit + 1))
+            }
+            result = Audience(count: count, condition: condition)
             result.topicCounts = Dictionary(
                 uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
-            if !countOnly { page = reached.ids(after: after, limit: limit + 1) }
+            page = ids
         case .topic(let name):
             try checkTopicName(name)
             let members = snapshot.members(of: name)
@@ -58,7 +61,7 @@ extension RegistryService {
             result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         case .group(let name):
-            guard let members = try await store.memberIDs(ofGroup: nil, named: name, in: project) else {
+            guard let members = try await store.memberIDs(ofGroup: nil, named: try groupName(name), in: project) else {
                 throw RegistryError.groupNotFound
             }
             result = Audience(count: members.count)

@@ -3,7 +3,7 @@ extension RegistryService {
     /// `create`: a new group of the usable tokens; returns a notification key for it.
     /// - Throws: `.invalidGroupName`, `.noValidRegistrationIds`, `.groupNameTaken`, `.groupFull`.
     public func createGroup(named name: String, tokens: [String], in project: Project) async throws -> String {
-        try checkGroupName(name)
+        let name = try groupName(name)
         let usable = usableTokens(tokens)
         guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
         let group = try await store.createGroup(
@@ -17,6 +17,7 @@ extension RegistryService {
         async throws -> GroupRef
     {
         let id = try keys.groupID(from: notificationKey, in: project)
+        let expectedName = try expectedName.map(groupName)
         let usable = usableTokens(tokens)
         guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
         return try await store.addMembers(
@@ -28,6 +29,7 @@ extension RegistryService {
         async throws -> GroupRef
     {
         let id = try keys.groupID(from: notificationKey, in: project)
+        let expectedName = try expectedName.map(groupName)
         let usable = usableTokens(tokens)
         guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
         return try await store.removeMembers(usable, fromGroup: id, expectedName: expectedName, in: project)
@@ -36,17 +38,14 @@ extension RegistryService {
     /// GET by name: a fresh notification key for the group, different on every call.
     /// - Throws: `.groupNotFound`.
     public func notificationKey(forGroupNamed name: String, in project: Project) async throws -> String {
-        guard let group = try await store.group(named: name, in: project) else { throw RegistryError.groupNotFound }
+        guard let group = try await store.group(named: try groupName(name), in: project) else {
+            throw RegistryError.groupNotFound
+        }
         return keys.issue(groupID: group.id, in: project)
     }
 
-    func checkGroupName(_ name: String) throws(RegistryError) {
-        guard !name.isEmpty else { throw .invalidGroupName("notification_key_name must not be empty") }
-        guard name.count <= limits.groupNameLength else {
-            throw .invalidGroupName("notification_key_name is longer than \(limits.groupNameLength) characters")
-        }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalidGroupName("notification_key_name must not contain control characters")
-        }
+    /// The stored form of a group name (NFC), for creating and for looking up alike.
+    func groupName(_ name: String) throws(RegistryError) -> String {
+        try GroupName.normalized(name, maximumBytes: limits.groupNameBytes)
     }
 }

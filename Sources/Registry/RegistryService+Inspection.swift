@@ -14,7 +14,7 @@ extension RegistryService {
     public func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (GroupSummary, Page<Membership>)?
     {
-        try await store.groupMembers(named: name, in: project, after: after, limit: limit)
+        try await store.groupMembers(named: try groupName(name), in: project, after: after, limit: limit)
     }
 
     /// A page of the project's topics by name, with subscriber counts.

@@ -65,9 +65,11 @@ extension RegistryService {
                 try MessageRules.checkContent(message)
                 recipients = audience.snapshot(of: project.rowID).members(of: topic)
             case .condition(let source):
-                let condition = try MessageRules.condition(source, dialect: protocolName.conditionDialect)
+                let snapshot = audience.snapshot(of: project.rowID)
+                let dialect = protocolName.conditionDialect
+                let condition = try await CostlyWork.run { try MessageRules.condition(source, dialect: dialect) }
                 try MessageRules.checkContent(message)
-                recipients = audience.snapshot(of: project.rowID).evaluate(condition.expression)
+                recipients = await CostlyWork.run { snapshot.evaluate(condition.expression) }
             case .notificationKey(let key):
                 guard let members = try await groupMembers(forNotificationKey: key, in: project) else {
                     throw MessageProblem.invalidParameters(
@@ -105,7 +107,8 @@ extension RegistryService {
             return result
         }
         result.recipientCount = recipients.count
-        if !message.options.dryRun && !recipients.isEmpty {
+        // Topic and condition sends are logged even when nobody is subscribed: the sender did send.
+        if !message.options.dryRun && (message.isToTopics || !recipients.isEmpty) {
             try await sink.accept(
                 AcceptedMessage(
                     id: id, project: project, via: protocolName, message: message, recipients: recipients,

@@ -66,11 +66,23 @@ public struct RegistryService: Sendable {
         max(0, try await store.feedHead() - audience.position)
     }
 
+    /// What following the feed reports beyond the ordinary.
+    public enum FeedEvent: Sendable {
+        /// The index missed entries and was loaded again from the tables.
+        case reloaded(Duration)
+        /// A round failed; the next one tries again.
+        case failed(any Error)
+    }
+
     /// Follows the feed until the task is cancelled, catching up every `interval`.
-    /// - Parameter onError: told of a failed round (the next round tries again).
-    public func followFeed(every interval: Duration, onError: @Sendable (any Error) -> Void = { _ in }) async {
+    public func followFeed(every interval: Duration, report: @Sendable (FeedEvent) -> Void = { _ in }) async {
         while !Task.isCancelled {
-            do { try await catchUp() } catch { onError(error) }
+            let started = ContinuousClock.now
+            do {
+                if try await catchUp() == nil { report(.reloaded(ContinuousClock.now - started)) }
+            } catch {
+                report(.failed(error))
+            }
             try? await Task.sleep(for: interval)
         }
     }

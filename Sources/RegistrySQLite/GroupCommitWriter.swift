@@ -115,6 +115,10 @@ final class GroupCommitWriter: Sendable {
                         FeedRead(entries: others.entries + outcomes.flatMap(\.entries), truncated: others.truncated))
                 }
                 outcomes.forEach { $0.resume() }
+            } catch let error as DatabaseError
+                where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+            {
+                jobs.forEach { $0.fail(RegistryError.storeBusy) }
             } catch {
                 jobs.forEach { $0.fail(error) }
             }

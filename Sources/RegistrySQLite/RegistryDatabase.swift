@@ -11,20 +11,20 @@ public struct RegistryDatabase: Sendable {
         try Migrations.migrator.migrate(writer)
     }
 
-    /// Opens (or creates) the database file at `path`: WAL, foreign keys, a busy timeout so that
+    /// Opens (or creates) the database file at `path`: WAL, foreign keys, a busy timeout (5 s) so that
     /// command-line readers and the server share it, and `synchronous=NORMAL`, under which a
     /// committed transaction survives a crash of the process (WAL is written before the commit
     /// returns); only a power loss can take back the last commits.
     ///
     /// A new file is created readable by its owner only (it holds every token and the key
     /// secret); SQLite gives the `-wal` and `-shm` files the same mode.
-    public static func open(path: String) throws -> RegistryDatabase {
+    public static func open(path: String, busyTimeout: Double = 5) throws -> RegistryDatabase {
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }

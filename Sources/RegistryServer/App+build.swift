@@ -86,8 +86,15 @@ struct FeedFollower: Service {
     func run() async throws {
         let logger = logger
         await cancelWhenGracefulShutdown {
-            await registry.followFeed(every: interval) { error in
-                logger.error("reading the change feed failed", metadata: ["error": "\(error)"])
+            await registry.followFeed(every: interval) { event in
+                switch event {
+                case .reloaded(let duration):
+                    logger.notice(
+                        "audience index reloaded from the tables: this process missed feed entries",
+                        metadata: ["duration": "\(duration)"])
+                case .failed(let error):
+                    logger.error("reading the change feed failed", metadata: ["error": "\(error)"])
+                }
             }
         }
     }

@@ -19,6 +19,8 @@ struct AudienceController {
         var topicCounts: [String: Int]?
         var condition: String?
         var warnings: [ConditionReport.Finding]?
+        /// Warnings past the cap, counted but not listed.
+        var omittedWarnings: Int?
     }
 
     /// Exactly one target, with paging and a dialect for conditions.
@@ -69,14 +71,16 @@ struct AudienceController {
                 topicCounts: audience.topicCounts, condition: audience.condition?.canonical,
                 warnings: audience.condition.map { condition in
                     condition.warnings.map { ConditionReport.Finding($0, in: condition.source) }
-                }))
+                },
+                omittedWarnings: audience.condition.map(\.omittedWarnings)))
     }
 
     @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let body = try await JSONBody.decode(CheckRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let condition = body.condition else { throw BadRequest("condition is required") }
-        return try JSONResponse.make(
-            ConditionReport(checking: condition, dialect: try Self.dialect(body.dialect, default: .extended)))
+        let dialect = try Self.dialect(body.dialect, default: .extended)
+        let report = await CostlyWork.run { ConditionReport(checking: condition, dialect: dialect) }
+        return try JSONResponse.make(report)
     }
 
     // MARK: - Helpers

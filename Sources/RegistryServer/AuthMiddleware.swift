@@ -40,14 +40,19 @@ struct AuthMiddleware: RouterMiddleware {
         guard let header else { return nil }
         // Byte-level work: this runs on every request.
         var bytes = Substring(header).utf8[...]
-        guard let scheme = schemes.first(where: { bytes.starts(with: $0) }) else { return nil }
+        // Auth schemes are case-insensitive (RFC 9110 §11.1): compare with ASCII letters folded.
+        guard
+            let scheme = schemes.first(where: { scheme in
+                bytes.count >= scheme.count && zip(bytes, scheme).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+            })
+        else { return nil }
         bytes = bytes.dropFirst(scheme.count)
         while bytes.first == UInt8(ascii: " ") { bytes = bytes.dropFirst() }
         while bytes.last == UInt8(ascii: " ") { bytes = bytes.dropLast() }
         return bytes.isEmpty ? nil : String(Substring(bytes))
     }
 
-    private static let schemes = ["key=", "Bearer ", "bearer "].map { Array($0.utf8) }
+    private static let schemes = ["key=", "bearer "].map { Array($0.utf8) }
 
     static func unauthenticated(_ family: APIFamily, _ message: String) -> APIError {
         var error: APIError

@@ -3,10 +3,12 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 
-/// Deadlines on each HTTP/1 connection that Hummingbird's idle timeout does not give: the whole
-/// request head must arrive within `headerTimeout` (a client trickling header bytes resets no
-/// idle timer), and the whole body within `bodyTimeout` of its head (a client trickling one body
-/// byte at a time does). A connection that misses one is closed and the reason logged.
+/// Deadlines on each HTTP/1 connection that Hummingbird's idle timeout does not give: the first
+/// request head must arrive within `headerTimeout` of connecting, and every body within
+/// `bodyTimeout` of its head (a client trickling one body byte at a time resets the idle timer).
+/// Between requests on a kept-alive connection the idle timeout governs: header bytes do not
+/// reset it, so a head trickled after an answer is bounded by it. A connection that misses a
+/// deadline is closed and the reason logged.
 ///
 /// It also ends a connection whose answer went out before its request body was read (a 401, 404
 /// or 413 answered early): the server would otherwise read, and throw away, whatever the client
@@ -22,7 +24,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     private var timer: Scheduled<Void>?
     private var requestComplete = true
-    private var responsePending = false
+    private var discarding = false
 
     init(headerTimeout: Duration, bodyTimeout: Duration, logger: Logger) {
         self.headerTimeout = TimeAmount(headerTimeout)
@@ -66,16 +68,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if discarding { return }
         switch unwrapInboundIn(data) {
         case .head:
             requestComplete = false
-            responsePending = true
             arm(context, bodyTimeout, "request body not received in time")
         case .body:
             break
         case .end:
             requestComplete = true
-            if responsePending { disarm() } else { arm(context, headerTimeout, "request head not received in time") }
+            disarm()
         }
         context.fireChannelRead(data)
     }
@@ -85,16 +87,31 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(data, promise: promise)
             return
         }
-        responsePending = false
         if requestComplete {
-            arm(context, headerTimeout, "request head not received in time")
             context.write(data, promise: promise)
         } else {
-            // Answered before the body was read: send the answer, then close instead of draining.
+            // Answered before the body was read: send the answer and stop reading instead of
+            // draining what the client goes on sending. The write side is shut first, so the
+            // client reads the answer and an end of stream; the connection is closed a moment
+            // later (closing at once, with unread bytes, would reset it and lose the answer).
+            discarding = true
             disarm()
             let bound = context.loopBound
-            context.writeAndFlush(data).always { _ in bound.value.close(promise: nil) }.cascade(to: promise)
+            context.writeAndFlush(data).always { _ in
+                bound.value.close(mode: .output, promise: nil)
+                bound.value.eventLoop.assumeIsolated().scheduleTask(in: Self.linger) {
+                    bound.value.close(promise: nil)
+                }
+            }.cascade(to: promise)
         }
+    }
+
+    /// How long a connection answered early stays half-open for the client to read the answer.
+    static let linger = TimeAmount.seconds(1)
+
+    /// Once answered early, the connection reads nothing more.
+    func read(context: ChannelHandlerContext) {
+        if !discarding { context.read() }
     }
 }
 

@@ -100,6 +100,8 @@ enum ErrorEnvelope {
             return notFound(family, "no project \(name)")
         case (.serverKeyNotFound, _):
             return notFound(family, "no such server key")
+        case (.storeBusy, _):
+            return unavailable(family, "the database is locked by another process; try again shortly")
         }
     }
 
@@ -129,6 +131,19 @@ enum ErrorEnvelope {
         case .v1: .google(.notFound, "NOT_FOUND", message)
         case .native: .native(.notFound, "not_found", message)
         }
+    }
+
+    /// 503 with `Retry-After`: the request changed nothing and may be sent again.
+    static func unavailable(_ family: APIFamily, _ message: String) -> APIError {
+        var error: APIError
+        switch family {
+        case .legacy: error = .plain(.serviceUnavailable, "Unavailable: \(message)")
+        case .instanceID: error = .plain(.serviceUnavailable, "UNAVAILABLE")
+        case .v1: error = .google(.serviceUnavailable, "UNAVAILABLE", message, fcmErrorCode: "UNAVAILABLE")
+        case .native: error = .native(.serviceUnavailable, "unavailable", message)
+        }
+        error.headers[.retryAfter] = "1"
+        return error
     }
 
     static func forbidden(_ family: APIFamily, _ message: String) -> APIError {

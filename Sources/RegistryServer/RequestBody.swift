@@ -14,6 +14,9 @@ enum JSONBody {
 
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
         let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
+        if let key = DuplicateKeys.first(in: buffer.readableBytesView) {
+            throw BadRequest("the request body names \"\(key)\" twice in one object", field: key)
+        }
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {

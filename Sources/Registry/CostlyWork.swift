@@ -1,0 +1,22 @@
+import Dispatch
+
+/// Work whose cost grows with its input (parsing and checking a condition, set algebra over an
+/// audience), run on a thread of its own instead of the cooperative pool that answers every
+/// other request. Each such job is bounded (conditions are at most 64 KiB and lint linearly), but
+/// several at once could still occupy every pool thread; here they queue behind one another and
+/// `GET /health` and ordinary writes keep answering.
+public enum CostlyWork {
+    private static let queue = DispatchQueue(label: "fcm-registry.costly-work", qos: .utility)
+
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result(catching: body)) }
+        }
+    }
+
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+}
