@@ -94,7 +94,7 @@ extension RoaringContainer {
         } else {
             var words = [UInt64](repeating: 0, count: Self.wordCount)
             words.withUnsafeMutableBufferPointer { words in
-                for id in ids { words[Int(id &>> 6) & 1023] |= 1 &<< UInt64(id & 63) }
+                Self.setBits(ids, in: words)
             }
             self = .bitmap(words: words, cardinality: ids.count)
         }
@@ -134,27 +134,75 @@ extension RoaringContainer {
     }
 
     /// The sorted values whose bits are set in `word(0) ..< word(1023)`, of which there are `count`.
+    ///
+    /// Decodes four bits of every word without testing whether they exist, then advances by the word's popcount:
+    /// a loop that stops after each word's last bit mispredicts on nearly every word of sparse, random data. The
+    /// array keeps room for the four values that may be written past the last.
     @inline(__always)
     static func values(count: Int, word: (Int) -> UInt64) -> [UInt16] {
-        [UInt16](unsafeUninitializedCapacity: count) { out, n in
-            n = 0
+        [UInt16](unsafeUninitializedCapacity: count &+ 4) { out, n in
+            var written = 0
             for index in 0..<wordCount {
                 var bits = word(index)
-                while bits != 0 {
-                    out[n] = UInt16(truncatingIfNeeded: index &<< 6 | bits.trailingZeroBitCount)
-                    n &+= 1
+                let base = index &<< 6
+                let bitCount = bits.nonzeroBitCount
+                for k in 0..<4 {
+                    out[written &+ k] = UInt16(truncatingIfNeeded: base | bits.trailingZeroBitCount)
                     bits &= bits &- 1
                 }
+                var extra = written &+ 4
+                while bits != 0 {
+                    out[extra] = UInt16(truncatingIfNeeded: base | bits.trailingZeroBitCount)
+                    extra &+= 1
+                    bits &= bits &- 1
+                }
+                written &+= bitCount
             }
+            n = written
         }
     }
 
     static func words(values: UnsafeBufferPointer<UInt16>) -> [UInt64] {
         var words = [UInt64](repeating: 0, count: wordCount)
         words.withUnsafeMutableBufferPointer { words in
-            for value in values { words[Int(value &>> 6)] |= 1 &<< UInt64(value & 63) }
+            setBits(values, in: words)
         }
         return words
+    }
+
+    /// Sets (`insert`) or clears (`!insert`) the bits of `values` in `words`; returns how many changed.
+    @inline(__always)
+    static func update(
+        _ words: UnsafeMutableBufferPointer<UInt64>, with values: UnsafeBufferPointer<UInt16>, insert: Bool
+    ) -> Int {
+        var changed = 0
+        for value in values {
+            let index = Int(value &>> 6)
+            let shift = UInt64(value & 63)
+            let old = words[index]
+            changed &+= Int(truncatingIfNeeded: ((insert ? ~old : old) &>> shift) & 1)
+            words[index] = insert ? old | (1 &<< shift) : old & ~(1 &<< shift)
+        }
+        return changed
+    }
+
+    /// Sets the bits of ascending `values` (by their low 16 bits) in zeroed `words`.
+    ///
+    /// Stores without loading: consecutive values mostly share a word, and a read-modify-write of the word just
+    /// written would wait on that store each time. The word is built in a register and stored whole instead.
+    @inline(__always)
+    static func setBits<T: FixedWidthInteger & UnsignedInteger>(
+        _ values: UnsafeBufferPointer<T>, in words: UnsafeMutableBufferPointer<UInt64>
+    ) {
+        var previous = -1
+        var word: UInt64 = 0
+        for value in values {
+            let index = Int(truncatingIfNeeded: value &>> 6) & (wordCount &- 1)
+            let same = UInt64(truncatingIfNeeded: index == previous ? 1 : 0)
+            word = (word & (0 &- same)) | (1 &<< UInt64(truncatingIfNeeded: value & 63))
+            words[index] = word
+            previous = index
+        }
     }
 
     static func words(runs: UnsafeBufferPointer<RoaringRun>) -> [UInt64] {
@@ -267,7 +315,9 @@ extension RoaringContainer {
 extension RoaringContainer {
     /// First index in `start ..< end` whose value is not below `value`.
     @inline(__always)
-    static func lowerBound(_ values: UnsafeBufferPointer<UInt16>, _ value: UInt16, from start: Int = 0, to end: Int? = nil)
+    static func lowerBound(
+        _ values: UnsafeBufferPointer<UInt16>, _ value: UInt16, from start: Int = 0, to end: Int? = nil
+    )
         -> Int
     {
         var low = start
@@ -522,9 +572,9 @@ extension RoaringContainer: Equatable {
     static func == (lhs: RoaringContainer, rhs: RoaringContainer) -> Bool {
         guard lhs.cardinality == rhs.cardinality else { return false }
         switch (lhs, rhs) {
-        case let (.array(a), .array(b)): return a == b
-        case let (.bitmap(a, _), .bitmap(b, _)): return a == b
-        case let (.run(a, _), .run(b, _)): return a == b
+        case (.array(let a), .array(let b)): return a == b
+        case (.bitmap(let a, _), .bitmap(let b, _)): return a == b
+        case (.run(let a, _), .run(let b, _)): return a == b
         default: return lhs.canonicalRuns == rhs.canonicalRuns
         }
     }
@@ -532,20 +582,23 @@ extension RoaringContainer: Equatable {
 
 // MARK: - Set algebra
 //
-// One kernel per pair of forms. Arrays meet by merging, or by galloping when one is over 32 times longer; arrays
-// probe bitmaps; bitmaps combine word by word with popcount; runs meet arrays by a merge walk and bitmaps by masking
-// whole words. Run-and-run, and run-and-array unions and differences, go through interval arithmetic, turning the
-// array into runs first. Only `run − bitmap` expands the runs into a bitmap.
+// One kernel per pair of forms. Arrays meet each other by galloping, merging or probing a scratch bitmap (see
+// Kernels); arrays probe bitmaps; bitmaps combine word by word with popcount, counting first so that a small result
+// is built as an array directly; runs meet arrays by a merge walk and bitmaps by masking whole words. Run-and-run,
+// and run-and-array unions and differences, go through interval arithmetic, turning the array into runs first.
+// Only `run − bitmap` expands the runs into a bitmap. Results take the form their size calls for; runs appear only
+// where an operand had runs, or after `runOptimize()`.
 
 extension RoaringContainer {
     /// The ids in both, or nil when none are.
     static func intersection(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> RoaringContainer? {
         switch (lhs, rhs) {
-        case let (.array(a), .array(b)):
+        case (.array(let a), .array(let b)):
             return nonEmpty(a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersect(a, b) } })
-        case let (.array(a), .bitmap(w, _)), let (.bitmap(w, _), .array(a)):
-            return nonEmpty(a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in filter(a, w, keep: true) } })
-        case let (.bitmap(a, _), .bitmap(b, _)):
+        case (.array(let a), .bitmap(let w, _)), (.bitmap(let w, _), .array(let a)):
+            return nonEmpty(
+                a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in filter(a, w, keep: true) } })
+        case (.bitmap(let a, _), .bitmap(let b, _)):
             return a.withUnsafeBufferPointer { a in
                 b.withUnsafeBufferPointer { b in
                     var cardinality = 0
@@ -560,15 +613,18 @@ extension RoaringContainer {
                     return .bitmap(words: words, cardinality: cardinality)
                 }
             }
-        case let (.array(a), .run(r, _)), let (.run(r, _), .array(a)):
-            return nonEmpty(a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filter(a, r, keep: true) } })
-        case let (.bitmap(w, c), .run(r, rc)), let (.run(r, rc), .bitmap(w, c)):
+        case (.array(let a), .run(let r, _)), (.run(let r, _), .array(let a)):
+            return nonEmpty(
+                a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filter(a, r, keep: true) } })
+        case (.bitmap(let w, let c), .run(let r, let rc)), (.run(let r, let rc), .bitmap(let w, let c)):
             if rc == chunkSize { return .bitmap(words: w, cardinality: c) }
             return w.withUnsafeBufferPointer { w in r.withUnsafeBufferPointer { r in mask(w, r) } }
-        case let (.run(a, ac), .run(b, bc)):
+        case (.run(let a, let ac), .run(let b, let bc)):
             if ac == chunkSize { return rhs }
             if bc == chunkSize { return lhs }
-            let (runs, cardinality) = a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersect(a, b) } }
+            let (runs, cardinality) = a.withUnsafeBufferPointer { a in
+                b.withUnsafeBufferPointer { b in intersect(a, b) }
+            }
             return make(runs: runs, cardinality: cardinality)
         }
     }
@@ -576,17 +632,11 @@ extension RoaringContainer {
     /// How many ids are in both, without building them.
     static func intersectionCount(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> Int {
         switch (lhs, rhs) {
-        case let (.array(a), .array(b)):
+        case (.array(let a), .array(let b)):
             return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersectCount(a, b) } }
-        case let (.array(a), .bitmap(w, _)), let (.bitmap(w, _), .array(a)):
-            return a.withUnsafeBufferPointer { a in
-                w.withUnsafeBufferPointer { w in
-                    var count = 0
-                    for value in a { count &+= Int((w[Int(value &>> 6)] &>> UInt64(value & 63)) & 1) }
-                    return count
-                }
-            }
-        case let (.bitmap(a, _), .bitmap(b, _)):
+        case (.array(let a), .bitmap(let w, _)), (.bitmap(let w, _), .array(let a)):
+            return a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in probeCount(a, w) } }
+        case (.bitmap(let a, _), .bitmap(let b, _)):
             return a.withUnsafeBufferPointer { a in
                 b.withUnsafeBufferPointer { b in
                     var count = 0
@@ -594,9 +644,9 @@ extension RoaringContainer {
                     return count
                 }
             }
-        case let (.array(a), .run(r, _)), let (.run(r, _), .array(a)):
+        case (.array(let a), .run(let r, _)), (.run(let r, _), .array(let a)):
             return a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filterCount(a, r) } }
-        case let (.bitmap(w, c), .run(r, rc)), let (.run(r, rc), .bitmap(w, c)):
+        case (.bitmap(let w, let c), .run(let r, let rc)), (.run(let r, let rc), .bitmap(let w, let c)):
             if rc == chunkSize { return c }
             return w.withUnsafeBufferPointer { w in
                 r.withUnsafeBufferPointer { r in
@@ -605,7 +655,7 @@ extension RoaringContainer {
                     return count
                 }
             }
-        case let (.run(a, _), .run(b, _)):
+        case (.run(let a, _), .run(let b, _)):
             return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersectCount(a, b) } }
         }
     }
@@ -613,23 +663,18 @@ extension RoaringContainer {
     /// The ids in either.
     static func union(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> RoaringContainer {
         switch (lhs, rhs) {
-        case let (.array(a), .array(b)):
+        case (.array(let a), .array(let b)):
             return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in union(a, b) } }
-        case let (.array(a), .bitmap(w, c)), let (.bitmap(w, c), .array(a)):
+        case (.array(let a), .bitmap(let w, let c)), (.bitmap(let w, let c), .array(let a)):
             var words = w
             var cardinality = c
             words.withUnsafeMutableBufferPointer { words in
                 a.withUnsafeBufferPointer { a in
-                    for value in a {
-                        let index = Int(value &>> 6)
-                        let bit = UInt64(1) &<< UInt64(value & 63)
-                        cardinality &+= Int((~words[index] & bit) &>> UInt64(value & 63))
-                        words[index] |= bit
-                    }
+                    cardinality &+= Self.update(words, with: a, insert: true)
                 }
             }
             return .bitmap(words: words, cardinality: cardinality)
-        case let (.bitmap(a, _), .bitmap(b, _)):
+        case (.bitmap(let a, _), .bitmap(let b, _)):
             var cardinality = 0
             let words = a.withUnsafeBufferPointer { a in
                 b.withUnsafeBufferPointer { b in
@@ -644,11 +689,11 @@ extension RoaringContainer {
                 }
             }
             return .bitmap(words: words, cardinality: cardinality)
-        case let (.array(a), .run(r, rc)), let (.run(r, rc), .array(a)):
+        case (.array(let a), .run(let r, let rc)), (.run(let r, let rc), .array(let a)):
             if rc == chunkSize { return .run(runs: r, cardinality: rc) }
             let arrayRuns = a.withUnsafeBufferPointer { runs(values: $0) }
             return combine(arrayRuns, r) { $0 || $1 }!
-        case let (.bitmap(w, c), .run(r, rc)), let (.run(r, rc), .bitmap(w, c)):
+        case (.bitmap(let w, let c), .run(let r, let rc)), (.run(let r, let rc), .bitmap(let w, let c)):
             if rc == chunkSize { return .run(runs: r, cardinality: rc) }
             var words = w
             var cardinality = c
@@ -661,7 +706,7 @@ extension RoaringContainer {
                 }
             }
             return .bitmap(words: words, cardinality: cardinality)
-        case let (.run(a, _), .run(b, _)):
+        case (.run(let a, _), .run(let b, _)):
             return combine(a, b) { $0 || $1 }!
         }
     }
@@ -669,25 +714,21 @@ extension RoaringContainer {
     /// The ids of `lhs` not in `rhs`, or nil when none are.
     static func subtracting(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> RoaringContainer? {
         switch (lhs, rhs) {
-        case let (.array(a), .array(b)):
+        case (.array(let a), .array(let b)):
             return nonEmpty(a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in subtract(a, b) } })
-        case let (.array(a), .bitmap(w, _)):
-            return nonEmpty(a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in filter(a, w, keep: false) } })
-        case let (.bitmap(w, c), .array(a)):
+        case (.array(let a), .bitmap(let w, _)):
+            return nonEmpty(
+                a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in filter(a, w, keep: false) } })
+        case (.bitmap(let w, let c), .array(let a)):
             var words = w
             var cardinality = c
             words.withUnsafeMutableBufferPointer { words in
                 a.withUnsafeBufferPointer { a in
-                    for value in a {
-                        let index = Int(value &>> 6)
-                        let bit = UInt64(1) &<< UInt64(value & 63)
-                        cardinality &-= Int((words[index] & bit) &>> UInt64(value & 63))
-                        words[index] &= ~bit
-                    }
+                    cardinality &-= Self.update(words, with: a, insert: false)
                 }
             }
             return make(words: words, cardinality: cardinality)
-        case let (.bitmap(a, _), .bitmap(b, _)):
+        case (.bitmap(let a, _), .bitmap(let b, _)):
             return a.withUnsafeBufferPointer { a in
                 b.withUnsafeBufferPointer { b in
                     var cardinality = 0
@@ -702,11 +743,12 @@ extension RoaringContainer {
                     return .bitmap(words: words, cardinality: cardinality)
                 }
             }
-        case let (.array(a), .run(r, _)):
-            return nonEmpty(a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filter(a, r, keep: false) } })
-        case let (.run(r, _), .array(a)):
+        case (.array(let a), .run(let r, _)):
+            return nonEmpty(
+                a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filter(a, r, keep: false) } })
+        case (.run(let r, _), .array(let a)):
             return combine(r, a.withUnsafeBufferPointer { runs(values: $0) }) { $0 && !$1 }
-        case let (.bitmap(w, c), .run(r, _)):
+        case (.bitmap(let w, let c), .run(let r, _)):
             var words = w
             var cardinality = c
             words.withUnsafeMutableBufferPointer { words in
@@ -718,7 +760,7 @@ extension RoaringContainer {
                 }
             }
             return make(words: words, cardinality: cardinality)
-        case let (.run(r, _), .bitmap(w, _)):
+        case (.run(let r, _), .bitmap(let w, _)):
             // The one pair that expands runs into a bitmap: the result's shape follows the bitmap's holes.
             var bits = r.withUnsafeBufferPointer { Self.words(runs: $0) }
             var cardinality = 0
@@ -731,7 +773,7 @@ extension RoaringContainer {
                 }
             }
             return make(words: bits, cardinality: cardinality)
-        case let (.run(a, _), .run(b, _)):
+        case (.run(let a, _), .run(let b, _)):
             return combine(a, b) { $0 && !$1 }
         }
     }
@@ -753,12 +795,7 @@ extension RoaringContainer {
             switch other {
             case .array(let values):
                 values.withUnsafeBufferPointer { values in
-                    for value in values {
-                        let index = Int(value &>> 6)
-                        let bit = UInt64(1) &<< UInt64(value & 63)
-                        cardinality &+= Int((~words[index] & bit) &>> UInt64(value & 63))
-                        words[index] |= bit
-                    }
+                    cardinality &+= Self.update(words, with: values, insert: true)
                 }
             case .bitmap(let theirs, _):
                 theirs.withUnsafeBufferPointer { theirs in
@@ -814,12 +851,7 @@ extension RoaringContainer {
             switch other {
             case .array(let values):
                 values.withUnsafeBufferPointer { values in
-                    for value in values {
-                        let index = Int(value &>> 6)
-                        let bit = UInt64(1) &<< UInt64(value & 63)
-                        cardinality &-= Int((words[index] & bit) &>> UInt64(value & 63))
-                        words[index] &= ~bit
-                    }
+                    cardinality &-= Self.update(words, with: values, insert: false)
                 }
             case .bitmap(let theirs, _):
                 theirs.withUnsafeBufferPointer { theirs in
@@ -850,50 +882,87 @@ extension RoaringContainer {
         values.isEmpty ? nil : .array(values)
     }
 
+    // Two arrays meet in one of three ways. When one is much longer (32 times; 16 for unions), the short one gallops
+    // through it. When both are short, they merge. Otherwise, for intersections and differences, one is spread into
+    // a scratch bitmap and the other probes it: a merge step waits on the load the previous step chose (several
+    // cycles, plus mispredictions on random ids), while setting and probing bits are independent one-cycle steps,
+    // so probing wins from a few dozen values on (about 4x at 3,000 against 1,300). A union must come out sorted, so
+    // it merges, as two independent halves the processor overlaps. Merges write their candidate, then advance the
+    // output only when it belongs there.
+
+    /// Below this many values in both arrays together, merging beats building a scratch bitmap.
+    private static let mergeLimit = 64
+
+    @inline(__always)
+    private static func step(_ condition: Bool) -> Int { condition ? 1 : 0 }
+
+    /// Copies `source[range]` into uninitialized `out` from `offset`.
+    @inline(__always)
+    private static func copy(
+        _ source: UnsafeBufferPointer<UInt16>, _ range: Range<Int>, to out: UnsafeMutableBufferPointer<UInt16>,
+        at offset: Int
+    ) {
+        guard !range.isEmpty else { return }
+        (out.baseAddress! + offset).initialize(from: source.baseAddress! + range.lowerBound, count: range.count)
+    }
+
+    /// Calls `body` with a temporary bitmap of `values`.
+    @inline(__always)
+    private static func withScratch<R>(
+        _ values: UnsafeBufferPointer<UInt16>, _ body: (UnsafeBufferPointer<UInt64>) -> R
+    )
+        -> R
+    {
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: wordCount) { words in
+            words.initialize(repeating: 0)
+            setBits(values, in: words)
+            return body(UnsafeBufferPointer(words))
+        }
+    }
+
     private static func intersect(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> [UInt16] {
         let (small, large) = a.count <= b.count ? (a, b) : (b, a)
+        if large.count <= small.count &* 32 && small.count &+ large.count > mergeLimit {
+            return withScratch(large) { filter(small, $0, keep: true) }
+        }
         return [UInt16](unsafeUninitializedCapacity: small.count) { out, n in
-            n = 0
+            var written = 0
             if large.count > small.count &* 32 {
                 var j = 0
                 for value in small {
                     j = gallop(large, value, from: j)
                     if j == large.count { break }
-                    if large[j] == value {
-                        out[n] = value
-                        n &+= 1
-                    }
+                    out[written] = value
+                    written &+= step(large[j] == value)
                 }
-                return
-            }
-            var i = 0
-            var j = 0
-            while i < small.count && j < large.count {
-                let x = small[i]
-                let y = large[j]
-                if x < y {
-                    i &+= 1
-                } else if y < x {
-                    j &+= 1
-                } else {
-                    out[n] = x
-                    n &+= 1
-                    i &+= 1
-                    j &+= 1
+            } else {
+                var i = 0
+                var j = 0
+                while i < small.count && j < large.count {
+                    let x = small[i]
+                    let y = large[j]
+                    out[written] = x
+                    written &+= step(x == y)
+                    i &+= step(x <= y)
+                    j &+= step(y <= x)
                 }
             }
+            n = written
         }
     }
 
     private static func intersectCount(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> Int {
         let (small, large) = a.count <= b.count ? (a, b) : (b, a)
+        if large.count <= small.count &* 32 && small.count &+ large.count > mergeLimit {
+            return withScratch(large) { words in probeCount(small, words) }
+        }
         var count = 0
         if large.count > small.count &* 32 {
             var j = 0
             for value in small {
                 j = gallop(large, value, from: j)
                 if j == large.count { break }
-                if large[j] == value { count &+= 1 }
+                count &+= step(large[j] == value)
             }
             return count
         }
@@ -902,73 +971,158 @@ extension RoaringContainer {
         while i < small.count && j < large.count {
             let x = small[i]
             let y = large[j]
-            if x < y {
-                i &+= 1
-            } else if y < x {
-                j &+= 1
-            } else {
-                count &+= 1
-                i &+= 1
-                j &+= 1
-            }
+            count &+= step(x == y)
+            i &+= step(x <= y)
+            j &+= step(y <= x)
         }
         return count
     }
 
     private static func union(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> RoaringContainer {
         if a.count &+ b.count <= arrayLimit {
+            let (small, large) = a.count <= b.count ? (a, b) : (b, a)
             return .array(
                 [UInt16](unsafeUninitializedCapacity: a.count &+ b.count) { out, n in
-                    var i = 0
-                    var j = 0
-                    n = 0
-                    while i < a.count && j < b.count {
-                        let x = a[i]
-                        let y = b[j]
-                        out[n] = x < y ? x : y
-                        n &+= 1
-                        if x <= y { i &+= 1 }
-                        if y <= x { j &+= 1 }
-                    }
-                    while i < a.count {
-                        out[n] = a[i]
-                        n &+= 1
-                        i &+= 1
-                    }
-                    while j < b.count {
-                        out[n] = b[j]
-                        n &+= 1
-                        j &+= 1
-                    }
+                    n =
+                        large.count >= small.count &* 16
+                        ? gallopUnion(small, large, out) : mergeUnion(small, large, out)
                 })
         }
         var bits = Self.words(values: a)
         var cardinality = a.count
-        bits.withUnsafeMutableBufferPointer { words in
-            for value in b {
-                let index = Int(value &>> 6)
-                let bit = UInt64(1) &<< UInt64(value & 63)
-                cardinality &+= Int((~words[index] & bit) &>> UInt64(value & 63))
-                words[index] |= bit
-            }
-        }
+        bits.withUnsafeMutableBufferPointer { words in cardinality &+= update(words, with: b, insert: true) }
         return make(words: bits, cardinality: cardinality)!
     }
 
+    /// Copies `large` into `out` in slices between the values of the much shorter `small`; returns the count.
+    @inline(__always)
+    private static func gallopUnion(
+        _ small: UnsafeBufferPointer<UInt16>, _ large: UnsafeBufferPointer<UInt16>,
+        _ out: UnsafeMutableBufferPointer<UInt16>
+    ) -> Int {
+        var written = 0
+        var j = 0
+        for value in small {
+            let k = gallop(large, value, from: j)
+            copy(large, j..<k, to: out, at: written)
+            written &+= k &- j
+            j = k
+            out[written] = value
+            written &+= step(k == large.count || large[k] != value)
+        }
+        copy(large, j..<large.count, to: out, at: written)
+        return written &+ large.count &- j
+    }
+
+    /// One of two interleaved merges: `a[i ..< aEnd]` with `b[j ..< bEnd]`, written from `written`.
+    private struct UnionMerge {
+        var i: Int
+        let aEnd: Int
+        var j: Int
+        let bEnd: Int
+        var written: Int
+
+        @inline(__always) var isActive: Bool { i < aEnd && j < bEnd }
+
+        @inline(__always)
+        mutating func step(
+            _ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>,
+            _ out: UnsafeMutableBufferPointer<UInt16>
+        ) {
+            let x = a[i]
+            let y = b[j]
+            out[written] = x < y ? x : y
+            written &+= 1
+            i &+= RoaringContainer.step(x <= y)
+            j &+= RoaringContainer.step(y <= x)
+        }
+
+        /// Runs to the end of both inputs.
+        @inline(__always)
+        mutating func finish(
+            _ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>,
+            _ out: UnsafeMutableBufferPointer<UInt16>
+        ) {
+            while isActive { step(a, b, out) }
+            RoaringContainer.copy(a, i..<aEnd, to: out, at: written)
+            written &+= aEnd &- i
+            RoaringContainer.copy(b, j..<bEnd, to: out, at: written)
+            written &+= bEnd &- j
+        }
+    }
+
+    /// Merges two sorted arrays of similar length into `out`, dropping duplicates; returns the count.
+    ///
+    /// Each merge step waits on the load the previous one chose, so a single merge runs at that latency. Splitting
+    /// both inputs at the median of `large` gives two independent merges whose steps the processor overlaps; the
+    /// second half is written after room for the first and moved down at the end.
+    @inline(__always)
+    private static func mergeUnion(
+        _ small: UnsafeBufferPointer<UInt16>, _ large: UnsafeBufferPointer<UInt16>,
+        _ out: UnsafeMutableBufferPointer<UInt16>
+    ) -> Int {
+        let half = large.count &>> 1
+        let split = half < large.count ? lowerBound(small, large[half]) : small.count
+        var first = UnionMerge(i: 0, aEnd: half, j: 0, bEnd: split, written: 0)
+        var second = UnionMerge(i: half, aEnd: large.count, j: split, bEnd: small.count, written: half &+ split)
+        while first.isActive && second.isActive {
+            first.step(large, small, out)
+            second.step(large, small, out)
+        }
+        first.finish(large, small, out)
+        second.finish(large, small, out)
+        let secondCount = second.written &- (half &+ split)
+        if secondCount > 0 && first.written < half &+ split {
+            UnsafeMutableRawPointer(out.baseAddress! + first.written).copyMemory(
+                from: out.baseAddress! + (half &+ split), byteCount: secondCount &* 2)
+        }
+        return first.written &+ secondCount
+    }
+
     private static func subtract(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> [UInt16] {
-        [UInt16](unsafeUninitializedCapacity: a.count) { out, n in
-            n = 0
+        if b.count <= a.count &* 32 && a.count <= b.count &* 32 && a.count &+ b.count > mergeLimit {
+            return withScratch(b) { filter(a, $0, keep: false) }
+        }
+        return [UInt16](unsafeUninitializedCapacity: a.count) { out, n in
+            var written = 0
+            var i = 0
             var j = 0
-            let gallops = b.count > a.count &* 32
-            for value in a {
-                j = gallops ? gallop(b, value, from: j) : j
-                while !gallops && j < b.count && b[j] < value { j &+= 1 }
-                if j == b.count || b[j] != value {
-                    out[n] = value
-                    n &+= 1
+            if b.count > a.count &* 32 {
+                for value in a {
+                    j = gallop(b, value, from: j)
+                    out[written] = value
+                    written &+= step(j == b.count || b[j] != value)
+                }
+                i = a.count
+            } else if a.count > b.count &* 32 {
+                // Copy `a` in slices between the values of `b`, skipping those it holds.
+                for value in b {
+                    let k = gallop(a, value, from: i)
+                    copy(a, i..<k, to: out, at: written)
+                    written &+= k &- i
+                    i = k &+ step(k < a.count && a[k] == value)
+                }
+            } else {
+                while i < a.count && j < b.count {
+                    let x = a[i]
+                    let y = b[j]
+                    out[written] = x
+                    written &+= step(x < y)
+                    i &+= step(x <= y)
+                    j &+= step(y <= x)
                 }
             }
+            copy(a, i..<a.count, to: out, at: written)
+            n = written &+ a.count &- i
         }
+    }
+
+    /// How many values of `a` have their bit set in `words`.
+    @inline(__always)
+    private static func probeCount(_ a: UnsafeBufferPointer<UInt16>, _ words: UnsafeBufferPointer<UInt64>) -> Int {
+        var count = 0
+        for value in a { count &+= Int((words[Int(value &>> 6)] &>> UInt64(value & 63)) & 1) }
+        return count
     }
 
     /// The values of `a` whose bit in `words` is set (`keep`) or clear (`!keep`).

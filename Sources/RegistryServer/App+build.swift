@@ -43,14 +43,12 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     let serverMetrics = ServerMetrics(registry: metrics)
     router.add(middleware: AccessLogMiddleware(metrics: serverMetrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
-    router.get("/health") { _, context in
-        context.labels.route = "/health"
-        return try JSONResponse.make(["status": "ok"])
+    let open = RouteRecorder(router.group())
+    open.on("/health", .get) { _, _ in try JSONResponse.make(["status": "ok"]) }
+    open.on("/metrics", .get) { _, _ in
+        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics)
     }
-    router.get("/metrics") { _, context in
-        context.labels.route = "/metrics"
-        return try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics)
-    }
+    open.addMethodNotAllowed(to: router)
 
     let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))
     DeviceGroupController(registry: registry).addRoutes(to: routes)

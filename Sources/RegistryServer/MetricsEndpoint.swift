@@ -1,12 +1,20 @@
 import Hummingbird
 import Prometheus
 import Registry
+import Synchronization
 
 /// The server's own metrics, written straight into the registry `GET /metrics` shows (the
 /// swift-metrics facade, which `serve` also points at it, carries what the store records, such as
 /// group-commit batch sizes).
 struct ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
+    /// The request series already made, so that a request costs one dictionary look-up rather
+    /// than the registry's name and label checks.
+    private let series = RequestSeries()
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+    }
 
     private static let latencyBuckets: [Duration] = [
         .microseconds(250), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
@@ -14,18 +22,25 @@ struct ServerMetrics: Sendable {
     ]
 
     func request(method: String, route: String, status: Int, duration: Duration) {
-        registry.makeCounter(
+        let key = RequestSeries.Key(method: method, route: route, status: status)
+        if let (counter, histogram) = series.lookUp(key) {
+            counter.increment()
+            histogram.record(duration)
+            return
+        }
+        let counter = registry.makeCounter(
             descriptor: .init(
                 namespace: "fcm_registry", metricName: "http_requests", unitName: "total",
                 helpText: "HTTP requests by method, route and status."),
-            labels: [("method", method), ("route", route), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
+            labels: [("method", method), ("route", route), ("status", String(status))])
+        let histogram = registry.makeDurationHistogram(
             descriptor: .init(
                 namespace: "fcm_registry", metricName: "http_request_duration", unitName: "seconds",
                 helpText: "Time from a request's head to its answer, by route."),
-            labels: [("route", route)], buckets: Self.latencyBuckets
-        ).record(duration)
+            labels: [("route", route)], buckets: Self.latencyBuckets)
+        series.store((counter, histogram), for: key)
+        counter.increment()
+        histogram.record(duration)
     }
 
     func gauge(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) {
@@ -33,6 +48,25 @@ struct ServerMetrics: Sendable {
             descriptor: .init(namespace: "fcm_registry", metricName: name, unitName: "", helpText: help),
             labels: labels
         ).set(Double(value))
+    }
+}
+
+/// Request metric handles by method, route and status. Routes are templates, so the set is small.
+final class RequestSeries: Sendable {
+    struct Key: Hashable, Sendable {
+        var method: String
+        var route: String
+        var status: Int
+    }
+
+    private let handles = Mutex<[Key: (Counter, DurationHistogram)]>([:])
+
+    func lookUp(_ key: Key) -> (Counter, DurationHistogram)? {
+        handles.withLock { $0[key] }
+    }
+
+    func store(_ handle: (Counter, DurationHistogram), for key: Key) {
+        handles.withLock { $0[key] = handle }
     }
 }
 

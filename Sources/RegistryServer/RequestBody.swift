@@ -14,7 +14,7 @@ enum JSONBody {
 
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> T {
         let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
-        if let key = DuplicateKeys.first(in: buffer.readableBytesView) {
+        if let key = buffer.withUnsafeReadableBytes({ DuplicateKeys.first(in: $0) }) {
             throw BadRequest("the request body names \"\(key)\" twice in one object", field: key)
         }
         do {

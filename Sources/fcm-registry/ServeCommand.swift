@@ -25,7 +25,7 @@ struct ServeCommand: AsyncParsableCommand {
     var options: [String] = []
 
     func run() async throws {
-        let configuration: ServerConfiguration
+        var configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.resolve(
                 flags: try Self.flags(options), environment: ProcessInfo.processInfo.environment)
@@ -40,6 +40,17 @@ struct ServeCommand: AsyncParsableCommand {
         let descriptors = FileDescriptorLimit.raiseToHard()
         logger.info(
             "file descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
+        // Every connection holds a descriptor, and so do the database and its readers: past the
+        // limit, opening files fails (SQLite answers "unable to open database file", and the
+        // system's thread pool gives up). Keep connections well below it.
+        let reserve = 128
+        if descriptors.soft > 0, configuration.maximumConnections > Int(descriptors.soft) - reserve {
+            let capped = max(1, Int(descriptors.soft) - reserve)
+            logger.warning(
+                "connection limit lowered to fit the file descriptor limit",
+                metadata: ["configured": "\(configuration.maximumConnections)", "limit": "\(capped)"])
+            configuration.maximumConnections = capped
+        }
 
         let started = ContinuousClock.now
         let database = try RegistryDatabase.open(path: configuration.databasePath)

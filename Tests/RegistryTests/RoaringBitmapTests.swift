@@ -1,5 +1,6 @@
-@testable import Registry
 import Testing
+
+@testable import Registry
 
 @Suite("RoaringBitmap")
 struct RoaringBitmapTests {
@@ -83,7 +84,6 @@ struct RoaringBitmapTests {
 
     // MARK: - Checks
 
-
     static func kinds(_ bitmap: RoaringBitmap) -> [RoaringContainer.Kind] {
         bitmap.containers.map(\.kind)
     }
@@ -104,14 +104,17 @@ struct RoaringBitmapTests {
             case .run(let runs, let cardinality):
                 #expect((1...2048).contains(runs.count), sourceLocation: sourceLocation)
                 #expect(runs.allSatisfy { $0.last <= 65535 }, sourceLocation: sourceLocation)
-                #expect(zip(runs, runs.dropFirst()).allSatisfy { $0.last + 1 < $1.first }, sourceLocation: sourceLocation)
+                #expect(
+                    zip(runs, runs.dropFirst()).allSatisfy { $0.last + 1 < $1.first }, sourceLocation: sourceLocation)
                 #expect(runs.reduce(0) { $0 + $1.length } == cardinality, sourceLocation: sourceLocation)
             }
         }
     }
 
     /// Checks `bitmap` holds exactly `model`, through every read path.
-    static func expect(_ bitmap: RoaringBitmap, holds model: Set<UInt32>, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expect(
+        _ bitmap: RoaringBitmap, holds model: Set<UInt32>, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         expectValid(bitmap, sourceLocation: sourceLocation)
         // Ascending, as many as the model, each in it: the model in order, without sorting it (slow in debug builds).
         let ids = Array(bitmap.ids)
@@ -178,15 +181,18 @@ struct RoaringBitmapTests {
         }
     }
 
-    @Test("Arrays of very different lengths meet by galloping and agree with Set", arguments: UInt64(1)...6)
-    func lopsidedArrays(seed: UInt64) {
+    @Test("Arrays of every relative length meet correctly: galloping, merging, probing", arguments: UInt64(1)...6)
+    func arrayPairs(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        let large = Self.distinctLows(4000, using: &random).map { 3 << 16 | $0 }
-        // Short arrays, about half their ids taken from the long one, the rest anywhere in the chunk.
-        for length in [1, 2, 7, 40, 100] {
-            let short = (0..<length).map { _ in
-                random.next() % 2 == 0 ? large[Int(random.next() % 4000)] : 3 << 16 | UInt32(random.next() % 65536)
+        let large = Self.distinctLows(3000, using: &random).map { 3 << 16 | $0 }
+        // Shorter arrays, about half their ids taken from the long one, the rest anywhere in the chunk: from far
+        // shorter (galloping) to comparable (merging, or probing a scratch bitmap), unions on both sides of 4,096.
+        for length in [1, 2, 7, 40, 100, 400, 1000, 1500] {
+            var short = (0..<length).map { _ in
+                random.next() % 2 == 0 ? large[Int(random.next() % 3000)] : 3 << 16 | UInt32(random.next() % 65536)
             }
+            // Past either end of the long array, so walks run off its ends.
+            short[0] = length % 2 == 0 ? 3 << 16 | 65535 : 3 << 16
             let x = RoaringBitmap(short)
             let y = RoaringBitmap(large)
             #expect(Self.kinds(x) == [.array] && Self.kinds(y) == [.array])
@@ -195,8 +201,23 @@ struct RoaringBitmapTests {
             Self.expect(y.intersection(x), holds: setX.intersection(setY))
             #expect(x.intersectionCount(y) == setX.intersection(setY).count)
             #expect(y.intersectionCount(x) == setX.intersection(setY).count)
+            Self.expect(x.union(y), holds: setX.union(setY))
+            Self.expect(y.union(x), holds: setX.union(setY))
             Self.expect(x.subtracting(y), holds: setX.subtracting(setY))
             Self.expect(y.subtracting(x), holds: setY.subtracting(setX))
+        }
+    }
+
+    @Test("Tiny arrays with many shared values agree with Set", arguments: UInt64(1)...3)
+    func tinyArrays(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<200 {
+            let a = (0..<Int(random.next() % 7)).map { _ in UInt32(random.next() % 12) }
+            let b = (0..<Int(random.next() % 7)).map { _ in UInt32(random.next() % 12) }
+            let (x, y) = (RoaringBitmap(a), RoaringBitmap(b))
+            Self.expect(x.union(y), holds: Set(a).union(b))
+            Self.expect(x.intersection(y), holds: Set(a).intersection(b))
+            Self.expect(x.subtracting(y), holds: Set(a).subtracting(b))
         }
     }
 
@@ -398,7 +419,9 @@ struct RoaringBitmapTests {
         // Inserting into a run container merges runs it joins.
         var joined = RoaringBitmap(sortedIDs: Array(0..<100) + Array(101..<200))
         joined.runOptimize()
-        #expect(joined.containers[0] == .run(runs: [RoaringRun(first: 0, last: 99), RoaringRun(first: 101, last: 199)], cardinality: 199))
+        #expect(
+            joined.containers[0]
+                == .run(runs: [RoaringRun(first: 0, last: 99), RoaringRun(first: 101, last: 199)], cardinality: 199))
         joined.insert(100)
         guard case .run(let runs, _) = joined.containers[0] else {
             Issue.record("expected a run container")
@@ -599,47 +622,47 @@ struct RoaringBitmapTests {
         le(UInt16(runs.count)) + runs.flatMap { le($0.0) + le($0.1) }
     }
 
-    static let corruptions: [(String, [UInt8], RoaringBitmap.FormatError)] = {
-        let values = [UInt16(3), 9, 12].flatMap { le($0) }
-        var oneBit = [UInt8](repeating: 0xFF, count: 8 * 1024)
-        oneBit[100] = 0xFE
+    /// Bytes broken in one way each, named, with the error they must raise.
+    static let corruptions: [(name: String, bytes: [UInt8], error: RoaringBitmap.FormatError)] = {
+        let one = container(key: 1, kind: 0, cardinality: 1, payload: le(UInt16(5)))
+        let two = container(key: 2, kind: 0, cardinality: 1, payload: le(UInt16(5)))
+        func array(_ cardinality: UInt32, _ values: [UInt16]) -> [UInt8] {
+            file(container(key: 0, kind: 0, cardinality: cardinality, payload: values.flatMap { le($0) }))
+        }
+        func bitmap(_ cardinality: UInt32, _ words: [UInt64]) -> [UInt8] {
+            file(container(key: 0, kind: 1, cardinality: cardinality, payload: words.flatMap { le($0) }))
+        }
+        func runContainer(_ cardinality: UInt32, _ list: [(UInt16, UInt16)]) -> [UInt8] {
+            file(container(key: 0, kind: 2, cardinality: cardinality, payload: runs(list)))
+        }
+        var missingBit = [UInt64](repeating: ~0, count: 1024)
+        missingBit[100] = ~1
         return [
             ("version", [2] + le(UInt32(0)), .unsupportedVersion),
             ("container count", file(count: 65_537), .tooManyContainers),
-            (
-                "count beyond the bytes",
-                file(container(key: 1, kind: 0, cardinality: 1, payload: le(UInt16(5))), count: 2), .truncated
-            ),
-            ("equal keys", file(container(key: 1, kind: 0, cardinality: 1, payload: le(UInt16(5))),
-                                container(key: 1, kind: 0, cardinality: 1, payload: le(UInt16(6)))), .unsortedKeys),
-            ("descending keys", file(container(key: 2, kind: 0, cardinality: 1, payload: le(UInt16(5))),
-                                     container(key: 1, kind: 0, cardinality: 1, payload: le(UInt16(6)))), .unsortedKeys),
+            ("count beyond the bytes", file(one, count: 2), .truncated),
+            ("equal keys", file(one, one), .unsortedKeys),
+            ("descending keys", file(two, one), .unsortedKeys),
             ("kind", file(container(key: 0, kind: 3, cardinality: 1, payload: le(UInt16(5)))), .unknownKind),
-            ("empty array", file(container(key: 0, kind: 0, cardinality: 0, payload: [])), .badCardinality),
-            ("array past 4,096", file(container(key: 0, kind: 0, cardinality: 4097, payload: [])), .badCardinality),
-            ("bitmap of 4,096", file(container(key: 0, kind: 1, cardinality: 4096, payload: [])), .badCardinality),
-            ("run past 65,536", file(container(key: 0, kind: 2, cardinality: 65_537, payload: [])), .badCardinality),
-            ("unsorted array", file(container(key: 0, kind: 0, cardinality: 3, payload: values.reversed())), .badPayload),
-            ("duplicate in array", file(container(key: 0, kind: 0, cardinality: 2, payload: le(UInt16(4)) + le(UInt16(4)))),
-             .badPayload),
-            ("bitmap popcount", file(container(key: 0, kind: 1, cardinality: 65_536, payload: oneBit)),
-             .cardinalityMismatch),
-            ("no runs", file(container(key: 0, kind: 2, cardinality: 1, payload: runs([]))), .badPayload),
-            ("overlapping runs", file(container(key: 0, kind: 2, cardinality: 20, payload: runs([(0, 9), (5, 9)]))),
-             .badPayload),
-            ("touching runs", file(container(key: 0, kind: 2, cardinality: 20, payload: runs([(0, 9), (10, 9)]))),
-             .badPayload),
-            ("run past the chunk", file(container(key: 0, kind: 2, cardinality: 10, payload: runs([(65_530, 9)]))),
-             .badPayload),
-            ("run lengths", file(container(key: 0, kind: 2, cardinality: 11, payload: runs([(0, 9)]))),
-             .cardinalityMismatch),
+            ("empty array", array(0, []), .badCardinality),
+            ("array past 4,096", array(4097, []), .badCardinality),
+            ("bitmap of 4,096", bitmap(4096, []), .badCardinality),
+            ("run past 65,536", runContainer(65_537, []), .badCardinality),
+            ("unsorted array", array(3, [12, 9, 3]), .badPayload),
+            ("duplicate in array", array(2, [4, 4]), .badPayload),
+            ("bitmap popcount", bitmap(65_536, missingBit), .cardinalityMismatch),
+            ("no runs", runContainer(1, []), .badPayload),
+            ("overlapping runs", runContainer(20, [(0, 9), (5, 9)]), .badPayload),
+            ("touching runs", runContainer(20, [(0, 9), (10, 9)]), .badPayload),
+            ("run past the chunk", runContainer(10, [(65_530, 9)]), .badPayload),
+            ("run lengths", runContainer(11, [(0, 9)]), .cardinalityMismatch),
         ]
     }()
 
     @Test("Inconsistent bytes throw the matching FormatError", arguments: corruptions.indices)
     func corruption(index: Int) {
-        let (name, bytes, error) = Self.corruptions[index]
-        #expect(throws: error, "\(name)") { try Self.decode(bytes) }
+        let corruption = Self.corruptions[index]
+        #expect(throws: corruption.error, "\(corruption.name)") { try Self.decode(corruption.bytes) }
     }
 
     @Test("Hand-written bytes in the documented format decode to the ids they describe")
