@@ -15,8 +15,8 @@ import Synchronization
 public final class AudienceIndex: FeedListener {
     /// One project's part of the index.
     public struct Snapshot: Sendable {
-        public fileprivate(set) var topics: [String: RoaringBitmap] = [:]
-        public fileprivate(set) var registered = RoaringBitmap()
+        public internal(set) var topics: [String: RoaringBitmap] = [:]
+        public internal(set) var registered = RoaringBitmap()
 
         /// The token ids subscribed to `topic`.
         public func members(of topic: String) -> RoaringBitmap {
@@ -45,7 +45,8 @@ public final class AudienceIndex: FeedListener {
         }
     }
 
-    private struct State {
+    /// Everything the index holds; what a checkpoint saves.
+    struct State: Sendable {
         var projects: [Int64: Snapshot] = [:]
         var position: Int64 = 0
         /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
@@ -55,6 +56,17 @@ public final class AudienceIndex: FeedListener {
     private let state = Mutex(State())
 
     public init() {}
+
+    /// A copy of the whole index, taken under the lock (copy-on-write: it costs nothing until
+    /// the next change) and read outside it.
+    func copyState() -> State {
+        state.withLock { $0 }
+    }
+
+    /// Replaces the whole index, as a checkpoint had it.
+    func restore(_ restored: State) {
+        state.withLock { $0 = restored }
+    }
 
     /// A consistent view of one project's index.
     public func snapshot(of project: Int64) -> Snapshot {
@@ -75,7 +87,11 @@ public final class AudienceIndex: FeedListener {
         var projects: [Int64: Snapshot] = [:]
         for (project, audience) in load.projects {
             var snapshot = Snapshot()
-            for (topic, ids) in audience.topics { snapshot.topics[topic] = RoaringBitmap(sortedIDs: ids) }
+            for (topic, ids) in audience.topics {
+                var members = RoaringBitmap(sortedIDs: ids)
+                members.runOptimize()
+                snapshot.topics[topic] = members
+            }
             snapshot.registered = RoaringBitmap(sortedIDs: audience.registered)
             projects[project] = snapshot
         }

@@ -7,10 +7,19 @@ import Dispatch
 /// `GET /health` and ordinary writes keep answering.
 public enum CostlyWork {
     private static let queue = DispatchQueue(label: "fcm-registry.costly-work", qos: .utility)
+    /// Long jobs no request waits for (writing a checkpoint), kept off `queue` too.
+    private static let background = DispatchQueue(label: "fcm-registry.background-work", qos: .background)
 
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result(catching: body)) }
+        }
+    }
+
+    /// Runs `body` on a thread of its own that requests never wait behind.
+    public static func runInBackground<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            background.async { continuation.resume(with: Result(catching: body)) }
         }
     }
 

@@ -11,6 +11,12 @@ public struct RegistryService: Sendable {
     public let audience = AudienceIndex()
     /// Where accepted messages go: today the message log, later the relay to FCM.
     public let sink: any MessageSink
+    /// Where the audience index is saved between runs; `nil` for none.
+    public let checkpointPath: String?
+    /// Tells a checkpoint of this database from one of another.
+    let databaseID: [UInt8]
+    /// How the audience index was loaded; `nil` when it was not asked for.
+    public let startup: AudienceStartup?
 
     /// Opens the registry over `store`, creating the notification-key secret on first use.
     /// - Parameters:
@@ -18,18 +24,79 @@ public struct RegistryService: Sendable {
     ///   - loadAudience: fill the audience index from the store and keep it current with this
     ///     process's writes (the server does; commands that only look at a few rows need not
     ///     spend the second it takes on a large registry).
+    ///   - checkpoint: a file to load the index from at start (then the feed is replayed from
+    ///     its position) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
     public init(
-        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, loadAudience: Bool = true
+        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, loadAudience: Bool = true,
+        checkpoint: String? = nil
     ) async throws {
         self.store = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(store: store, limits: limits)
+        checkpointPath = checkpoint
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
+        databaseID = try await store.secret(named: "databaseID") { (0..<16).map { _ in UInt8.random(in: 0...255) } }
         if loadAudience {
-            try await reloadAudience()
+            startup = try await Self.startAudience(audience, store: store, checkpoint: checkpoint, databaseID: databaseID)
             store.attach(audience)
+        } else {
+            startup = nil
         }
+    }
+
+    // MARK: - Start-up and checkpoints
+
+    /// Loads `index` from the checkpoint when it can be trusted, then replays the feed after its
+    /// position; otherwise from the tables.
+    private static func startAudience(
+        _ index: AudienceIndex, store: any RegistryStore, checkpoint: String?, databaseID: [UInt8]
+    ) async throws -> AudienceStartup {
+        let started = ContinuousClock.now
+        var reason: String?
+        if let checkpoint {
+            do {
+                let state = try await CostlyWork.runInBackground {
+                    try AudienceCheckpoint.decode(AudienceCheckpoint.read(from: checkpoint), databaseID: databaseID)
+                }
+                guard try await !store.feed(after: state.position, limit: 1).truncated else {
+                    throw AudienceCheckpoint.Problem.stale(position: state.position)
+                }
+                index.restore(state)
+                var replayed = 0
+                while true {
+                    let read = try await store.feed(after: index.position, limit: 10_000)
+                    index.apply(read)
+                    replayed += read.entries.count
+                    if read.entries.count < 10_000 || index.isStale { break }
+                }
+                if !index.isStale {
+                    return AudienceStartup(
+                        source: .checkpoint(position: state.position, replayed: replayed),
+                        duration: ContinuousClock.now - started)
+                }
+                reason = "the feed asked for a reload while replaying"
+            } catch {
+                reason = "\(error)"
+            }
+        }
+        index.load(try await store.loadAudience())
+        return AudienceStartup(source: .tables(reason: reason), duration: ContinuousClock.now - started)
+    }
+
+    /// Saves the audience index to the checkpoint file, off the request threads.
+    /// - Returns: the bytes written and the feed position saved, or `nil` without a checkpoint path.
+    @discardableResult
+    public func saveCheckpoint() async throws -> (bytes: Int, position: Int64)? {
+        guard let checkpointPath else { return nil }
+        let state = audience.copyState()
+        let databaseID = databaseID
+        let size = try await CostlyWork.runInBackground {
+            let bytes = AudienceCheckpoint.encode(state, databaseID: databaseID)
+            try AudienceCheckpoint.write(bytes, to: checkpointPath)
+            return bytes.count
+        }
+        return (size, state.position)
     }
 
     // MARK: - Following the feed
@@ -141,4 +208,17 @@ public struct RegistryService: Sendable {
         guard let requested, requested > 0 else { return limits.defaultPageSize }
         return min(requested, limits.maximumPageSize)
     }
+}
+
+/// How the audience index came to be at start, for the start-up log line.
+public struct AudienceStartup: Sendable {
+    public enum Source: Sendable {
+        /// From the checkpoint at `position`, then `replayed` feed entries.
+        case checkpoint(position: Int64, replayed: Int)
+        /// From the tables; `reason` says why the checkpoint was not used, if there was one.
+        case tables(reason: String?)
+    }
+
+    public var source: Source
+    public var duration: Duration
 }

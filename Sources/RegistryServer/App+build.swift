@@ -31,6 +31,10 @@ public func buildApplication(
             availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
         logger: logger)
     application.addServices(FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger))
+    if registry.checkpointPath != nil {
+        application.addServices(
+            CheckpointWriter(registry: registry, interval: configuration.checkpointInterval, logger: logger))
+    }
     return application
 }
 
@@ -94,6 +98,43 @@ struct FeedFollower: Service {
                     logger.error("reading the change feed failed", metadata: ["error": "\(error)"])
                 }
             }
+        }
+    }
+}
+
+/// Saves the audience index every `interval` while it changes, and once more at shutdown, so
+/// that the next start loads the checkpoint and replays only the feed after it.
+struct CheckpointWriter: Service {
+    let registry: RegistryService
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        let saved = await cancelWhenGracefulShutdown { () async -> Int64? in
+            var saved: Int64? = nil
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled, registry.audience.position != saved else { continue }
+                saved = await save() ?? saved
+            }
+            return saved
+        }
+        if registry.audience.position != saved ?? nil { _ = await save() }
+    }
+
+    private func save() async -> Int64? {
+        let started = ContinuousClock.now
+        do {
+            guard let (bytes, position) = try await registry.saveCheckpoint() else { return nil }
+            logger.info(
+                "audience checkpoint saved",
+                metadata: [
+                    "bytes": "\(bytes)", "feed.position": "\(position)", "duration": "\(ContinuousClock.now - started)",
+                ])
+            return position
+        } catch {
+            logger.error("saving the audience checkpoint failed", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 }

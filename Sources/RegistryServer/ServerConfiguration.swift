@@ -14,6 +14,17 @@ public struct ServerConfiguration: Sendable {
     public var limits = Limits()
     /// How often the server reads the change feed for other processes' writes.
     public var feedInterval = Duration.milliseconds(10)
+    /// Where the audience index is saved between runs; `nil` is the database's path with
+    /// `.audience` appended, and `off` in the option turns checkpoints off.
+    public var checkpointPath: String?
+    public var checkpointsEnabled = true
+    /// How often the index is saved while the feed moves (and always at shutdown).
+    public var checkpointInterval = Duration.seconds(300)
+
+    /// The checkpoint file in effect, or `nil` when checkpoints are off.
+    public var resolvedCheckpointPath: String? {
+        checkpointsEnabled ? checkpointPath ?? databasePath + ".audience" : nil
+    }
     /// A connection idle this long (no request in progress, or a request stalled mid-way) is closed.
     public var idleTimeout = Duration.seconds(60)
     /// The whole request head must arrive within this time of the connection's first byte, or of the previous answer.
@@ -98,6 +109,17 @@ extension ServerConfiguration {
             "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
             "10ms"
         ) { $1.feedInterval = $0 },
+        text(
+            "checkpoint", "FCM_REGISTRY_CHECKPOINT",
+            "File the audience index is saved to and started from; off turns checkpoints off.", "<db>.audience"
+        ) { value, configuration in
+            configuration.checkpointsEnabled = value != "off"
+            configuration.checkpointPath = value == "off" || value.isEmpty ? nil : value
+        },
+        duration(
+            "checkpoint-interval", "FCM_REGISTRY_CHECKPOINT_INTERVAL",
+            "How often the audience index is saved while it changes (and at shutdown).", "5m"
+        ) { $1.checkpointInterval = $0 },
         duration("idle-timeout", "FCM_REGISTRY_IDLE_TIMEOUT", "Close a connection idle this long.", "60s") {
             $1.idleTimeout = $0
         },

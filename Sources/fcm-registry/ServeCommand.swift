@@ -56,14 +56,24 @@ struct ServeCommand: AsyncParsableCommand {
         let database = try RegistryDatabase.open(path: configuration.databasePath)
         let registry = try await RegistryService(
             store: SQLiteStore(database, feedRetention: configuration.limits.feedRetention),
-            limits: configuration.limits)
+            limits: configuration.limits, checkpoint: configuration.resolvedCheckpointPath)
         let size = registry.audience.size()
-        logger.info(
-            "audience index loaded",
-            metadata: [
-                "subscriptions": "\(size.subscriptions)", "tokens": "\(size.registered)",
-                "duration": "\(ContinuousClock.now - started)",
-            ])
+        var loaded: Logger.Metadata = [
+            "subscriptions": "\(size.subscriptions)", "tokens": "\(size.registered)", "index.bytes": "\(size.bytes)",
+            "duration": "\(ContinuousClock.now - started)",
+        ]
+        switch registry.startup?.source {
+        case .checkpoint(let position, let replayed)?:
+            loaded["from"] = "checkpoint"
+            loaded["feed.position"] = "\(position)"
+            loaded["feed.replayed"] = "\(replayed)"
+        case .tables(let reason)?:
+            loaded["from"] = "tables"
+            if let reason { loaded["checkpoint.unused"] = "\(reason)" }
+        case nil:
+            break
+        }
+        logger.info("audience index loaded", metadata: loaded)
         if try await registry.projects().isEmpty {
             let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
             try FirstKey.announce(ProjectCommand.Created(project: project, serverKey: key), to: configuration.keyFile)

@@ -1,0 +1,114 @@
+import Foundation
+@testable import Registry
+@testable import RegistrySQLite
+import Testing
+
+@Suite("Audience checkpoints")
+struct CheckpointTests {
+    /// A database file and its checkpoint beside it, removed when the test ends.
+    final class Files {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("checkpoint-\(UUID()).sqlite").path
+        var checkpoint: String { path + ".audience" }
+
+        deinit {
+            for suffix in ["", "-wal", "-shm", ".audience", ".audience.tmp"] {
+                try? FileManager.default.removeItem(atPath: path + suffix)
+            }
+        }
+
+        func open(checkpoint: Bool = true) async throws -> RegistryService {
+            try await RegistryService(
+                store: SQLiteStore(RegistryDatabase.open(path: path)), checkpoint: checkpoint ? self.checkpoint : nil)
+        }
+    }
+
+    static func fill(_ registry: RegistryService, _ project: Project, from: Int, to: Int) async throws {
+        for n in from..<to {
+            _ = try await registry.subscribe([token(n)], to: "t\(n % 4)", in: project)
+            if n % 7 == 0 { _ = try await registry.unregisterToken(token(n), in: project) }
+        }
+    }
+
+    static func contents(_ registry: RegistryService, _ project: Project) -> [String: RoaringBitmap] {
+        let snapshot = registry.audience.snapshot(of: project.rowID)
+        return snapshot.topics.merging(["(registered)": snapshot.registered]) { $1 }
+    }
+
+    @Test("A restart loads the checkpoint, replays what was written after it, and equals the tables")
+    func restartFromCheckpoint() async throws {
+        let files = Files()
+        let first = try await files.open()
+        let (project, _) = try await first.createProject(projectId: "app", senderId: "1")
+        try await Self.fill(first, project, from: 0, to: 40)
+        let saved = try #require(try await first.saveCheckpoint())
+        #expect(saved.position == first.audience.position)
+        // Written after the checkpoint: the next start must replay it.
+        try await Self.fill(first, project, from: 40, to: 60)
+
+        let restarted = try await files.open()
+        guard case .checkpoint(let position, let replayed)? = restarted.startup?.source else {
+            Issue.record("expected a start from the checkpoint, got \(String(describing: restarted.startup?.source))")
+            return
+        }
+        #expect(position == saved.position)
+        #expect(replayed > 0)
+        let fromTables = try await files.open(checkpoint: false)
+        #expect(Self.contents(restarted, project) == Self.contents(fromTables, project))
+        #expect(restarted.audience.position == fromTables.audience.position)
+    }
+
+    @Test("A missing, damaged, foreign or stale checkpoint falls back to the tables and says why")
+    func fallbacks() async throws {
+        let files = Files()
+        let registry = try await files.open()
+        guard case .tables(let missing?)? = registry.startup?.source else { Issue.record("expected tables"); return }
+        #expect(missing.contains("no checkpoint file"))
+        let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
+        try await Self.fill(registry, project, from: 0, to: 20)
+        try await registry.saveCheckpoint()
+
+        // Damaged: one byte flipped in the middle.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: files.checkpoint)))
+        let original = bytes
+        bytes[bytes.count / 2] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: files.checkpoint))
+        let damaged = try await files.open()
+        guard case .tables(let reason?)? = damaged.startup?.source else { Issue.record("expected tables"); return }
+        #expect(reason.contains("damaged"))
+        #expect(Self.contents(damaged, project) == Self.contents(registry, project))
+
+        // Another database's checkpoint.
+        let other = Files()
+        let foreign = try await other.open()
+        _ = try await foreign.createProject(projectId: "app", senderId: "1")
+        try Data(original).write(to: URL(fileURLWithPath: other.checkpoint))
+        let reopened = try await other.open()
+        guard case .tables(let why?)? = reopened.startup?.source else { Issue.record("expected tables"); return }
+        #expect(why.contains("another database"))
+
+        // Stale: the feed was pruned past the checkpoint's position.
+        try Data(original).write(to: URL(fileURLWithPath: files.checkpoint))
+        try await Self.fill(registry, project, from: 20, to: 30)
+        let store = try #require(registry.store as? SQLiteStore)
+        try await store.database.writer.write { db in try ChangeFeedSQL.prune(db, keeping: 1) }
+        let stale = try await files.open()
+        guard case .tables(let staleWhy?)? = stale.startup?.source else { Issue.record("expected tables"); return }
+        #expect(staleWhy.contains("older than the feed keeps"))
+        #expect(Self.contents(stale, project) == Self.contents(registry, project))
+    }
+
+    @Test("Truncated checkpoint bytes are refused at every length")
+    func truncation() async throws {
+        let files = Files()
+        let registry = try await files.open()
+        let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
+        try await Self.fill(registry, project, from: 0, to: 10)
+        let bytes = AudienceCheckpoint.encode(registry.audience.copyState(), databaseID: registry.databaseID)
+        #expect(throws: Never.self) { try AudienceCheckpoint.decode(bytes, databaseID: registry.databaseID) }
+        for length in stride(from: 0, to: bytes.count, by: 3) {
+            #expect(throws: AudienceCheckpoint.Problem.self) {
+                try AudienceCheckpoint.decode(Array(bytes.prefix(length)), databaseID: registry.databaseID)
+            }
+        }
+    }
+}
