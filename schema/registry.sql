@@ -134,3 +134,16 @@ SELECT project.projectId AS project, message.messageId, message.protocol, messag
        message.recipientCount, datetime(message.receivedAt / 1000, 'unixepoch') AS receivedAt, message.body
 FROM message
 JOIN project ON project.id = message.projectId;
+
+CREATE TABLE serviceAccount (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  keyId TEXT NOT NULL UNIQUE,
+  clientEmail TEXT NOT NULL,
+  clientId TEXT NOT NULL,
+  publicKey TEXT NOT NULL,
+  createdAt INTEGER NOT NULL,
+  revokedAt INTEGER
+);
+
+CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);

@@ -26,6 +26,7 @@ public enum RegistryError: Error, Sendable, Hashable {
     case projectExists(String)
     case projectNotFound(String)
     case serverKeyNotFound
+    case serviceAccountNotFound
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy

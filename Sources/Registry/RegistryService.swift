@@ -1,3 +1,4 @@
+import Crypto
 import Conditions
 
 /// The registry's operations, as every front end (HTTP, XMPP, command line) calls them: input is
@@ -15,6 +16,8 @@ public struct RegistryService: Sendable {
     public let checkpointPath: String?
     /// Tells a checkpoint of this database from one of another.
     let databaseID: [UInt8]
+    /// Issues and reads the access tokens of the OAuth 2.0 token endpoint.
+    let accessTokens: AccessTokenCodec
     /// How the audience index was loaded; `nil` when it was not asked for.
     public let startup: AudienceStartup?
 
@@ -37,6 +40,10 @@ public struct RegistryService: Sendable {
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
         databaseID = try await store.secret(named: "databaseID") { (0..<16).map { _ in UInt8.random(in: 0...255) } }
+        accessTokens = AccessTokenCodec(
+            secret: try await store.secret(named: "accessToken") {
+                SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+            })
         if loadAudience {
             startup = try await Self.startAudience(audience, store: store, checkpoint: checkpoint, databaseID: databaseID)
             store.attach(audience)

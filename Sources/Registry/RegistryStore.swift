@@ -14,6 +14,14 @@ public protocol RegistryStore: Sendable {
     /// The project an active (not revoked) key belongs to.
     func project(authenticatedBy keyHash: [UInt8]) async throws -> Project?
     func projects() async throws -> [Project]
+    /// Stores a new service account (its public key) for `project`.
+    func addServiceAccount(_ account: ServiceAccount, to project: Project) async throws
+    /// The active (not revoked) service account with that key id, and its project.
+    func serviceAccount(keyID: String) async throws -> (ServiceAccount, Project)?
+    /// The project's service accounts, revoked ones included.
+    func serviceAccounts(in project: Project) async throws -> [ServiceAccount]
+    /// - Throws: `RegistryError.serviceAccountNotFound` when no active account has that key id.
+    func revokeServiceAccount(keyID: String) async throws
     /// The secret stored under `name`, created from `make()` the first time it is asked for.
     func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
 

@@ -14,6 +14,9 @@ enum Migrations {
         migrator.registerMigration("v2 change feed, message log") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("v3 service accounts") { db in
+            try db.execute(sql: v3)
+        }
         return migrator
     }
 
@@ -156,5 +159,20 @@ enum Migrations {
                message.recipientCount, datetime(message.receivedAt / 1000, 'unixepoch') AS receivedAt, message.body
         FROM message
         JOIN project ON project.id = message.projectId;
+        """
+
+    /// Service accounts for OAuth 2.0: only the public key is kept.
+    private static let v3 = """
+        CREATE TABLE serviceAccount (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          keyId TEXT NOT NULL UNIQUE,
+          clientEmail TEXT NOT NULL,
+          clientId TEXT NOT NULL,
+          publicKey TEXT NOT NULL,
+          createdAt INTEGER NOT NULL,
+          revokedAt INTEGER
+        );
+        CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);
         """
 }

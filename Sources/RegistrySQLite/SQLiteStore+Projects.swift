@@ -85,3 +85,63 @@ extension SQLiteStore {
         Project(rowID: row["id"], projectId: row["projectId"], senderId: row["senderId"])
     }
 }
+
+// MARK: - Service accounts
+
+extension SQLiteStore {
+    public func addServiceAccount(_ account: ServiceAccount, to project: Project) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: """
+                    INSERT INTO serviceAccount (projectId, keyId, clientEmail, clientId, publicKey, createdAt)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    project.rowID, account.keyID, account.clientEmail, account.clientID, account.publicKey,
+                    Clock.milliseconds(account.createdAt),
+                ])
+        }
+    }
+
+    public func serviceAccount(keyID: String) async throws -> (ServiceAccount, Project)? {
+        try await read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT serviceAccount.*, project.projectId AS projectName, project.senderId
+                        FROM serviceAccount JOIN project ON project.id = serviceAccount.projectId
+                        WHERE serviceAccount.keyId = ? AND serviceAccount.revokedAt IS NULL
+                        """, arguments: [keyID])
+            else { return nil }
+            return (
+                Self.serviceAccount(row),
+                Project(rowID: row["projectId"], projectId: row["projectName"], senderId: row["senderId"])
+            )
+        }
+    }
+
+    public func serviceAccounts(in project: Project) async throws -> [ServiceAccount] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM serviceAccount WHERE projectId = ? ORDER BY id", arguments: [project.rowID]
+            ).map(Self.serviceAccount)
+        }
+    }
+
+    public func revokeServiceAccount(keyID: String) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE serviceAccount SET revokedAt = ? WHERE keyId = ? AND revokedAt IS NULL",
+                arguments: [Clock.now(), keyID])
+            guard db.changesCount > 0 else { throw RegistryError.serviceAccountNotFound }
+        }
+    }
+
+    private static func serviceAccount(_ row: Row) -> ServiceAccount {
+        ServiceAccount(
+            keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
+            publicKey: row["publicKey"], createdAt: Clock.date(row["createdAt"]),
+            revokedAt: (row["revokedAt"] as Int64?).map(Clock.date))
+    }
+}

@@ -52,6 +52,8 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     open.on("/metrics", .get) { _, _ in
         try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics)
     }
+    let oauth = OAuthController(registry: registry)
+    oauth.addOpenRoutes(to: open)
     open.addMethodNotAllowed(to: router)
 
     let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))
@@ -64,6 +66,7 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     LegacySendController(registry: registry).addRoutes(to: routes)
     V1SendController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
+    oauth.addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router
 }

@@ -4,7 +4,8 @@ import Registry
 
 /// Finds the project a request's server key opens, or answers 401 in the request's API family.
 ///
-/// Accepts `Authorization: key=<server key>` (FCM's legacy form) and `Authorization: Bearer <server key>`
+/// Accepts `Authorization: key=<server key>` (FCM's legacy form), `Authorization: Bearer <server key>`
+/// and `Authorization: Bearer <access token>` (from `POST /token`, for a service account)
 /// (with or without `access_token_auth: true`). A `project_id` header, which FCM's device-group API
 /// requires, must name the same project as the key.
 struct AuthMiddleware: RouterMiddleware {
@@ -20,8 +21,13 @@ struct AuthMiddleware: RouterMiddleware {
         guard let key = Self.serverKey(in: request.headers[.authorization]) else {
             throw Self.unauthenticated(family, "the request has no server key: send Authorization: key=<server key>")
         }
-        guard let project = try await registry.project(authenticatedBy: key) else {
-            throw Self.unauthenticated(family, "the server key is not valid, or it was revoked")
+        let project =
+            key.hasPrefix(RegistryService.accessTokenPrefix)
+            ? try await registry.project(authenticatedByAccessToken: key)
+            : try await registry.project(authenticatedBy: key)
+        guard let project else {
+            throw Self.unauthenticated(
+                family, "the server key or access token is not valid, or it was revoked or expired")
         }
         if let named = request.headers[Self.projectIDHeader], !project.isNamed(named) {
             throw ErrorEnvelope.forbidden(family, "the project_id header names another project than the server key's")

@@ -100,6 +100,8 @@ enum ErrorEnvelope {
             return notFound(family, "no project \(name)")
         case (.serverKeyNotFound, _):
             return notFound(family, "no such server key")
+        case (.serviceAccountNotFound, _):
+            return notFound(family, "no such service account")
         case (.storeBusy, _):
             return unavailable(family, "the database is locked by another process; try again shortly")
         }

@@ -14,6 +14,7 @@ struct TopicSubscriptionController {
         routes.on(Self.collection, .get, use: list)
         routes.on(Self.collection + "/:topic", .get, use: get)
         routes.on(Self.collection + "/:topic", .delete, use: delete)
+        routes.on(Self.collection + "/:topic", .patch, use: patch)
     }
 
     /// Google's TopicSubscription resource.
@@ -92,6 +93,29 @@ struct TopicSubscriptionController {
             ListResponse(
                 topic_subscriptions: page.items.map { TopicSubscription($0, project: name) },
                 next_page_token: page.nextAfter.map { Base64URL.encode(Array($0.utf8)) }))
+    }
+
+    /// `PATCH …/topicSubscriptions/{t}`: the subscription as it is; with `allowMissing` (or
+    /// `allow_missing`) a missing one is created first, otherwise it is 404. A subscription has
+    /// no field a client may change, so the body (a TopicSubscription) is read for its shape only.
+    @Sendable func patch(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, name, token) = try target(request, context)
+        let topic = try request.pathValue("topic", context: context)
+        _ = try await JSONBody.decode([String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
+        if let existing = try await registry.subscription(token: token, topic: topic, in: project) {
+            return try JSONResponse.make(TopicSubscription(existing, project: name))
+        }
+        guard request.queryFlag("allow_missing", "allowMissing") else { throw RegistryError.subscriptionNotFound }
+        do {
+            let created = try await registry.createSubscription(token: token, topic: topic, in: project)
+            return try JSONResponse.make(TopicSubscription(created, project: name))
+        } catch RegistryError.subscriptionExists {
+            // Created by a concurrent call in between: answer what is there.
+            guard let existing = try await registry.subscription(token: token, topic: topic, in: project) else {
+                throw RegistryError.subscriptionNotFound
+            }
+            return try JSONResponse.make(TopicSubscription(existing, project: name))
+        }
     }
 
     @Sendable func delete(_ request: Request, context: RegistryRequestContext) async throws -> Response {

@@ -10,8 +10,8 @@ enum V1Codec {
     }
 
     static let messageFields: Set = [
-        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "topic",
-        "condition",
+        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "fid",
+        "topic", "condition",
     ]
 
     /// Reads `{"validate_only":…,"message":{…}}`.
@@ -31,12 +31,13 @@ enum V1Codec {
                 description: "Invalid JSON payload received. Unknown name \"\(key)\" at 'message': Cannot find field.",
                 field: "message")
         }
-        for key in ["token", "topic", "condition", "name"] where fields[key] != nil && fields[key]?.string == nil {
+        for key in ["token", "fid", "topic", "condition", "name"] where fields[key] != nil && fields[key]?.string == nil {
             throw Invalid(description: "Invalid value at 'message.\(key)' (TYPE_STRING)", field: "message.\(key)")
         }
-        let targets = ["token", "topic", "condition"].compactMap { key in fields[key]?.string.map { (key, $0) } }
+        // A Firebase installation id (`fid`) is a registration id like a token: both are opaque.
+        let targets = ["token", "fid", "topic", "condition"].compactMap { key in fields[key]?.string.map { (key, $0) } }
         guard targets.count == 1, let (kind, value) = targets.first else {
-            throw Invalid(description: "Exactly one of token, topic or condition must be set", field: "message")
+            throw Invalid(description: "Exactly one of token, fid, topic or condition must be set", field: "message")
         }
         var message: Message
         switch kind {
@@ -49,7 +50,8 @@ enum V1Codec {
         message.notification = try object(fields["notification"], "message.notification", strings: ["title", "body", "image"])
             ?? [:]
         if let android = try object(
-            fields["android"], "message.android", strings: ["collapse_key", "restricted_package_name", "ttl", "priority"])
+            fields["android"].map(snakeCased), "message.android",
+            strings: ["collapse_key", "restricted_package_name", "ttl", "priority"])
         {
             try readAndroid(android, into: &message)
         }
@@ -97,6 +99,26 @@ enum V1Codec {
         message.options.collapseKey = android["collapse_key"]?.string
         message.options.restrictedPackageName = android["restricted_package_name"]?.string
         message.platform["android"] = .object(android)
+    }
+
+    /// An object's field names in snake_case: Google's JSON mapping accepts `collapseKey` and
+    /// `collapse_key` alike. Keys of maps (`data`, `headers`) are the sender's and stay as sent.
+    static func snakeCased(_ value: JSONValue) -> JSONValue {
+        guard let object = value.object else { return value }
+        let maps: Set = ["data", "headers"]
+        var result: [String: JSONValue] = [:]
+        for (key, field) in object {
+            var snake = ""
+            for character in key {
+                if character.isUppercase {
+                    snake += "_" + character.lowercased()
+                } else {
+                    snake.append(character)
+                }
+            }
+            result[snake] = maps.contains(snake) ? field : snakeCased(field)
+        }
+        return .object(result)
     }
 
     /// A map whose values must all be strings (`data`, `headers`).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Registry
 
 /// `fcm-registry project …`: projects and their server keys.
@@ -6,7 +7,10 @@ struct ProjectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "project",
         abstract: "Create projects and manage their server keys.",
-        subcommands: [Create.self, List.self, AddKey.self, RevokeKey.self]
+        subcommands: [
+            Create.self, List.self, AddKey.self, RevokeKey.self, ServiceAccountCommand.self,
+            RevokeServiceAccount.self,
+        ]
     )
 
     /// What `create` and `add-key` print: the only time a server key is shown.
@@ -49,12 +53,28 @@ struct ProjectCommand: AsyncParsableCommand {
         struct Row: Encodable {
             var project_id: String
             var sender_id: String
+            var service_accounts: [Account]
+        }
+
+        struct Account: Encodable {
+            var private_key_id: String
+            var client_email: String
+            var created_at: Date
+            var revoked_at: Date?
         }
 
         func run() async throws {
             let registry = try await database.openRegistry()
-            try printJSON(
-                try await registry.projects().map { Row(project_id: $0.projectId, sender_id: $0.senderId) })
+            var rows: [Row] = []
+            for project in try await registry.projects() {
+                let accounts = try await registry.serviceAccounts(in: project).map {
+                    Account(
+                        private_key_id: $0.keyID, client_email: $0.clientEmail, created_at: $0.createdAt,
+                        revoked_at: $0.revokedAt)
+                }
+                rows.append(Row(project_id: project.projectId, sender_id: project.senderId, service_accounts: accounts))
+            }
+            try printJSON(rows)
         }
     }
 
@@ -80,6 +100,52 @@ struct ProjectCommand: AsyncParsableCommand {
         func run() async throws {
             let registry = try await database.openRegistry()
             try await registry.revokeServerKey(key)
+            print("revoked")
+        }
+    }
+
+    struct ServiceAccountCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "service-account",
+            abstract: "Create a service account: prints (or writes) a standard credentials JSON file.",
+            discussion: """
+                The Firebase Admin SDKs load the file unchanged and exchange a signed JWT for an access token at \
+                its token_uri. Only the public key is stored: the private key exists only in this output.
+                """)
+
+        @OptionGroup var project: ProjectOption
+        @Option(help: "The token_uri in the file (default: Google's, for a client that maps Google's host names).")
+        var tokenURI: String = "https://oauth2.googleapis.com/token"
+        @Option(help: "Write the file here (mode 0600) instead of stdout.") var output: String?
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let registry = try await database.openRegistry()
+            let chosen = try await project.resolve(in: registry)
+            let (_, file) = try await registry.createServiceAccount(forProject: chosen.projectId, tokenURI: tokenURI)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = try encoder.encode(file)
+            guard let output else {
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            guard FileManager.default.createFile(atPath: output, contents: data, attributes: [.posixPermissions: 0o600])
+            else { throw ValidationError("cannot write \(output)") }
+            FileHandle.standardError.write(Data("service account \(file.client_email) written to \(output)\n".utf8))
+        }
+    }
+
+    struct RevokeServiceAccount: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-service-account",
+            abstract: "Revoke a service account by its private_key_id: its JWTs are refused from then on.")
+        @Argument(help: "The private_key_id.") var keyID: String
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let registry = try await database.openRegistry()
+            try await registry.revokeServiceAccount(keyID: keyID)
             print("revoked")
         }
     }

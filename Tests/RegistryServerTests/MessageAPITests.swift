@@ -346,3 +346,29 @@ struct MessageAPITests {
         }
     }
 }
+
+@Suite("HTTP v1 as 2026 clients send it")
+struct V1ClientShapeTests {
+    @Test("fid is a target like token; null means not set; camelCase and snake_case names both work")
+    func fidNullAndCamelCase() async throws {
+        try await MessageAPITests.withMessaging { client, _ in
+            let fid = try await MessageAPITests.v1(client, #"{"message":{"fid":"\#(token(1))","data":{"a":"b"}}}"#)
+            #expect(fid.status == .ok)
+            let unknownFid = try await MessageAPITests.v1(client, #"{"message":{"fid":"\#(token(77))"}}"#)
+            #expect(unknownFid.status == .notFound)
+            // apprise sends every field, unset ones as null.
+            let nulls = try await MessageAPITests.v1(
+                client,
+                #"{"validate_only":null,"message":{"token":null,"topic":"news","condition":null,"notification":{"title":"t","image":null},"android":null}}"#
+            )
+            #expect(nulls.status == .ok)
+            let camel = try await MessageAPITests.v1(
+                client,
+                #"{"validateOnly":true,"message":{"token":"\#(token(1))","android":{"collapseKey":"c","restrictedPackageName":"p","ttl":"60s"},"fcmOptions":{"analyticsLabel":"x"}}}"#
+            )
+            #expect(camel.json == ["name": "projects/test-app/messages/fake_message_id"])
+            let both = try await MessageAPITests.v1(client, #"{"message":{"token":"\#(token(1))","fid":"\#(token(2))"}}"#)
+            #expect(both.status == .badRequest)
+        }
+    }
+}

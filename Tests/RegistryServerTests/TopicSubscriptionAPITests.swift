@@ -101,3 +101,23 @@ struct TopicSubscriptionAPITests {
         }
     }
 }
+
+@Suite("v1 topicSubscriptions PATCH")
+struct TopicSubscriptionPatchTests {
+    @Test("PATCH answers the subscription; a missing one is 404, or created with allowMissing / allow_missing")
+    func patch() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            let path = "/v1/projects/test-app/registrations/\(token(1))/topicSubscriptions/news"
+            let missing = try await client.call(.patch, path, body: "{}")
+            #expect(missing.status == .notFound)
+            let created = try await client.call(.patch, path + "?allowMissing=true", body: #"{"topic_name":"news"}"#)
+            #expect(created.status == .ok)
+            #expect(created.json?["topic_name"] == "news")
+            let again = try await client.call(.patch, path + "?allow_missing=true", body: "{}")
+            #expect(again.json?["create_time"] == created.json?["create_time"])
+            let plain = try await client.call(.patch, path, body: "{}")
+            #expect(plain.status == .ok)
+        }
+    }
+}

@@ -1,24 +1,11 @@
+import RegistrySQLite
 import Testing
 
 @testable import Registry
 
+/// Seeded with the synthetic registry's `SplitMix64`, so a failing case replays from its seed.
 @Suite("RoaringBitmap")
 struct RoaringBitmapTests {
-    /// A small seedable generator, so a failing case replays from its seed.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// What the ids of a generated set look like; all span several 65,536-id chunks.
     enum Shape: String, CaseIterable, Sendable {
         /// A few hundred ids per chunk: array containers.

@@ -1,0 +1,194 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// Why a token request was refused, in the words of Google's token endpoint (RFC 6749 §5.2).
+public enum OAuthError: Error, Sendable, Hashable {
+    case invalidRequest(String)
+    case unsupportedGrantType(String)
+    case invalidGrant(String)
+    case invalidScope(String)
+
+    public var code: String {
+        switch self {
+        case .invalidRequest: "invalid_request"
+        case .unsupportedGrantType: "unsupported_grant_type"
+        case .invalidGrant: "invalid_grant"
+        case .invalidScope: "invalid_scope"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidRequest(let text), .unsupportedGrantType(let text), .invalidGrant(let text),
+            .invalidScope(let text):
+            text
+        }
+    }
+}
+
+/// An access token handed out for a service account's signed assertion.
+public struct AccessToken: Sendable {
+    public var token: String
+    /// Seconds until it expires.
+    public var expiresIn: Int
+}
+
+/// OAuth 2.0 as Google's token endpoint does it for service accounts: a JWT signed with the
+/// account's key (RS256) is exchanged for an access token, which then opens the account's
+/// project wherever a server key does.
+extension RegistryService {
+    /// The audiences an assertion may name: Google's token URL (google-auth signs for it whatever
+    /// the credentials file says) and any `…/token` URL of ours.
+    public static let googleTokenURL = "https://oauth2.googleapis.com/token"
+    static let scopes: Set = [
+        "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform",
+    ]
+    /// Clocks differ: an assertion issued up to this far in the future, or expired this long
+    /// ago, is still taken.
+    static let clockSkew: TimeInterval = 300
+    /// What every access token starts with; anything else after `Bearer` is a server key.
+    public static let accessTokenPrefix = AccessTokenCodec.prefix
+    /// Access tokens live an hour, as Google's do (`expires_in` 3599).
+    static let accessTokenLifetime: TimeInterval = 3600
+
+    // MARK: - Service accounts
+
+    /// Creates a service account for the project: a new RSA key pair whose public half is stored.
+    /// - Returns: the credentials file, holding the private key (shown only now).
+    public func createServiceAccount(forProject projectId: String, tokenURI: String = googleTokenURL) async throws
+        -> (Project, ServiceAccountFile)
+    {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let keyID = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let clientID = "1" + (0..<20).map { _ in String(Int.random(in: 0...9)) }.joined()
+        guard let project = try await store.projects().first(where: { $0.isNamed(projectId) }) else {
+            throw RegistryError.projectNotFound(projectId)
+        }
+        let email = "fcm-registry-\(keyID.prefix(6))@\(project.projectId).iam.gserviceaccount.com"
+        let account = ServiceAccount(
+            keyID: keyID, clientEmail: email, clientID: clientID, publicKey: key.publicKey.pemRepresentation,
+            createdAt: Date())
+        try await store.addServiceAccount(account, to: project)
+        let file = ServiceAccountFile(
+            project_id: project.projectId, private_key_id: keyID, private_key: key.pkcs8PEMRepresentation + "\n",
+            client_email: email, client_id: clientID, token_uri: tokenURI,
+            client_x509_cert_url:
+                "https://www.googleapis.com/robot/v1/metadata/x509/\(email.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? email)"
+        )
+        return (project, file)
+    }
+
+    public func serviceAccounts(in project: Project) async throws -> [ServiceAccount] {
+        try await store.serviceAccounts(in: project)
+    }
+
+    /// Revokes a service account by its key id: its assertions are refused from now on (access
+    /// tokens already issued run out within the hour).
+    public func revokeServiceAccount(keyID: String) async throws {
+        try await store.revokeServiceAccount(keyID: keyID)
+    }
+
+    // MARK: - The token exchange
+
+    /// Exchanges a service account's signed JWT (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`)
+    /// for an access token. Checks the signature against the account's stored key (by `kid`),
+    /// the issuer, the audience, `iat`/`exp` (at most an hour apart, with some clock skew) and
+    /// the scope.
+    public func exchange(assertion: String, now: Date = Date()) async throws -> AccessToken {
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
+            let claimBytes = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2]))
+        else { throw OAuthError.invalidGrant("Invalid JWT: the assertion is not a signed JWT.") }
+        struct Header: Decodable {
+            var alg: String
+            var kid: String?
+        }
+        struct Claims: Decodable {
+            var iss: String?
+            var scope: String?
+            var aud: String?
+            var iat: Double?
+            var exp: Double?
+        }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)),
+            let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes))
+        else { throw OAuthError.invalidGrant("Invalid JWT: the header or claims are not JSON.") }
+        guard header.alg == "RS256" else { throw OAuthError.invalidGrant("Invalid JWT: the algorithm must be RS256.") }
+        guard let kid = header.kid, let (account, project) = try await store.serviceAccount(keyID: kid) else {
+            throw OAuthError.invalidGrant("Invalid JWT Signature.")
+        }
+        let publicKey = try _RSA.Signing.PublicKey(pemRepresentation: account.publicKey)
+        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
+        guard
+            publicKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: signingInput,
+                padding: .insecurePKCS1v1_5)
+        else { throw OAuthError.invalidGrant("Invalid JWT Signature.") }
+        guard claims.iss == account.clientEmail else {
+            throw OAuthError.invalidGrant("Invalid JWT: the issuer is not the key's service account.")
+        }
+        guard let audience = claims.aud, audience == Self.googleTokenURL || audience.hasSuffix("/token") else {
+            throw OAuthError.invalidGrant("Invalid JWT: the audience must be \(Self.googleTokenURL).")
+        }
+        guard let issued = claims.iat, let expires = claims.exp else {
+            throw OAuthError.invalidGrant("Invalid JWT: iat and exp are required.")
+        }
+        let time = now.timeIntervalSince1970
+        guard expires > issued, expires - issued <= Self.accessTokenLifetime else {
+            throw OAuthError.invalidGrant("Invalid JWT: exp must be after iat, and at most an hour after it.")
+        }
+        guard issued <= time + Self.clockSkew, expires >= time - Self.clockSkew else {
+            throw OAuthError.invalidGrant(
+                "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."
+            )
+        }
+        let requested = Set((claims.scope ?? "").split(separator: " ").map(String.init))
+        guard !requested.isDisjoint(with: Self.scopes) else {
+            throw OAuthError.invalidScope(
+                "The scope must include https://www.googleapis.com/auth/firebase.messaging or https://www.googleapis.com/auth/cloud-platform."
+            )
+        }
+        return accessTokens.issue(for: project, expiresAt: now.addingTimeInterval(Self.accessTokenLifetime))
+    }
+
+    /// The project an access token opens, or `nil` for a token that is malformed, forged,
+    /// expired, or of a project that no longer exists.
+    public func project(authenticatedByAccessToken token: String, now: Date = Date()) async throws -> Project? {
+        guard let rowID = accessTokens.projectRowID(of: token, now: now) else { return nil }
+        return try await store.projects().first { $0.rowID == rowID }
+    }
+}
+
+/// Opaque, stateless access tokens: `ya29.` + the project and expiry, authenticated with an HMAC
+/// under a secret of the database. Nothing is stored per token, so any server process on the
+/// database accepts a token any other issued.
+struct AccessTokenCodec: Sendable {
+    static let prefix = "ya29.fcmr."
+    /// The HMAC key's bytes (a database secret).
+    let secret: [UInt8]
+    var key: SymmetricKey { SymmetricKey(data: secret) }
+
+    func issue(for project: Project, expiresAt: Date) -> AccessToken {
+        var payload: [UInt8] = []
+        withUnsafeBytes(of: UInt64(bitPattern: project.rowID).littleEndian) { payload += $0 }
+        withUnsafeBytes(of: UInt64(expiresAt.timeIntervalSince1970).littleEndian) { payload += $0 }
+        payload += (0..<8).map { _ in UInt8.random(in: 0...255) }
+        let mac = Array(HMAC<SHA256>.authenticationCode(for: payload, using: key))
+        let token = Self.prefix + Base64URL.encode(payload) + "." + Base64URL.encode(mac)
+        return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSinceNow.rounded(.down)) - 1)
+    }
+
+    func projectRowID(of token: String, now: Date) -> Int64? {
+        guard token.hasPrefix(Self.prefix) else { return nil }
+        let parts = token.dropFirst(Self.prefix.count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let payload = Base64URL.decode(String(parts[0])), payload.count == 24,
+            let mac = Base64URL.decode(String(parts[1])),
+            HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: key)
+        else { return nil }
+        let rowID = payload[0..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let expiry = payload[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard Double(expiry) > now.timeIntervalSince1970 else { return nil }
+        return Int64(bitPattern: rowID)
+    }
+}
