@@ -1,7 +1,9 @@
 import Hummingbird
 import HummingbirdCore
+import HummingbirdHTTP2
 import Logging
 import NIOCore
+import NIOSSL
 import Prometheus
 import Registry
 import ServiceLifecycle
@@ -30,12 +32,64 @@ public func buildApplication(
             address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-registry",
             availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
         logger: logger)
-    application.addServices(FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger))
-    if registry.checkpointPath != nil {
-        application.addServices(
-            CheckpointWriter(registry: registry, interval: configuration.checkpointInterval, logger: logger))
+    for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {
+        application.addServices(service)
     }
     return application
+}
+
+/// What `serve` runs, as `configuration` says: the plain HTTP listener (unless `--port off`),
+/// the TLS listener speaking HTTP/2 and HTTP/1.1 by ALPN (with `--tls-cert` and `--tls-key`),
+/// and the background services, once.
+public func buildServices(
+    registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
+    metrics: PrometheusCollectorRegistry
+) throws -> [any Service] {
+    var services: [any Service] = []
+    if configuration.plainHTTP {
+        services.append(buildApplication(registry: registry, configuration: configuration, logger: logger, metrics: metrics))
+    }
+    if let certificate = configuration.tlsCertificate, let key = configuration.tlsKey {
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        let guardLogger = logger
+        let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
+        var application = Application(
+            router: buildRouter(registry: registry, metrics: metrics),
+            server: try .http2Upgrade(
+                tlsConfiguration: tls,
+                configuration: .init(
+                    idleTimeout: configuration.idleTimeout,
+                    streamConfiguration: .init(
+                        additionalChannelHandlers: [
+                            ConnectionGuard(headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, logger: guardLogger)
+                        ],
+                        idleTimeout: TimeAmount(configuration.idleTimeout)))),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.tlsPort), serverName: "fcm-registry",
+                availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
+            logger: logger)
+        if !configuration.plainHTTP {
+            for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {
+                application.addServices(service)
+            }
+        }
+        services.append(application)
+    }
+    return services
+}
+
+/// The feed follower and, with a checkpoint file, the checkpoint writer.
+func backgroundServices(registry: RegistryService, configuration: ServerConfiguration, logger: Logger) -> [any Service]
+{
+    var services: [any Service] = [
+        FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger)
+    ]
+    if registry.checkpointPath != nil {
+        services.append(CheckpointWriter(registry: registry, interval: configuration.checkpointInterval, logger: logger))
+    }
+    return services
 }
 
 /// Every route, behind the access log and the error envelope; every route but `/health` and
@@ -74,9 +128,10 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
 /// Runs `application` until SIGTERM or SIGINT, then stops as `configuration` says: no new
 /// connections, requests in flight answered until the shutdown deadline, then whatever is left
 /// cancelled and closed.
-public func runServer(_ application: some Service, configuration: ServerConfiguration, logger: Logger) async throws {
+public func runServer(_ services: [any Service], configuration: ServerConfiguration, logger: Logger) async throws {
     var group = ServiceGroupConfiguration(
-        services: [application], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+        services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+        gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
     group.maximumGracefulShutdownDuration = configuration.shutdownDeadline
     group.maximumCancellationDuration = .seconds(5)
     try await ServiceGroup(configuration: group).run()

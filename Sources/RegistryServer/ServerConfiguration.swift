@@ -6,6 +6,12 @@ import Registry
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8080
+    /// Whether the plain HTTP listener runs (`--port off` leaves only TLS).
+    public var plainHTTP = true
+    /// The TLS listener: HTTP/2 and HTTP/1.1 by ALPN, on `tlsPort`, when both files are given.
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    public var tlsPort = 8443
     /// The SQLite file.
     public var databasePath = "./registry.sqlite"
     /// Where the first server key of a new database goes; `nil` prints it on stdout.
@@ -66,8 +72,27 @@ extension ServerConfiguration {
     /// Every option of `serve`, in the order `--help` and `docs/operations.md` list them.
     public static let options: [ConfigurationOption] = [
         text("host", "FCM_REGISTRY_HOST", "Address to listen on.", "127.0.0.1") { $1.host = $0 },
-        integer("port", "FCM_REGISTRY_PORT", "Port to listen on (0 picks a free one).", 8080, 0...65535) {
-            $1.port = $0
+        ConfigurationOption(
+            flag: "port", variable: "FCM_REGISTRY_PORT", help: "Plain HTTP port (0 picks a free one; off: TLS only).",
+            apply: { value, configuration in
+                if value == "off" {
+                    configuration.plainHTTP = false
+                    return nil
+                }
+                guard let port = Int(value), (0...65535).contains(port) else {
+                    return "an integer from 0 to 65535, or off"
+                }
+                configuration.port = port
+                return nil
+            }, defaultValue: "8080"),
+        integer("tls-port", "FCM_REGISTRY_TLS_PORT", "TLS port (443 for clients that map Google's host names).", 8443, 0...65535) {
+            $1.tlsPort = $0
+        },
+        text("tls-cert", "FCM_REGISTRY_TLS_CERT", "PEM certificate chain for the TLS listener (see tls init).", "") {
+            $1.tlsCertificate = $0.isEmpty ? nil : $0
+        },
+        text("tls-key", "FCM_REGISTRY_TLS_KEY", "PEM private key for the TLS listener.", "") {
+            $1.tlsKey = $0.isEmpty ? nil : $0
         },
         text("db", "FCM_REGISTRY_DB", "The SQLite file.", "./registry.sqlite") { $1.databasePath = $0 },
         text("key-file", "FCM_REGISTRY_KEY_FILE", "Write a new database's first server key here (mode 0600) instead of stdout.", "")
@@ -153,6 +178,12 @@ extension ServerConfiguration {
                 throw ConfigurationError(
                     description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
             }
+        }
+        guard (configuration.tlsCertificate == nil) == (configuration.tlsKey == nil) else {
+            throw ConfigurationError(description: "--tls-cert and --tls-key (FCM_REGISTRY_TLS_CERT, FCM_REGISTRY_TLS_KEY) go together")
+        }
+        guard configuration.plainHTTP || configuration.tlsCertificate != nil else {
+            throw ConfigurationError(description: "--port off leaves no listener: give --tls-cert and --tls-key")
         }
         return configuration
     }

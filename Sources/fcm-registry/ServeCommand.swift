@@ -82,11 +82,12 @@ struct ServeCommand: AsyncParsableCommand {
             "serving",
             metadata: [
                 "db.path": "\(configuration.databasePath)", "http.host": "\(configuration.host)",
-                "http.port": "\(configuration.port)",
+                "http.port": "\(configuration.plainHTTP ? String(configuration.port) : "off")",
+                "https.port": "\(configuration.tlsCertificate == nil ? "off" : String(configuration.tlsPort))",
             ])
-        let application = buildApplication(
+        let services = try buildServices(
             registry: registry, configuration: configuration, logger: logger, metrics: metrics)
-        try await runServer(application, configuration: configuration, logger: logger)
+        try await runServer(services, configuration: configuration, logger: logger)
     }
 
     /// `--name value` and `--name=value` pairs by name.

@@ -8,7 +8,7 @@ struct Tool: AsyncParsableCommand {
         abstract: "A self-hosted, FCM-compatible registry of device groups and topic subscriptions.",
         subcommands: [
             ServeCommand.self, ProjectCommand.self, ConditionCommand.self, GroupCommand.self, TopicCommand.self,
-            TokenCommand.self, AudienceCommand.self, SchemaCommand.self, GenerateCommand.self,
+            TokenCommand.self, AudienceCommand.self, SchemaCommand.self, GenerateCommand.self, TLSCommand.self,
         ]
     )
 }
