@@ -1,0 +1,82 @@
+"""The unmodified firebase-admin SDK, set up exactly as for Google: a service-account file and nothing else.
+
+No URL override, no custom credential: Google's host names resolve to fcm-registry through a hosts
+file private to this test (run-unmodified-sdk.sh) and TLS is trusted through the CA of `tls init`.
+The SDK signs a JWT, exchanges it at oauth2.googleapis.com/token, and calls fcm.googleapis.com.
+"""
+import asyncio
+import os
+
+import pytest
+import requests
+
+import firebase_admin
+from firebase_admin import credentials, exceptions, messaging
+
+SERVER_KEY = os.environ["FCM_REGISTRY_KEY"]
+SENDER_ID = os.environ["FCM_REGISTRY_SENDER_ID"]
+
+
+@pytest.fixture(scope="module")
+def app():
+    app = firebase_admin.initialize_app(credentials.Certificate(os.environ["GOOGLE_APPLICATION_CREDENTIALS"]))
+    yield app
+    firebase_admin.delete_app(app)
+
+
+def token(n):
+    return f"sdk{n}xxxxxxxxxxxxxxxxxx:APA91b" + "Q" * 40 + str(n)
+
+
+def test_subscribe_and_unsubscribe(app):
+    response = messaging.subscribe_to_topic([token(1), token(2)], "news", app=app)
+    assert (response.success_count, response.failure_count) == (2, 0)
+    response = messaging.unsubscribe_from_topic([token(2)], "news", app=app)
+    assert (response.success_count, response.failure_count) == (1, 0)
+
+
+def test_send_to_token_fid_topic_and_condition(app):
+    messaging.subscribe_to_topic([token(3)], "weather", app=app)
+    messages = [
+        messaging.Message(token=token(3), data={"score": "5x1"}),
+        messaging.Message(fid=token(3), notification=messaging.Notification(title="fid")),
+        messaging.Message(topic="weather", notification=messaging.Notification(title="t", body="b")),
+        messaging.Message(condition="'weather' in topics && !('news' in topics)"),
+    ]
+    for message in messages:
+        name = messaging.send(message, app=app)
+        assert name.startswith("projects/sdk-app/messages/"), name
+
+
+def test_send_to_a_notification_key(app):
+    messaging.subscribe_to_topic([token(4)], "group-members", app=app)
+    created = requests.post(
+        "https://fcm.googleapis.com/fcm/notification",
+        headers={"Authorization": f"key={SERVER_KEY}", "project_id": SENDER_ID},
+        json={"operation": "create", "notification_key_name": "sdk-group", "registration_ids": [token(4)]},
+    )
+    created.raise_for_status()
+    key = created.json()["notification_key"]
+    assert messaging.send(messaging.Message(token=key, data={"a": "b"}), app=app).startswith("projects/")
+
+
+def test_send_each_and_send_each_async(app):
+    messaging.subscribe_to_topic([token(5)], "each", app=app)
+    messages = [messaging.Message(token=token(5)), messaging.Message(topic="each"), messaging.Message(token=token(999))]
+    response = messaging.send_each(messages, app=app)
+    assert (response.success_count, response.failure_count) == (2, 1)
+    assert isinstance(response.responses[2].exception, messaging.UnregisteredError)
+    # The async path is httpx over HTTP/2, on an app of its own: its client belongs to the event
+    # loop that asyncio.run closes.
+    async_app = firebase_admin.initialize_app(
+        credentials.Certificate(os.environ["GOOGLE_APPLICATION_CREDENTIALS"]), name="async")
+    response = asyncio.run(messaging.send_each_async(messages, app=async_app))
+    assert (response.success_count, response.failure_count) == (2, 1)
+    assert isinstance(response.responses[2].exception, messaging.UnregisteredError)
+
+
+def test_error_classes(app):
+    with pytest.raises(messaging.UnregisteredError):
+        messaging.send(messaging.Message(token=token(998)), app=app)
+    with pytest.raises(exceptions.InvalidArgumentError):
+        messaging.send(messaging.Message(condition="'a' in topics &&"), app=app)
