@@ -16,10 +16,7 @@ extension RegistryService {
     public func addToGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
         async throws -> GroupRef
     {
-        let id = try keys.groupID(from: notificationKey, in: project)
-        let expectedName = try expectedName.map(groupName)
-        let usable = usableTokens(tokens)
-        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        let (id, expectedName, usable) = try memberChange(notificationKey, expectedName, tokens, in: project)
         return try await store.addMembers(
             usable, toGroup: id, expectedName: expectedName, memberLimit: limits.membersPerGroup, in: project)
     }
@@ -28,10 +25,7 @@ extension RegistryService {
     public func removeFromGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
         async throws -> GroupRef
     {
-        let id = try keys.groupID(from: notificationKey, in: project)
-        let expectedName = try expectedName.map(groupName)
-        let usable = usableTokens(tokens)
-        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        let (id, expectedName, usable) = try memberChange(notificationKey, expectedName, tokens, in: project)
         return try await store.removeMembers(usable, fromGroup: id, expectedName: expectedName, in: project)
     }
 
@@ -42,6 +36,18 @@ extension RegistryService {
             throw RegistryError.groupNotFound
         }
         return keys.issue(groupID: group.id, in: project)
+    }
+
+    /// What `add` and `remove` check before touching the store: the key opens a group of this
+    /// project, the optional name is normalized, and at least one token is usable.
+    private func memberChange(_ key: String, _ expectedName: String?, _ tokens: [String], in project: Project) throws
+        -> (id: Int64, expectedName: String?, usable: [String])
+    {
+        let id = try keys.groupID(from: key, in: project)
+        let name = try expectedName.map(groupName)
+        let usable = usableTokens(tokens)
+        guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
+        return (id, name, usable)
     }
 
     /// The stored form of a group name (NFC), for creating and for looking up alike.
