@@ -48,7 +48,7 @@ public enum AudienceCheckpoint {
                 let utf8 = Array(name.utf8)
                 append(UInt32(utf8.count), to: &bytes)
                 bytes += utf8
-                members.serialize(into: &bytes)
+                members.bitmap.serialize(into: &bytes)
             }
         }
         bytes += SHA256.hash(data: bytes)
@@ -80,7 +80,7 @@ public enum AudienceCheckpoint {
                     guard length <= reader.count else { throw Problem.damaged("topic name past the end") }
                     let name = String(decoding: reader.prefix(length), as: UTF8.self)
                     reader = reader.dropFirst(length)
-                    snapshot.topics[name] = try RoaringBitmap(deserializing: &reader)
+                    snapshot.topics[name] = TopicMembers(try RoaringBitmap(deserializing: &reader))
                 }
                 state.projects[project] = snapshot
             }

@@ -15,19 +15,19 @@ import Synchronization
 public final class AudienceIndex: FeedListener {
     /// One project's part of the index.
     public struct Snapshot: Sendable {
-        public internal(set) var topics: [String: RoaringBitmap] = [:]
+        public internal(set) var topics: [String: TopicMembers] = [:]
         public internal(set) var registered = RoaringBitmap()
 
         /// The token ids subscribed to `topic`.
-        public func members(of topic: String) -> RoaringBitmap {
-            topics[topic] ?? RoaringBitmap()
+        public func members(of topic: String) -> TopicMembers {
+            topics[topic] ?? .small([])
         }
 
         /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
         public func evaluate(_ expression: Expression) -> RoaringBitmap {
             switch expression {
             case .topic(let name, _):
-                return members(of: name)
+                return members(of: name).bitmap
             case .not(let operand, _):
                 return registered.subtracting(evaluate(operand))
             case .and(let operands, _):
@@ -87,11 +87,7 @@ public final class AudienceIndex: FeedListener {
         var projects: [Int64: Snapshot] = [:]
         for (project, audience) in load.projects {
             var snapshot = Snapshot()
-            for (topic, ids) in audience.topics {
-                var members = RoaringBitmap(sortedIDs: ids)
-                members.runOptimize()
-                snapshot.topics[topic] = members
-            }
+            for (topic, ids) in audience.topics { snapshot.topics[topic] = TopicMembers(sortedIDs: ids) }
             snapshot.registered = RoaringBitmap(sortedIDs: audience.registered)
             projects[project] = snapshot
         }
@@ -110,7 +106,7 @@ public final class AudienceIndex: FeedListener {
                 state.position = entry.position
                 switch entry.change {
                 case .subscribed(let project, let topic, let tokens):
-                    state.projects[project, default: Snapshot()].topics[topic, default: RoaringBitmap()]
+                    state.projects[project, default: Snapshot()].topics[topic, default: .small([])]
                         .insert(contentsOf: tokens)
                 case .unsubscribed(let project, let topic, let tokens):
                     state.projects[project, default: Snapshot()].remove(tokens, from: topic)

@@ -63,7 +63,7 @@ extension RegistryService {
                         "topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic")
                 }
                 try MessageRules.checkContent(message)
-                recipients = audience.snapshot(of: project.rowID).members(of: topic)
+                recipients = audience.snapshot(of: project.rowID).members(of: topic).bitmap
             case .condition(let source):
                 let snapshot = audience.snapshot(of: project.rowID)
                 let dialect = protocolName.conditionDialect

@@ -115,9 +115,17 @@ extension RegistryService {
             let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes))
         else { throw OAuthError.invalidGrant("Invalid JWT: the header or claims are not JSON.") }
         guard header.alg == "RS256" else { throw OAuthError.invalidGrant("Invalid JWT: the algorithm must be RS256.") }
-        guard let kid = header.kid, let (account, project) = try await store.serviceAccount(keyID: kid) else {
-            throw OAuthError.invalidGrant("Invalid JWT Signature.")
+        // google-auth (Python, Go, Java) names the key in `kid`; Node's google-auth-library signs
+        // without one, so the issuer (the account's email) finds the key instead.
+        let found: (ServiceAccount, Project)?
+        if let kid = header.kid {
+            found = try await store.serviceAccount(keyID: kid)
+        } else if let issuer = claims.iss {
+            found = try await store.serviceAccount(clientEmail: issuer)
+        } else {
+            found = nil
         }
+        guard let (account, project) = found else { throw OAuthError.invalidGrant("Invalid JWT Signature.") }
         let publicKey = try _RSA.Signing.PublicKey(pemRepresentation: account.publicKey)
         let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
         guard
@@ -176,7 +184,8 @@ struct AccessTokenCodec: Sendable {
         payload += (0..<8).map { _ in UInt8.random(in: 0...255) }
         let mac = Array(HMAC<SHA256>.authenticationCode(for: payload, using: key))
         let token = Self.prefix + Base64URL.encode(payload) + "." + Base64URL.encode(mac)
-        return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSinceNow.rounded(.down)) - 1)
+        // Google answers 3599 for its hour: the second in flight is already spent.
+        return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSinceNow.rounded()) - 1)
     }
 
     func projectRowID(of token: String, now: Date) -> Int64? {

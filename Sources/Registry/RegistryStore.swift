@@ -18,6 +18,8 @@ public protocol RegistryStore: Sendable {
     func addServiceAccount(_ account: ServiceAccount, to project: Project) async throws
     /// The active (not revoked) service account with that key id, and its project.
     func serviceAccount(keyID: String) async throws -> (ServiceAccount, Project)?
+    /// The newest active service account with that `client_email`, and its project.
+    func serviceAccount(clientEmail: String) async throws -> (ServiceAccount, Project)?
     /// The project's service accounts, revoked ones included.
     func serviceAccounts(in project: Project) async throws -> [ServiceAccount]
     /// - Throws: `RegistryError.serviceAccountNotFound` when no active account has that key id.

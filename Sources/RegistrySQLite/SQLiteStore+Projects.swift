@@ -104,6 +104,17 @@ extension SQLiteStore {
     }
 
     public func serviceAccount(keyID: String) async throws -> (ServiceAccount, Project)? {
+        try await activeServiceAccount(where: "serviceAccount.keyId = ?", keyID)
+    }
+
+    public func serviceAccount(clientEmail: String) async throws -> (ServiceAccount, Project)? {
+        try await activeServiceAccount(where: "serviceAccount.clientEmail = ?", clientEmail)
+    }
+
+    /// The newest active account matching `condition` (one bound parameter), with its project.
+    private func activeServiceAccount(where condition: String, _ value: String) async throws
+        -> (ServiceAccount, Project)?
+    {
         try await read { db in
             guard
                 let row = try Row.fetchOne(
@@ -111,8 +122,9 @@ extension SQLiteStore {
                     sql: """
                         SELECT serviceAccount.*, project.projectId AS projectName, project.senderId
                         FROM serviceAccount JOIN project ON project.id = serviceAccount.projectId
-                        WHERE serviceAccount.keyId = ? AND serviceAccount.revokedAt IS NULL
-                        """, arguments: [keyID])
+                        WHERE \(condition) AND serviceAccount.revokedAt IS NULL
+                        ORDER BY serviceAccount.id DESC LIMIT 1
+                        """, arguments: [value])
             else { return nil }
             return (
                 Self.serviceAccount(row),

@@ -203,13 +203,16 @@ final class RawConnection: @unchecked Sendable {
 /// about what the server does, not about how busy the test runner is.
 @Suite("Connections", .serialized)
 struct ConnectionTests {
-    /// Runs `body` with the port of a live server whose deadlines are short.
-    static func live(_ body: @escaping @Sendable (Int, String) async throws -> Void) async throws {
+    /// Runs `body` with the port of a live server; short deadlines for the tests about them, long
+    /// ones elsewhere so that a busy machine cannot close a connection for the wrong reason.
+    static func live(
+        deadlines: Duration = .seconds(30), _ body: @escaping @Sendable (Int, String) async throws -> Void
+    ) async throws {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
         configuration.port = 0
-        configuration.headerTimeout = .milliseconds(300)
-        configuration.bodyTimeout = .milliseconds(300)
+        configuration.headerTimeout = deadlines
+        configuration.bodyTimeout = deadlines
         configuration.idleTimeout = .seconds(5)
         let app = buildApplication(registry: fixture.registry, configuration: configuration, logger: Logger(label: "test"))
         try await app.test(.live) { client in
@@ -245,7 +248,7 @@ struct ConnectionTests {
 
     @Test("A request head that never completes is closed")
     func slowHeaderCloses() async throws {
-        try await Self.live { port, _ in
+        try await Self.live(deadlines: .milliseconds(300)) { port, _ in
             let connection = try RawConnection(port: port)
             await connection.send("GET /health HTTP/1.1\r\nHo")
             let (text, closed) = await connection.readUntilClosed()
@@ -256,7 +259,7 @@ struct ConnectionTests {
 
     @Test("A body that stops arriving is closed")
     func slowBodyCloses() async throws {
-        try await Self.live { port, key in
+        try await Self.live(deadlines: .milliseconds(300)) { port, key in
             let connection = try RawConnection(port: port)
             await connection.send(
                 "POST /fcm/send HTTP/1.1\r\nHost: x\r\nAuthorization: key=\(key)\r\nContent-Length: 1000\r\n\r\n{")

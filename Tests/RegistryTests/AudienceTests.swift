@@ -1,6 +1,6 @@
 import Conditions
 import Foundation
-import Registry
+@testable import Registry
 import RegistrySQLite
 import Testing
 
@@ -124,5 +124,37 @@ struct AudienceTests {
             #expect(live.members(of: topic) == loaded.members(of: topic), "\(topic)")
         }
         #expect(live.registered == loaded.registered)
+    }
+}
+
+@Suite("Topic members")
+struct TopicMembersTests {
+    @Test("Small topics are arrays, large ones bitmaps, and the switch keeps every member, both ways")
+    func representation() {
+        var random = SplitMix64(seed: 3)
+        var expected = Set<UInt32>()
+        var members = TopicMembers.small([])
+        // Grow past the limit in batches, then shrink below the lower one.
+        for _ in 0..<12 {
+            let batch = (0..<500).map { _ in UInt32(random.next() % 2_000_000) }
+            members.insert(contentsOf: batch)
+            expected.formUnion(batch)
+            #expect(members.count == expected.count)
+        }
+        guard case .large = members else {
+            Issue.record("a topic of \(members.count) members should be a bitmap")
+            return
+        }
+        let leaving = Array(expected).shuffled(using: &random).prefix(expected.count - 1000)
+        members.remove(contentsOf: Array(leaving))
+        expected.subtract(leaving)
+        guard case .small(let ids) = members else {
+            Issue.record("a topic of \(members.count) members should be an array")
+            return
+        }
+        #expect(ids == expected.sorted())
+        #expect(members.bitmap == RoaringBitmap(expected))
+        #expect(members.ids(after: ids[9], limit: 5) == Array(ids[10..<15]))
+        #expect(TopicMembers.small(ids) == TopicMembers.large(RoaringBitmap(expected)))
     }
 }

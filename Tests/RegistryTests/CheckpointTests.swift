@@ -31,7 +31,7 @@ struct CheckpointTests {
 
     static func contents(_ registry: RegistryService, _ project: Project) -> [String: RoaringBitmap] {
         let snapshot = registry.audience.snapshot(of: project.rowID)
-        return snapshot.topics.merging(["(registered)": snapshot.registered]) { $1 }
+        return snapshot.topics.mapValues(\.bitmap).merging(["(registered)": snapshot.registered]) { $1 }
     }
 
     @Test("A restart loads the checkpoint, replays what was written after it, and equals the tables")
