@@ -108,10 +108,15 @@ final class ChangeLog {
     /// (a batch of new tokens is one `registered` entry, not a thousand).
     func record(_ change: AudienceChange) {
         switch (changes.last, change) {
-        case (.registered(let p, let earlier), .registered(let q, let more)) where p == q:
-            changes[changes.count - 1] = .registered(project: p, tokens: earlier + more)
-        case (.unregistered(let p, let earlier), .unregistered(let q, let more)) where p == q:
-            changes[changes.count - 1] = .unregistered(project: p, tokens: earlier + more)
+        case (.registered(let p, _), .registered(let q, let more)) where p == q:
+            // Taken off the array first, so the token list is appended to in place.
+            guard case .registered(_, var tokens) = changes.removeLast() else { return }
+            tokens.append(contentsOf: more)
+            changes.append(.registered(project: p, tokens: tokens))
+        case (.unregistered(let p, _), .unregistered(let q, let more)) where p == q:
+            guard case .unregistered(_, var tokens) = changes.removeLast() else { return }
+            tokens.append(contentsOf: more)
+            changes.append(.unregistered(project: p, tokens: tokens))
         default:
             switch change {
             case .subscribed(_, _, let tokens), .unsubscribed(_, _, let tokens), .registered(_, let tokens),
