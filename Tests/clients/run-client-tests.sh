@@ -5,7 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 work=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+server=""
+# The server saves its audience checkpoint as it stops: wait for it before removing the folder.
+stop() {
+  if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  rm -rf "$work" || true
+}
+trap stop EXIT
 
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest

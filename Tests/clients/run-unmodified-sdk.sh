@@ -10,7 +10,7 @@ work=$(mktemp -d)
 server=""
 stop() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  rm -rf "$work"
+  rm -rf "$work" || true
 }
 trap stop EXIT
 binary=.build/debug/fcm-registry
