@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Drives a real fcm-registry server with unmodified client SDKs (firebase-admin for Python).
-# Needs a built .build/debug/fcm-registry and python3; installs the SDK in a private venv.
+# Drives a real fcm-registry server with unmodified client SDKs (firebase-admin for Python): first
+# over plain HTTP with the SDK's URLs pointed at the server, then (run-unmodified-sdk.sh) with only a
+# service-account file under Google's host names. Needs a built .build/debug/fcm-registry, python3,
+# curl, and root for the second part; installs the SDK in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,3 +30,8 @@ export FCM_REGISTRY_URL="http://127.0.0.1:$port"
 export FCM_REGISTRY_PROJECT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["project_id"])' "$work/first-start.json")
 export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_key"])' "$work/first-start.json")
 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_firebase_admin.py || { cat "$work/server.log" >&2; exit 1; }
+
+# Then the same SDK with nothing but a service-account file, under Google's host names.
+kill "$server" && wait "$server" || true
+server=""
+CLIENT_VENV="$work/venv" bash Tests/clients/run-unmodified-sdk.sh

@@ -15,8 +15,12 @@ stop() {
 trap stop EXIT
 binary=.build/debug/fcm-registry
 
-python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest
+# The SDK's venv: run-client-tests.sh passes its own; alone, this script makes one.
+venv=${CLIENT_VENV:-$work/venv}
+if [ -z "${CLIENT_VENV:-}" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest
+fi
 
 "$binary" tls init --dir "$work/certs" > /dev/null
 "$binary" project create --sender-id 555000555000 --project-id sdk-app --db "$work/registry.sqlite" > "$work/project.json"
@@ -40,5 +44,5 @@ export REQUESTS_CA_BUNDLE="$work/certs/ca.pem" SSL_CERT_FILE="$work/certs/ca.pem
 export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_key"])' "$work/project.json")
 export FCM_REGISTRY_SENDER_ID=555000555000
 unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$work/hosts" \
-  "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_unmodified_sdk.py \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_unmodified_sdk.py \
   || { cat "$work/server.log" >&2; exit 1; }
