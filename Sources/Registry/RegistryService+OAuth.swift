@@ -164,7 +164,13 @@ extension RegistryService {
     /// expired, or of a project that no longer exists.
     public func project(authenticatedByAccessToken token: String, now: Date = Date()) async throws -> Project? {
         guard let rowID = accessTokens.projectRowID(of: token, now: now) else { return nil }
-        return try await store.projects().first { $0.rowID == rowID }
+        // The signature and expiry are checked on every request above; which project the row id
+        // names is remembered like a server key's, so a request does not read the database for it.
+        let hash = ServerKey.hash(token)
+        if let cached = serverKeys.lookUp(hash) { return cached }
+        let project = try await store.projects().first { $0.rowID == rowID }
+        serverKeys.store(project, for: hash)
+        return project
     }
 }
 

@@ -41,7 +41,6 @@ struct OAuthController {
             }
             guard let assertion = fields["assertion"] else { throw OAuthError.invalidRequest("Missing assertion.") }
             let issued = try await registry.exchange(assertion: assertion)
-            context.labels.project = nil
             var response = try JSONResponse.make(TokenResponse(access_token: issued.token, expires_in: issued.expiresIn))
             response.headers[.cacheControl] = "no-store"
             return response
