@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "fcm-registry", targets: ["fcm-registry"]),
         .library(name: "Conditions", targets: ["Conditions"]),
         .library(name: "Registry", targets: ["Registry"]),
+        .library(name: "XMPP", targets: ["XMPP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -39,6 +40,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        /// The XMPP wire: a bounded stream parser for hostile XML, SASL PLAIN credentials, and the
+        /// exact stanzas of FCM's XMPP connection server. Foundation only.
+        .target(name: "XMPP"),
         /// The store on SQLite through GRDB, with its migrations.
         .target(
             name: "RegistrySQLite",
@@ -54,6 +58,7 @@ let package = Package(
             dependencies: [
                 "Conditions",
                 "Registry",
+                "XMPP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -65,6 +70,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -91,6 +97,7 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        .testTarget(name: "XMPPTests", dependencies: ["XMPP"]),
         .testTarget(
             name: "RegistryTests",
             dependencies: ["Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift")]
@@ -101,7 +108,11 @@ let package = Package(
                 "Registry",
                 "RegistrySQLite",
                 "RegistryServer",
+                "XMPP",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -16,12 +16,13 @@ import ServiceLifecycle
 ///   should write into it (`serve` bootstraps one).
 public func buildApplication(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
-    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), xmpp: XMPPHub? = nil
 ) -> Application<RouterResponder<RegistryRequestContext>> {
+    let xmpp = xmpp ?? XMPPHub(configuration: configuration)
     let guardLogger = logger
     let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
     var application = Application(
-        router: buildRouter(registry: registry, metrics: metrics),
+        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
         server: .http1(
             configuration: .init(
                 additionalChannelHandlers: [
@@ -40,14 +41,17 @@ public func buildApplication(
 
 /// What `serve` runs, as `configuration` says: the plain HTTP listener (unless `--port off`),
 /// the TLS listener speaking HTTP/2 and HTTP/1.1 by ALPN (with `--tls-cert` and `--tls-key`),
-/// and the background services, once.
+/// the XMPP connection server (with TLS, or `--xmpp-plaintext`), and the background services, once.
 public func buildServices(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
     metrics: PrometheusCollectorRegistry
 ) throws -> [any Service] {
     var services: [any Service] = []
+    let xmpp = XMPPHub(configuration: configuration)
     if configuration.plainHTTP {
-        services.append(buildApplication(registry: registry, configuration: configuration, logger: logger, metrics: metrics))
+        services.append(
+            buildApplication(
+                registry: registry, configuration: configuration, logger: logger, metrics: metrics, xmpp: xmpp))
     }
     if let certificate = configuration.tlsCertificate, let key = configuration.tlsKey {
         let tls = TLSConfiguration.makeServerConfiguration(
@@ -56,7 +60,7 @@ public func buildServices(
         let guardLogger = logger
         let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
         var application = Application(
-            router: buildRouter(registry: registry, metrics: metrics),
+            router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
             server: try .http2Upgrade(
                 tlsConfiguration: tls,
                 configuration: .init(
@@ -77,6 +81,16 @@ public func buildServices(
         }
         services.append(application)
     }
+    if configuration.xmppListening {
+        let tls = try configuration.tlsCertificate.map { certificate in
+            try XMPPListener.tlsContext(certificate: certificate, key: configuration.tlsKey ?? "")
+        }
+        services.append(
+            XMPPListener(
+                registry: registry, hub: xmpp, host: configuration.host, port: configuration.xmppPort,
+                tls: configuration.xmppPlaintext ? nil : tls, settings: configuration.xmpp,
+                maximumConnections: configuration.maximumConnections, logger: logger))
+    }
     return services
 }
 
@@ -94,7 +108,7 @@ func backgroundServices(registry: RegistryService, configuration: ServerConfigur
 
 /// Every route, behind the access log and the error envelope; every route but `/health` and
 /// `/metrics` behind the server key.
-public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry) -> Router<
+public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> Router<
     RegistryRequestContext
 > {
     let router = Router(context: RegistryRequestContext.self)
@@ -120,6 +134,7 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     LegacySendController(registry: registry).addRoutes(to: routes)
     V1SendController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
+    XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
     oauth.addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return router

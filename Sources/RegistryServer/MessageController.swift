@@ -27,7 +27,8 @@ struct MessageController {
                 "protocol must be \"xmpp\"; validate legacy messages with dry_run on /fcm/send and v1 messages with validate_only",
                 field: "protocol")
         }
-        return try JSONResponse.any(await XMPPValidation.answer(to: body.message, registry: registry, project: project))
+        return try JSONResponse.any(
+            await XMPPDownstream.answer(to: body.message, registry: registry, project: project, dryRun: true).json)
     }
 
     // MARK: - The message log
@@ -78,48 +79,5 @@ struct MessageController {
         let token = try request.pathValue("token", context: context)
         let (after, size) = try Self.paging(request)
         return try Self.list(try await registry.loggedMessages(to: token, in: project, after: after, limit: size))
-    }
-}
-
-/// What an XMPP connection server answers a downstream stanza's JSON (table 4 of the XMPP
-/// reference): the legacy codec and the pipeline, worded as an ack or a nack.
-enum XMPPValidation {
-    static func answer(to fields: [String: JSONValue], registry: RegistryService, project: Project) async throws
-        -> [String: Any]
-    {
-        var answer: [String: Any] = ["message_type": "ack"]
-        func nack(_ code: String, _ description: String) -> [String: Any] {
-            answer["message_type"] = "nack"
-            answer["error"] = code
-            answer["error_description"] = description
-            return answer
-        }
-        let messageID = try? LegacyCodec.string(fields, "message_id")
-        let to = try? LegacyCodec.string(fields, "to")
-        if let messageID { answer["message_id"] = messageID }
-        if let to { answer["from"] = to }
-        guard messageID != nil else { return nack("INVALID_JSON", "message_id is required") }
-        if let type = try? LegacyCodec.string(fields, "message_type") {
-            // An app server's ack of an upstream message: to, message_id and message_type "ack" only.
-            if type != "ack" || to == nil {
-                return nack("BAD_ACK", "an ack has message_type \"ack\", to and message_id")
-            }
-            return answer
-        }
-        var message: Message
-        do {
-            message = try LegacyCodec.message(json: fields)
-        } catch {
-            return nack(error.wording.xmpp, error.wording.description)
-        }
-        if case .registrationIDs(let tokens) = message.target, !tokens.isEmpty {
-            return nack("INVALID_JSON", "registration_ids is not part of the XMPP protocol: send one message per token")
-        }
-        message.options.dryRun = true
-        let result = try await registry.send(message, via: .xmpp, in: project)
-        if let problem = result.tokenProblems.first ?? nil ?? result.problem {
-            return nack(problem.wording.xmpp, problem.wording.description)
-        }
-        return answer
     }
 }

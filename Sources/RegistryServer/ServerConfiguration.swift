@@ -42,6 +42,24 @@ public struct ServerConfiguration: Sendable {
     /// On SIGTERM: how long requests in flight may take to finish before the rest are closed.
     public var shutdownDeadline = Duration.seconds(10)
 
+    /// The XMPP connection server's port; it listens whenever TLS is configured (or with
+    /// `xmppPlaintext`), unless `--xmpp-port off`.
+    public var xmppPort = 5235
+    public var xmppOff = false
+    /// XMPP without TLS, for local debugging.
+    public var xmppPlaintext = false
+    public var xmpp = XMPPSettings()
+    /// Messages awaiting an answer or an ack on one XMPP connection, each way.
+    public var xmppPending = 100
+    public var xmppConnectionsPerProject = 1000
+    /// Upstream messages waiting, per project, for an XMPP session to take them.
+    public var xmppWaitingUpstream = 10_000
+
+    /// Whether the XMPP listener runs.
+    public var xmppListening: Bool {
+        !xmppOff && (tlsCertificate != nil || xmppPlaintext)
+    }
+
     public init() {}
 }
 
@@ -66,6 +84,8 @@ public struct ConfigurationOption: Sendable {
 
     /// The default, as the documentation shows it.
     public var defaultValue: String
+    /// A switch: `--flag` alone means `true`.
+    public var isSwitch = false
 }
 
 extension ServerConfiguration {
@@ -161,6 +181,52 @@ extension ServerConfiguration {
             "shutdown-deadline", "FCM_REGISTRY_SHUTDOWN_DEADLINE",
             "On SIGTERM, how long requests in flight may take before the rest are closed.", "10s"
         ) { $1.shutdownDeadline = $0 },
+        ConfigurationOption(
+            flag: "xmpp-port", variable: "FCM_REGISTRY_XMPP_PORT",
+            help: "XMPP connection server port; it listens whenever TLS is configured (off: never).",
+            apply: { value, configuration in
+                if value == "off" {
+                    configuration.xmppOff = true
+                    return nil
+                }
+                guard let port = Int(value), (0...65535).contains(port) else {
+                    return "an integer from 0 to 65535, or off"
+                }
+                configuration.xmppPort = port
+                return nil
+            }, defaultValue: "5235"),
+        ConfigurationOption(
+            flag: "xmpp-plaintext", variable: "FCM_REGISTRY_XMPP_PLAINTEXT",
+            help: "Serve XMPP without TLS, for local debugging only.",
+            apply: { value, configuration in
+                guard let flag = parseSwitch(value) else { return "true or false" }
+                configuration.xmppPlaintext = flag
+                return nil
+            }, defaultValue: "false", isSwitch: true),
+        integer(
+            "xmpp-stanza-bytes", "FCM_REGISTRY_XMPP_STANZA_BYTES", "Largest XMPP stanza, in bytes.", 64 * 1024,
+            1024...(16 << 20)
+        ) { $1.xmpp.stanzaBytes = $0 },
+        integer(
+            "xmpp-pending", "FCM_REGISTRY_XMPP_PENDING",
+            "Messages awaiting their ack on one XMPP connection, each way (FCM's 100).", 100, 1...100_000
+        ) { $1.xmppPending = $0 },
+        integer(
+            "xmpp-connections", "FCM_REGISTRY_XMPP_CONNECTIONS", "XMPP connections per sender (FCM's 1000).", 1000,
+            1...1_000_000
+        ) { $1.xmppConnectionsPerProject = $0 },
+        integer(
+            "xmpp-upstream-queue", "FCM_REGISTRY_XMPP_UPSTREAM_QUEUE",
+            "Upstream messages kept per project while no XMPP session can take them.", 10_000, 1...10_000_000
+        ) { $1.xmppWaitingUpstream = $0 },
+        duration(
+            "xmpp-login-timeout", "FCM_REGISTRY_XMPP_LOGIN_TIMEOUT", "An XMPP client must log in within this time.",
+            "10s"
+        ) { $1.xmpp.loginTimeout = $0 },
+        duration(
+            "xmpp-idle-timeout", "FCM_REGISTRY_XMPP_IDLE_TIMEOUT",
+            "Close an XMPP connection that sends nothing (not even a ping) this long.", "5m"
+        ) { $1.xmpp.idleTimeout = $0 },
     ]
 
     /// The configuration from `flags` (by flag name, without dashes), then the environment, then
@@ -181,6 +247,9 @@ extension ServerConfiguration {
         }
         guard (configuration.tlsCertificate == nil) == (configuration.tlsKey == nil) else {
             throw ConfigurationError(description: "--tls-cert and --tls-key (FCM_REGISTRY_TLS_CERT, FCM_REGISTRY_TLS_KEY) go together")
+        }
+        guard !configuration.xmppPlaintext || !configuration.xmppOff else {
+            throw ConfigurationError(description: "--xmpp-plaintext and --xmpp-port off contradict each other")
         }
         guard configuration.plainHTTP || configuration.tlsCertificate != nil else {
             throw ConfigurationError(description: "--port off leaves no listener: give --tls-cert and --tls-key")
@@ -230,6 +299,15 @@ extension ServerConfiguration {
                 set(duration, &configuration)
                 return nil
             }, defaultValue: fallback)
+    }
+
+    /// `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`.
+    static func parseSwitch(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "1", "yes", "on": true
+        case "false", "0", "no", "off": false
+        default: nil
+        }
     }
 
     /// `250ms`, `10s`, `2m`, `1h`: a whole number and a unit, 1 ms to 24 h.

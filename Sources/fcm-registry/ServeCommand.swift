@@ -84,6 +84,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "db.path": "\(configuration.databasePath)", "http.host": "\(configuration.host)",
                 "http.port": "\(configuration.plainHTTP ? String(configuration.port) : "off")",
                 "https.port": "\(configuration.tlsCertificate == nil ? "off" : String(configuration.tlsPort))",
+                "xmpp.port": "\(configuration.xmppListening ? String(configuration.xmppPort) : "off")",
             ])
         let services = try buildServices(
             registry: registry, configuration: configuration, logger: logger, metrics: metrics)
@@ -93,6 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// `--name value` and `--name=value` pairs by name.
     static func flags(_ arguments: [String]) throws(ConfigurationError) -> [String: String] {
         let known = Set(ServerConfiguration.options.map(\.flag))
+        let switches = Set(ServerConfiguration.options.filter(\.isSwitch).map(\.flag))
         var flags: [String: String] = [:]
         var index = 0
         while index < arguments.count {
@@ -105,6 +107,8 @@ struct ServeCommand: AsyncParsableCommand {
             if let equals = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
+            } else if switches.contains(name), index + 1 == arguments.count || arguments[index + 1].hasPrefix("--") {
+                value = "true"
             } else {
                 index += 1
                 guard index < arguments.count else {

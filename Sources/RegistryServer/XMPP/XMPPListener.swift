@@ -1,0 +1,112 @@
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Registry
+import ServiceLifecycle
+import Synchronization
+
+/// How XMPP connections are bounded (all set from `serve`'s options).
+public struct XMPPSettings: Sendable {
+    /// Bytes of one stanza.
+    public var stanzaBytes = 64 * 1024
+    /// SASL must succeed within this time of the connection.
+    public var loginTimeout = Duration.seconds(10)
+    /// A connection that sends nothing (not even a whitespace keepalive or a ping) this long is closed.
+    public var idleTimeout = Duration.seconds(300)
+    /// Stanzas waiting to be written to a client that does not read.
+    public var outboxLimit = 1024
+
+    public init() {}
+}
+
+/// The XMPP connection server: accepts client streams on `port`, with TLS from the first byte
+/// (CCS never used STARTTLS) unless `tls` is `nil`, and serves each as an `XMPPConnection`.
+///
+/// On graceful shutdown it stops accepting, drains every session (`CONNECTION_DRAINING`), and
+/// returns once they have closed; the service group's deadline cancels what is left.
+public struct XMPPListener: Service {
+    let registry: RegistryService
+    let hub: XMPPHub
+    let host: String
+    let port: Int
+    let tls: NIOSSLContext?
+    let settings: XMPPSettings
+    let maximumConnections: Int
+    let logger: Logger
+    /// Told the port once listening (tests bind port 0).
+    let onListening: @Sendable (Int) async -> Void
+
+    public init(
+        registry: RegistryService, hub: XMPPHub, host: String, port: Int, tls: NIOSSLContext?, settings: XMPPSettings,
+        maximumConnections: Int, logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) {
+        self.registry = registry
+        self.hub = hub
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.settings = settings
+        self.maximumConnections = maximumConnections
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    /// TLS for XMPP: the listener's certificate, and ALPN `xmpp-client` for clients that offer it
+    /// (a client offering only other protocols still connects, without ALPN).
+    public static func tlsContext(certificate: String, key: String) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        configuration.applicationProtocols = ["xmpp-client"]
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    public func run() async throws {
+        let tls = tls
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let boundPort = server.channel.localAddress?.port ?? port
+        logger.info(
+            "xmpp listening", metadata: ["xmpp.port": "\(boundPort)", "xmpp.tls": "\(tls == nil ? "off" : "on")"])
+        await onListening(boundPort)
+        let open = ConnectionCount()
+        let connection = XMPPConnection(registry: registry, hub: hub, settings: settings, logger: logger)
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { connections in
+                    for try await client in connections {
+                        guard open.value.wrappingAdd(1, ordering: .relaxed).newValue <= maximumConnections else {
+                            open.value.wrappingSubtract(1, ordering: .relaxed)
+                            logger.warning(
+                                "xmpp connection limit reached: connection refused",
+                                metadata: ["limit": "\(maximumConnections)"])
+                            client.channel.close(promise: nil)
+                            continue
+                        }
+                        group.addTask {
+                            await connection.run(client)
+                            open.value.wrappingSubtract(1, ordering: .relaxed)
+                        }
+                    }
+                }
+            }
+        } onGracefulShutdown: { [hub] in
+            server.channel.close(promise: nil)
+            hub.drainAll()
+        }
+    }
+}
+
+/// Open XMPP connections, shared by the accept loop and the connections' tasks.
+private final class ConnectionCount: Sendable {
+    let value = Atomic<Int>(0)
+}
