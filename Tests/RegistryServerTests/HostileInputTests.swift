@@ -145,6 +145,8 @@ struct HostileInputTests {
 /// A blocking TCP client for the connection-level tests: what a slow or hostile peer does.
 final class RawConnection: @unchecked Sendable {
     let descriptor: Int32
+    /// Bytes read past what `read(until:)` returned.
+    private var pending: [UInt8] = []
 
     init(port: Int) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -187,8 +189,34 @@ final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// What the server sends up to and including the first `marker`, or all it sent when it closes
+    /// the connection or 10 s pass without it.
+    func read(until marker: String) async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: self.blockingRead(until: Array(marker.utf8))) }
+        }
+    }
+
+    private func blockingRead(until marker: [UInt8]) -> String {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let range = pending.firstRange(of: marker) {
+                let text = String(decoding: pending[..<range.upperBound], as: UTF8.self)
+                pending.removeSubrange(..<range.upperBound)
+                return text
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 {
+                defer { pending.removeAll() }
+                return String(decoding: pending, as: UTF8.self)
+            }
+            pending += buffer[0..<count]
+        }
+    }
+
     private func blockingReadUntilClosed() -> (text: String, closed: Bool) {
-        var received: [UInt8] = []
+        var received = pending
+        pending.removeAll()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }

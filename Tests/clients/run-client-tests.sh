@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Drives a real fcm-registry server with unmodified client SDKs (firebase-admin for Python): first
 # over plain HTTP with the SDK's URLs pointed at the server, then (run-unmodified-sdk.sh) with only a
-# service-account file under Google's host names. Needs a built .build/debug/fcm-registry, python3,
-# curl, and root for the second part; installs the SDK in a private venv.
+# service-account file under Google's host names, then (run-xmpp-client.sh) XMPP client libraries
+# (aiofcm, slixmpp) against the XMPP connection server. Needs a built .build/debug/fcm-registry,
+# python3, curl, and root for the last two parts; installs the clients in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -16,7 +17,10 @@ stop() {
 trap stop EXIT
 
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest
+# aiofcm and slixmpp are the XMPP clients of run-xmpp-client.sh. aioxmpp imports pytz without
+# declaring it, and calls pyOpenSSL's X509.get_extension (gone in 26.2).
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest \
+  "aiofcm==1.4" "aioxmpp==0.13.3" "pyOpenSSL==24.2.1" "pytz==2025.2" "slixmpp==1.17.0"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 .build/debug/fcm-registry serve --db "$work/registry.sqlite" --port "$port" > "$work/first-start.json" 2> "$work/server.log" &
@@ -35,3 +39,6 @@ export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.
 kill "$server" && wait "$server" || true
 server=""
 CLIENT_VENV="$work/venv" bash Tests/clients/run-unmodified-sdk.sh
+
+# Then XMPP: unmodified XMPP client libraries against the connection server.
+CLIENT_VENV="$work/venv" bash Tests/clients/run-xmpp-client.sh

@@ -251,8 +251,8 @@ struct XMPPConnection {
                 resource = "r" + String(UInt64.random(in: .min ... .max), radix: 36)
             }
             session.jid = "\(project.senderId)@\(CCSWire.domain)/\(resource)"
-            hub.bind(id, project: project, jid: session.jid)
             outbox.send(CCSWire.bindResult(id: iqID, jid: session.jid))
+            hub.bind(id, project: project, jid: session.jid)
         } else if type == "set", iq.child("session", namespace: "urn:ietf:params:xml:ns:xmpp-session") != nil {
             outbox.send(CCSWire.emptyResult(id: iqID))
         } else if type == "get", iq.child("ping", namespace: "urn:xmpp:ping") != nil {

@@ -50,6 +50,8 @@ public final class XMPPHub: Sendable {
         var jid: String
         var connectedAt: Date
         var draining: Bool
+        /// Bound a resource: upstream messages may go to it.
+        var bound: Bool
         var pendingDownstream: Int
         var unackedUpstream: Int
     }
@@ -116,17 +118,21 @@ public final class XMPPHub: Sendable {
             state.nextID += 1
             state.sessions[project.rowID, default: [:]][id] = Session(
                 info: SessionInfo(
-                    id: id, project: project, jid: jid, connectedAt: Date(), draining: false, pendingDownstream: 0,
-                    unackedUpstream: 0),
+                    id: id, project: project, jid: jid, connectedAt: Date(), draining: false, bound: false,
+                    pendingDownstream: 0, unackedUpstream: 0),
                 outbox: outbox)
-            pump(project.rowID, &state)
             return .registered(id: id)
         }
     }
 
-    /// Names the session's full JID once the client has bound a resource.
+    /// Names the session's full JID once the client has bound a resource; from then on it takes
+    /// upstream messages (before, they would arrive in the middle of the stream restart).
     func bind(_ id: String, project: Project, jid: String) {
-        state.withLock { $0.sessions[project.rowID]?[id]?.info.jid = jid }
+        state.withLock { state in
+            state.sessions[project.rowID]?[id]?.info.jid = jid
+            state.sessions[project.rowID]?[id]?.info.bound = true
+            pump(project.rowID, &state)
+        }
     }
 
     /// Forgets a session whose connection ended; what it left unacknowledged goes to another.
@@ -273,7 +279,8 @@ public final class XMPPHub: Sendable {
     private func chooseSession(_ project: Int64, preferring preferred: String?, _ state: State) -> String? {
         let sessions = state.sessions[project] ?? [:]
         func room(_ session: Session) -> Int {
-            session.info.draining ? 0 : limits.pendingPerConnection - session.unacked.count - session.info.pendingDownstream
+            session.info.draining || !session.info.bound
+                ? 0 : limits.pendingPerConnection - session.unacked.count - session.info.pendingDownstream
         }
         if let preferred, let session = sessions[preferred], room(session) > 0 { return preferred }
         return sessions.max { room($0.value) < room($1.value) }.flatMap { room($0.value) > 0 ? $0.key : nil }
