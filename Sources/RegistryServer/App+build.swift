@@ -118,7 +118,7 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     let open = RouteRecorder(router.group())
     open.on("/health", .get) { _, _ in try JSONResponse.make(["status": "ok"]) }
     open.on("/metrics", .get) { _, _ in
-        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics)
+        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, xmpp: xmpp)
     }
     let oauth = OAuthController(registry: registry)
     oauth.addOpenRoutes(to: open)

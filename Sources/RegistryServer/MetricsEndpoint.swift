@@ -74,7 +74,7 @@ final class RequestSeries: Sendable {
 /// happen; the gauges of state (index size, feed lag, message log per project) are read when
 /// scraped.
 enum MetricsEndpoint {
-    static func response(registry: RegistryService, metrics: ServerMetrics) async throws -> Response {
+    static func response(registry: RegistryService, metrics: ServerMetrics, xmpp: XMPPHub) async throws -> Response {
         let size = registry.audience.size()
         metrics.gauge("audience_subscriptions", "Subscriptions held by this process's audience index.", size.subscriptions)
         metrics.gauge("audience_registered_tokens", "Registered tokens in the audience index.", size.registered)
@@ -87,6 +87,10 @@ enum MetricsEndpoint {
             metrics.gauge("message_log_entries", "Entries in a project's message log.", usage.entries, labels: [("project", project)])
             metrics.gauge("message_log_bytes", "Bytes in a project's message log.", usage.bytes, labels: [("project", project)])
         }
+        metrics.gauge("xmpp_sessions", "Authenticated XMPP sessions.", xmpp.sessionCount)
+        metrics.gauge(
+            "xmpp_upstream_waiting", "Upstream messages waiting for an XMPP session, in all projects.",
+            xmpp.waitingCount)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 * 1024)
         metrics.registry.emit(into: &bytes)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import Registry
 import Synchronization
@@ -321,6 +322,8 @@ struct XMPPConnection {
                     return
                 }
                 hub.answerDownstream(id, project: project, with: CCSWire.answer(CCSWire.json(answer.json)))
+                let outcome = answer.json["error"] as? String ?? "ack"
+                Counter(label: "fcm_registry_xmpp_downstream_total", dimensions: [("answer", outcome)]).increment()
                 logger.info(
                     "xmpp message",
                     metadata: [

@@ -158,6 +158,10 @@ public final class XMPPHub: Sendable {
         state.withLock { $0.waiting[project.rowID]?.count ?? 0 }
     }
 
+    var waitingCount: Int {
+        state.withLock { $0.waiting.values.reduce(0) { $0 + $1.count } }
+    }
+
     var sessionCount: Int {
         state.withLock { $0.sessions.values.reduce(0) { $0 + $1.count } }
     }
