@@ -12,7 +12,8 @@ public enum LocalCertificates {
     /// the loopback names.
     public static let defaultNames = [
         "fcm.googleapis.com", "iid.googleapis.com", "oauth2.googleapis.com", "iamcredentials.googleapis.com",
-        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "localhost", "127.0.0.1",
+        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "gcm-xmpp.googleapis.com", "gcm-preprod.googleapis.com",
+        "localhost", "127.0.0.1",
     ]
 
     /// The files `tls init` writes.
