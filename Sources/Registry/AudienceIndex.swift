@@ -25,23 +25,30 @@ public final class AudienceIndex: FeedListener {
 
         /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
         public func evaluate(_ expression: Expression) -> RoaringBitmap {
-            switch expression {
-            case .topic(let name, _):
-                return members(of: name).bitmap
-            case .not(let operand, _):
-                return registered.subtracting(evaluate(operand))
-            case .and(let operands, _):
-                // Smallest operand first: every later intersection is bounded by it.
-                var parts = operands.map(evaluate)
-                parts.sort { $0.count < $1.count }
-                var result = parts[0]
-                for part in parts.dropFirst() where !result.isEmpty { result.formIntersection(part) }
-                return result
-            case .or(let operands, _):
-                var result = evaluate(operands[0])
-                for operand in operands.dropFirst() { result.formUnion(evaluate(operand)) }
-                return result
+            AudienceAlgebra(universe: registered, leaf: { members(of: $0).bitmap }).evaluate(expression)
+        }
+
+        /// How many tokens `expression` reaches, without building the set its last operation
+        /// would make.
+        public func count(_ expression: Expression) -> Int {
+            AudienceAlgebra(universe: registered, leaf: { members(of: $0).bitmap }).count(expression)
+        }
+
+        /// Up to `limit` ids `expression` reaches, greater than `after`, ascending; computed one
+        /// 65,536-id chunk at a time and only as far as the page needs, so a page costs what it
+        /// covers, not what the whole audience would.
+        public func ids(of expression: Expression, after: UInt32?, limit: Int) -> [UInt32] {
+            var result: [UInt32] = []
+            guard limit > 0 else { return result }
+            let first = after.map { UInt16(truncatingIfNeeded: $0 &>> 16) } ?? 0
+            for key in registered.keys where key >= first {
+                let chunk = AudienceAlgebra(
+                    universe: registered.chunk(key), leaf: { members(of: $0).chunk(key) }
+                ).evaluate(expression)
+                result += chunk.ids(after: after, limit: limit - result.count)
+                if result.count >= limit { break }
             }
+            return result
         }
     }
 

@@ -43,8 +43,9 @@ extension RegistryService {
         case .condition(let source, let dialect):
             let (condition, count, ids) = try await CostlyWork.run {
                 let condition = try Condition(parsing: source, dialect: dialect)
-                let reached = snapshot.evaluate(condition.expression)
-                return (condition, reached.count, countOnly ? [] : reached.ids(after: after, limit: limit + 1))
+                let count = snapshot.count(condition.expression)
+                let page = countOnly ? [] : snapshot.ids(of: condition.expression, after: after, limit: limit + 1)
+                return (condition, count, page)
             }
             result = Audience(count: count, condition: condition)
             result.topicCounts = Dictionary(

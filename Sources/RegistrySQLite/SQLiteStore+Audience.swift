@@ -39,10 +39,19 @@ extension SQLiteStore {
     }
 
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
-        try await read { db in
-            let statement = try db.cachedStatement(sql: "SELECT value FROM token WHERE id = ? AND projectId = ?")
-            return try ids.compactMap { try String.fetchOne(statement, arguments: [Int64($0), project.rowID]) }
+        guard !ids.isEmpty else { return [] }
+        // One statement for the whole page: the ids travel as one JSON array, bound like any value.
+        let list = "[" + ids.map { String($0) }.joined(separator: ",") + "]"
+        let values = try await read { db in
+            var values: [Int64: String] = [:]
+            values.reserveCapacity(ids.count)
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT id, value FROM token WHERE projectId = ? AND id IN (SELECT value FROM json_each(?))",
+                arguments: [project.rowID, list])
+            while let row = try rows.next() { values[row[0]] = row[1] }
+            return values
         }
+        return ids.compactMap { values[Int64($0)] }
     }
 
     public func tokenID(_ token: String, in project: Project) async throws -> UInt32? {

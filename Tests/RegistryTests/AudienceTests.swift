@@ -84,6 +84,45 @@ struct AudienceTests {
         }
     }
 
+    @Test("Counts and chunk-by-chunk pages equal brute force when ids span many chunks, small and large topics alike")
+    func chunkedEvaluation() throws {
+        for seed in UInt64(1)...6 {
+            var random = SplitMix64(seed: seed)
+            var snapshot = AudienceIndex.Snapshot()
+            var topicsByID: [UInt32: Set<String>] = [:]
+            // Ids over five chunks; topic "a" large (a bitmap), the others small (arrays).
+            for _ in 0..<12_000 {
+                let id = UInt32(random.next() % 330_000)
+                var mine = Set<String>()
+                if random.next() % 2 == 0 { mine.insert("a") }
+                for topic in Self.topics.dropFirst() where random.next() % 9 == 0 { mine.insert(topic) }
+                topicsByID[id] = mine
+            }
+            let registered = topicsByID.keys.sorted()
+            snapshot.registered = RoaringBitmap(sortedIDs: registered)
+            for topic in Self.topics {
+                snapshot.topics[topic] = TopicMembers(sortedIDs: registered.filter { topicsByID[$0]!.contains(topic) })
+            }
+            #expect(snapshot.topics["a"].map { if case .large = $0 { true } else { false } } == true)
+            for _ in 0..<20 {
+                let source = Self.condition(using: &random, depth: 3)
+                let expression = try Condition(parsing: source, dialect: .extended).expression
+                let expected = registered.filter { expression.matches(subscribedTo: topicsByID[$0]!) }
+                #expect(snapshot.count(expression) == expected.count, "\(source)")
+                #expect(Array(snapshot.evaluate(expression).ids) == expected, "\(source)")
+                var paged: [UInt32] = []
+                var after: UInt32?
+                while true {
+                    let page = snapshot.ids(of: expression, after: after, limit: 997)
+                    paged += page
+                    guard page.count == 997, let last = page.last else { break }
+                    after = last
+                }
+                #expect(paged == expected, "\(source)")
+            }
+        }
+    }
+
     @Test("Topic, token, group and notification-key targets; counts with countOnly; per-topic counts")
     func otherTargets() async throws {
         let (registry, project) = try await makeRegistry()
