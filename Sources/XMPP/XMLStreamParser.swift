@@ -66,9 +66,20 @@ public struct XMLStreamParser: Sendable {
     private struct OpenElement {
         var element: XMPPElement
         var scope: [Substring: String]
+        /// Character data since the last child element, appended in place and added as one text
+        /// node when the next child starts or the element ends (merging into the last node
+        /// would copy it at every CDATA section).
+        var text = ""
+
+        mutating func flushText() {
+            guard !text.isEmpty else { return }
+            element.children.append(.text(text))
+            text = ""
+        }
     }
 
-    public let limits: Limits
+    /// May change between stanzas (a smaller budget before login).
+    public var limits: Limits
     private var buffer: [UInt8] = []
     private var position = 0
     private var state = State.content
@@ -157,6 +168,9 @@ public struct XMLStreamParser: Sendable {
                 }
                 state = .declaration
             default:
+                guard byte != UInt8(ascii: ">"), !Self.isWhitespace(byte) else {
+                    throw XMLStreamError(condition: .notWellFormed, message: "a tag without a name")
+                }
                 token.append(byte)
                 state = .tag(quote: nil)
             }
@@ -229,11 +243,7 @@ public struct XMLStreamParser: Sendable {
 
     private mutating func appendText(_ text: String) throws(XMLStreamError) {
         guard !text.isEmpty, let last = open.indices.last else { return }
-        if case .text(let previous)? = open[last].element.children.last {
-            open[last].element.children[open[last].element.children.count - 1] = .text(previous + text)
-        } else {
-            open[last].element.children.append(.text(text))
-        }
+        open[last].text += text
     }
 
     // MARK: - Tags
@@ -254,6 +264,9 @@ public struct XMLStreamParser: Sendable {
             if attribute.name == "xmlns" {
                 scope[""] = attribute.value
             } else if attribute.name.hasPrefix("xmlns:") {
+                guard attribute.name.count > 6, !attribute.value.isEmpty else {
+                    throw XMLStreamError(condition: .notWellFormed, message: "malformed namespace declaration")
+                }
                 scope[attribute.name.dropFirst(6)] = attribute.value
             }
         }
@@ -282,6 +295,13 @@ public struct XMLStreamParser: Sendable {
             throw XMLStreamError(
                 condition: .policyViolation, message: "elements nest at most \(limits.depth) deep in a stanza")
         }
+        // Each element costs memory beyond its bytes: charge it against the stanza's budget.
+        stanzaBytes += Self.elementCharge
+        guard stanzaBytes <= limits.stanzaBytes else {
+            throw XMLStreamError(
+                condition: .policyViolation, message: "a stanza is limited to \(limits.stanzaBytes) bytes")
+        }
+        if let parent = open.indices.last { open[parent].flushText() }
         open.append(OpenElement(element: element, scope: scope))
         return selfClosing ? finishElement() : nil
     }
@@ -304,7 +324,9 @@ public struct XMLStreamParser: Sendable {
 
     /// Pops the innermost element into its parent, or hands on the stanza it completes.
     private mutating func finishElement() -> XMLStreamEvent? {
-        let finished = open.removeLast().element
+        var closing = open.removeLast()
+        closing.flushText()
+        let finished = closing.element
         guard let parent = open.indices.last else {
             stanzaBytes = 0
             return .stanza(finished)
@@ -378,6 +400,8 @@ public struct XMLStreamParser: Sendable {
     // MARK: - Characters
 
     public static let streamsNamespace = "http://etherx.jabber.org/streams"
+    /// What one element counts against `stanzaBytes` beyond its bytes: its share of the tree.
+    static let elementCharge = 64
     private static let cdataOpening = Array("[CDATA[".utf8)
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
@@ -424,11 +448,17 @@ public struct XMLStreamParser: Sendable {
                     throw XMLStreamError(
                         condition: .restrictedXML, message: "entity references are not allowed, only &lt; &gt; &amp; &quot; &apos;")
                 }
-                let digits = name.dropFirst()
+                let hexadecimal = name.dropFirst().first == UInt8(ascii: "x")
+                let digits = name.dropFirst(hexadecimal ? 2 : 1)
+                let isDigit: (UInt8) -> Bool = { byte in
+                    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                        || (hexadecimal
+                            && ((UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                                || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)))
+                }
                 let scalarValue: UInt32? =
-                    digits.first == UInt8(ascii: "x")
-                    ? UInt32(String(decoding: digits.dropFirst(), as: UTF8.self), radix: 16)
-                    : UInt32(String(decoding: digits, as: UTF8.self), radix: 10)
+                    !digits.isEmpty && digits.allSatisfy(isDigit)
+                    ? UInt32(String(decoding: digits, as: UTF8.self), radix: hexadecimal ? 16 : 10) : nil
                 guard let scalarValue, let scalar = Unicode.Scalar(scalarValue),
                     scalarValue >= 0x20 || scalarValue == 0x09 || scalarValue == 0x0A || scalarValue == 0x0D
                 else {

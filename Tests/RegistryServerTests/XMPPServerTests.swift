@@ -369,6 +369,36 @@ struct XMPPServerTests {
         }
     }
 
+    @Test("A client that sends without reading what it is answered is closed")
+    func nonReadingClient() async throws {
+        try await XMPPFixture.run(configure: { $0.xmpp.outboxBytes = 64 * 1024 }) { xmpp in
+            let connection = try await xmpp.login()
+            let pings = String(repeating: #"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#, count: 1000)
+            // About 8 MB of answers: more than the socket buffers and the 64 KiB backlog hold.
+            for _ in 0..<150 where await connection.send(pings) {}
+            let (_, closed) = await connection.readUntilClosed()
+            #expect(closed)
+            // The session ends as its connection's tasks wind down.
+            for _ in 0..<40 where !xmpp.hub.sessions(of: xmpp.fixture.project).isEmpty {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(xmpp.hub.sessions(of: xmpp.fixture.project).isEmpty)
+        }
+    }
+
+    @Test("A TLS handshake that never starts is closed at the login timeout")
+    func silentTLS() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xmpp-tls-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let files = try LocalCertificates.create(in: directory)
+        let context = try XMPPListener.tlsContext(certificate: files.serverCertificate, key: files.serverKey)
+        try await XMPPFixture.run(configure: { $0.xmpp.loginTimeout = .milliseconds(300) }, tls: context) { xmpp in
+            let connection = try RawConnection(port: xmpp.port)
+            let (_, closed) = await connection.readUntilClosed()
+            #expect(closed)
+        }
+    }
+
     @Test("TLS from the first byte, with the ALPN protocol xmpp-client")
     func tls() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("xmpp-tls-\(UUID().uuidString)").path
@@ -421,13 +451,42 @@ final class ALPNRecorder: ChannelInboundHandler, Sendable {
 
 @Suite("XMPP hub")
 struct XMPPHubTests {
+    @Test("Unacknowledged receipts take upstream room only, and stop taking it after the receipt ack timeout")
+    func receiptRoom() async throws {
+        let fixture = try await Fixture.make()
+        var limits = XMPPHub.Limits()
+        limits.pendingPerConnection = 2
+        limits.receiptAckTimeout = .milliseconds(200)
+        let hub = XMPPHub(limits: limits)
+        guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
+        else {
+            Issue.record("not registered")
+            return
+        }
+        hub.bind(id, project: fixture.project, jid: "j/r")
+        for n in 0..<2 {
+            #expect(hub.deliver(UpstreamMessage(messageID: "dr2:\(n)", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
+        }
+        #expect(hub.deliver(UpstreamMessage(messageID: "dr2:2", json: "{}", isReceipt: true), to: fixture.project) == .waiting(position: 1))
+        // Downstream messages have a budget of their own.
+        #expect(hub.admitDownstream(id, project: fixture.project) == .admitted)
+        try await Task.sleep(for: .milliseconds(300))
+        // The waiting receipt goes first, then the new message.
+        #expect(hub.deliver(UpstreamMessage(messageID: "u-1", json: "{}", isReceipt: false), to: fixture.project) == .sent(connection: id))
+        #expect(hub.waitingCount(of: fixture.project) == 0)
+        // A plain upstream message never expires: it waits for its ack.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(hub.deliver(UpstreamMessage(messageID: "dr2:3", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
+        #expect(hub.sessions(of: fixture.project).first?.unackedUpstream == 2)
+    }
+
     @Test("Downstream messages beyond the pending limit are refused until one is answered")
     func pendingLimit() async throws {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
         configuration.xmppPending = 2
         let hub = XMPPHub(configuration: configuration)
-        guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limit: 10))
+        guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")
             return

@@ -43,6 +43,11 @@ private let forbidden: [(String, XMLStreamError.Condition)] = [
     (header + "<message a=1/>", .notWellFormed),
     (header + "<message>\u{01}</message>", .notWellFormed),
     (header + "<message>&#0;</message>", .notWellFormed),
+    (header + "<>x</>", .notWellFormed),
+    (header + "< message/>", .notWellFormed),
+    (header + "<message xmlns:=''/>", .notWellFormed),
+    (header + "<message>&#+65;</message>", .notWellFormed),
+    (header + "<message>&#x+41;</message>", .notWellFormed),
     ("<html>", .invalidNamespace),
 ]
 
@@ -126,6 +131,23 @@ struct XMLStreamParserTests {
         #expect(failure(header + "<a v='0' w='1' x='2' y='3' z='4'/>", limits: limits)?.condition == .policyViolation)
         let spaced = header + String(repeating: " ", count: 5000) + "<a/>" + String(repeating: "\n", count: 5000) + "<a/>"
         #expect(try events(spaced, chunk: 100, limits: limits).count == 3)
+    }
+
+    @Test("Text split by CDATA sections is one text node, built in linear time")
+    func textRuns() throws {
+        let pieces = String(repeating: "ab<![CDATA[<c>]]>", count: 2000)
+        let got = try events(header + "<message><body>" + pieces + "</body></message>", chunk: 3)
+        guard case .stanza(let message) = got[1] else { throw Unexpected() }
+        let body = try #require(message.child("body"))
+        #expect(body.children.count == 1)
+        #expect(body.text == String(repeating: "ab<c>", count: 2000))
+    }
+
+    @Test("Each element counts against the stanza budget beyond its bytes")
+    func elementCharge() {
+        let flat = header + "<m>" + String(repeating: "<a/>", count: 600) + "</m>"
+        #expect(failure(flat, limits: .init(stanzaBytes: 16 * 1024)) != nil)
+        #expect(failure(flat, limits: .init(stanzaBytes: 64 * 1024)) == nil)
     }
 
     @Test("An error sticks: later calls throw it again")

@@ -42,31 +42,34 @@ struct XMPPConnection {
     }
 
     func run(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let outbox = XMPPOutbox(limit: settings.outboxLimit)
+        let connection = channel.channel
+        let outbox = XMPPOutbox(limitBytes: settings.outboxBytes) { last in
+            // The last words, then the close; a peer that reads nothing (or never finished its
+            // TLS handshake) leaves the write pending, and the close two seconds later fails it.
+            connection.writeAndFlush(ByteBuffer(string: last)).whenComplete { _ in connection.close(promise: nil) }
+            connection.eventLoop.scheduleTask(in: .seconds(2)) { connection.close(promise: nil) }
+        }
         let activity = Activity()
         let started = ContinuousClock.now
-        let peer = channel.channel.remoteAddress?.description ?? "?"
+        let peer = connection.remoteAddress?.description ?? "?"
         try? await channel.executeThenClose { inbound, outbound in
             await withTaskGroup(of: Role.self) { group in
                 group.addTask {
                     for await item in outbox.stream {
-                        outbox.written()
-                        do {
-                            switch item {
-                            case .stanza(let text):
+                        switch item {
+                        case .stanza(let text):
+                            do {
                                 try await outbound.write(ByteBuffer(string: text))
-                            case .end:
-                                try await channel.channel.writeAndFlush(ByteBuffer(string: CCSWire.streamEnd)).get()
-                                return .writer
-                            case .fail(let condition, let text):
-                                logger.info(
-                                    "xmpp stream error", metadata: ["xmpp.condition": "\(condition)", "xmpp.text": "\(text)"])
-                                try await channel.channel.writeAndFlush(
-                                    ByteBuffer(string: CCSWire.streamError(condition, text: text))
-                                ).get()
+                            } catch {
+                                outbox.abort(condition: nil)
                                 return .writer
                             }
-                        } catch {
+                            outbox.written(item)
+                        case .end:
+                            outbox.abort(condition: nil)
+                            return .writer
+                        case .fail(let condition, let text):
+                            outbox.abort(condition: condition, text: text)
                             return .writer
                         }
                     }
@@ -109,11 +112,13 @@ struct XMPPConnection {
             let (lastRead, loggedIn) = activity.state.withLock { ($0.lastRead, $0.session != nil) }
             let now = ContinuousClock.now
             if !loggedIn && now - started > settings.loginTimeout {
-                outbox.send(.fail(condition: "connection-timeout", text: "log in within \(settings.loginTimeout)"))
+                logger.info("xmpp connection closed: no login in time")
+                outbox.abort(condition: "connection-timeout", text: "log in within \(settings.loginTimeout)")
                 return
             }
             if now - lastRead > settings.idleTimeout {
-                outbox.send(.fail(condition: "connection-timeout", text: "idle for \(settings.idleTimeout)"))
+                logger.info("xmpp connection closed: idle")
+                outbox.abort(condition: "connection-timeout", text: "idle for \(settings.idleTimeout)")
                 return
             }
         }
@@ -124,7 +129,8 @@ struct XMPPConnection {
     private func read(
         _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbox: XMPPOutbox, activity: Activity
     ) async {
-        var parser = XMLStreamParser(limits: .init(stanzaBytes: settings.stanzaBytes))
+        // Before login only the stream header and `<auth>` are expected: a small budget.
+        var parser = XMLStreamParser(limits: .init(stanzaBytes: min(settings.loginStanzaBytes, settings.stanzaBytes)))
         var session = Session()
         await withDiscardingTaskGroup { sends in
             do {
@@ -136,7 +142,10 @@ struct XMPPConnection {
                         do {
                             event = try parser.next()
                         } catch let error as XMLStreamError {
-                            outbox.send(.fail(condition: error.condition.rawValue, text: error.message))
+                            logger.info(
+                                "xmpp stream refused",
+                                metadata: ["xmpp.condition": "\(error.condition.rawValue)", "xmpp.text": "\(error.message)"])
+                            outbox.abort(condition: error.condition.rawValue, text: error.message)
                             return
                         }
                         guard let event else { break }
@@ -164,6 +173,7 @@ struct XMPPConnection {
             if let to = header.attribute("to"), !to.isEmpty, to.utf8.count <= 255 { session.domain = to }
             session.streams += 1
             let id = String(UInt64.random(in: .min ... .max), radix: 36)
+            outbox.markOpened()
             outbox.send(CCSWire.streamHeader(from: session.domain, id: id))
             outbox.send(session.project == nil ? CCSWire.saslFeatures : CCSWire.sessionFeatures)
             return true
@@ -224,6 +234,7 @@ struct XMPPConnection {
             session.jid = jid
             outbox.send(CCSWire.saslSuccess)
             parser.restart()
+            parser.limits.stanzaBytes = settings.stanzaBytes
             logger.info(
                 "xmpp session started",
                 metadata: ["xmpp.connection": "\(id)", "project.id": "\(project.projectId)", "xmpp.mechanism": "\(mechanism)"])

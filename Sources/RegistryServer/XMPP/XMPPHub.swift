@@ -78,15 +78,71 @@ public final class XMPPHub: Sendable {
     private struct Session {
         var info: SessionInfo
         let outbox: XMPPOutbox
-        /// By message id, with when each was sent.
-        var unacked: [String: (message: UpstreamMessage, sentAt: ContinuousClock.Instant)] = [:]
-        var order: [String] = []
+        /// Upstream messages and receipts sent and not yet acknowledged, by message id, with the
+        /// order they were sent in.
+        var unacked: [String: (message: UpstreamMessage, sequence: Int)] = [:]
+        /// Receipts by when they were sent, oldest first from `receiptHead`; acknowledged ones are
+        /// skipped as they come up.
+        var receipts: [(id: String, sentAt: ContinuousClock.Instant)] = []
+        var receiptHead = 0
+
+        var isIdle: Bool { info.pendingDownstream == 0 && unacked.isEmpty }
+
+        /// Room for upstream messages.
+        func room(_ limit: Int) -> Int {
+            info.draining || !info.bound ? 0 : limit - unacked.count
+        }
+
+        /// Receipts unacknowledged since before `cutoff` stop taking room; amortized O(1).
+        mutating func expireReceipts(before cutoff: ContinuousClock.Instant) {
+            while receiptHead < receipts.count && receipts[receiptHead].sentAt < cutoff {
+                let id = receipts[receiptHead].id
+                if unacked[id]?.message.isReceipt == true { unacked[id] = nil }
+                receiptHead += 1
+            }
+            if receiptHead > 64 && receiptHead * 2 > receipts.count {
+                receipts.removeFirst(receiptHead)
+                receiptHead = 0
+            }
+            info.unackedUpstream = unacked.count
+        }
+    }
+
+    /// Upstream messages waiting for a session, oldest first; O(1) at both ends that matter.
+    private struct WaitingQueue {
+        private var items: [UpstreamMessage] = []
+        private var head = 0
+
+        var count: Int { items.count - head }
+        var isEmpty: Bool { count == 0 }
+
+        mutating func append(_ message: UpstreamMessage) {
+            items.append(message)
+        }
+
+        mutating func popFirst() -> UpstreamMessage? {
+            guard head < items.count else { return nil }
+            let message = items[head]
+            head += 1
+            if head > 64 && head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            return message
+        }
+
+        /// Puts messages a closed session left unacknowledged back in front.
+        mutating func prepend(_ messages: [UpstreamMessage]) {
+            items.replaceSubrange(0..<head, with: messages)
+            head = 0
+        }
     }
 
     private struct State {
         var sessions: [Int64: [String: Session]] = [:]
-        var waiting: [Int64: [UpstreamMessage]] = [:]
+        var waiting: [Int64: WaitingQueue] = [:]
         var nextID = 1
+        var nextSequence = 0
         var shuttingDown = false
     }
 
@@ -112,8 +168,9 @@ public final class XMPPHub: Sendable {
     func register(project: Project, jid: String, outbox: XMPPOutbox) -> Registration {
         state.withLock { state in
             guard !state.shuttingDown else { return .shuttingDown }
-            let sessions = state.sessions[project.rowID, default: [:]]
-            guard sessions.count < limits.connectionsPerProject else { return .tooManyConnections }
+            guard state.sessions[project.rowID, default: [:]].count < limits.connectionsPerProject else {
+                return .tooManyConnections
+            }
             let id = "c\(state.nextID)"
             state.nextID += 1
             state.sessions[project.rowID, default: [:]][id] = Session(
@@ -126,12 +183,20 @@ public final class XMPPHub: Sendable {
     }
 
     /// Names the session's full JID once the client has bound a resource; from then on it takes
-    /// upstream messages (before, they would arrive in the middle of the stream restart).
+    /// upstream messages (before, they would arrive in the middle of the stream restart). A
+    /// session drained while it logged in learns it now.
     func bind(_ id: String, project: Project, jid: String) {
         state.withLock { state in
-            state.sessions[project.rowID]?[id]?.info.jid = jid
-            state.sessions[project.rowID]?[id]?.info.bound = true
-            pump(project.rowID, &state)
+            guard var session = state.sessions[project.rowID]?[id] else { return }
+            session.info.jid = jid
+            session.info.bound = true
+            state.sessions[project.rowID]?[id] = session
+            if session.info.draining {
+                session.outbox.send(.stanza(CCSWire.connectionDraining))
+                endIfDrained(session)
+            } else {
+                pump(project.rowID, &state)
+            }
         }
     }
 
@@ -140,10 +205,8 @@ public final class XMPPHub: Sendable {
         state.withLock { state in
             guard let session = state.sessions[project.rowID]?.removeValue(forKey: id) else { return }
             if state.sessions[project.rowID]?.isEmpty == true { state.sessions[project.rowID] = nil }
-            let returned = session.order.compactMap { session.unacked[$0]?.message }
-            if !returned.isEmpty {
-                state.waiting[project.rowID, default: []].insert(contentsOf: returned, at: 0)
-            }
+            let returned = session.unacked.values.sorted { $0.sequence < $1.sequence }.map(\.message)
+            if !returned.isEmpty { state.waiting[project.rowID, default: WaitingQueue()].prepend(returned) }
             pump(project.rowID, &state)
         }
     }
@@ -168,14 +231,13 @@ public final class XMPPHub: Sendable {
 
     // MARK: - Downstream
 
-    /// Counts a downstream message against the connection, unless it is draining or full.
+    /// Counts a downstream message against the connection, unless it is draining or has
+    /// `pendingPerConnection` downstream messages unanswered (upstream ones have a budget of their own).
     func admitDownstream(_ id: String, project: Project) -> DownstreamAdmission {
         state.withLock { state in
             guard let session = state.sessions[project.rowID]?[id] else { return .draining }
             if session.info.draining { return .draining }
-            guard session.info.pendingDownstream + session.unacked.count < limits.pendingPerConnection else {
-                return .tooManyPending
-            }
+            guard session.info.pendingDownstream < limits.pendingPerConnection else { return .tooManyPending }
             state.sessions[project.rowID]?[id]?.info.pendingDownstream += 1
             return .admitted
         }
@@ -201,15 +263,19 @@ public final class XMPPHub: Sendable {
         -> UpstreamDelivery
     {
         state.withLock { state in
-            expireReceipts(project.rowID, &state)
-            if let target = chooseSession(project.rowID, preferring: preferred, state) {
-                send(message, to: target, project: project.rowID, &state)
-                return .sent(connection: target)
+            // Older waiting messages first: whatever room there is goes to them.
+            pump(project.rowID, &state)
+            let waiting = state.waiting[project.rowID]?.count ?? 0
+            if waiting == 0 {
+                expireReceipts(project.rowID, &state)
+                if let target = chooseSession(project.rowID, preferring: preferred, state) {
+                    send(message, to: target, project: project.rowID, &state)
+                    return .sent(connection: target)
+                }
             }
-            let waiting = state.waiting[project.rowID, default: []]
-            guard waiting.count < limits.waitingPerProject else { return .queueFull }
-            state.waiting[project.rowID, default: []].append(message)
-            return .waiting(position: waiting.count + 1)
+            guard waiting < limits.waitingPerProject else { return .queueFull }
+            state.waiting[project.rowID, default: WaitingQueue()].append(message)
+            return .waiting(position: waiting + 1)
         }
     }
 
@@ -219,31 +285,34 @@ public final class XMPPHub: Sendable {
     func acknowledge(_ messageID: String, session id: String, project: Project) -> Bool {
         state.withLock { state in
             guard var session = state.sessions[project.rowID]?[id] else { return false }
-            let key = [messageID, "dr2:" + messageID].first { session.unacked[$0] != nil }
-            guard let key else { return false }
+            guard let key = [messageID, "dr2:" + messageID].first(where: { session.unacked[$0] != nil }) else {
+                return false
+            }
             session.unacked[key] = nil
-            session.order.removeAll { $0 == key }
             session.info.unackedUpstream = session.unacked.count
             state.sessions[project.rowID]?[id] = session
             pump(project.rowID, &state)
-            if let session = state.sessions[project.rowID]?[id] { endIfDrained(session) }
+            endIfDrained(session)
             return true
         }
     }
 
     // MARK: - Draining
 
-    /// Drains one session of the project, or all of them: each gets `CONNECTION_DRAINING` and is
-    /// closed when its work is done or `drainTimeout` has passed. Returns the ids drained.
+    /// Drains one session of the project, or all of them: each gets `CONNECTION_DRAINING` (a
+    /// session still logging in gets it once bound) and is closed when its work is done or
+    /// `drainTimeout` has passed. Returns the ids drained.
     func drain(project: Project, session only: String? = nil) -> [String] {
         let drained = state.withLock { state -> [String] in
             var drained: [String] = []
-            for (id, session) in state.sessions[project.rowID] ?? [:] where only == nil || only == id {
+            for (id, var session) in state.sessions[project.rowID] ?? [:] where only == nil || only == id {
                 guard !session.info.draining else { continue }
-                state.sessions[project.rowID]?[id]?.info.draining = true
-                session.outbox.send(.stanza(CCSWire.connectionDraining))
+                session.info.draining = true
+                state.sessions[project.rowID]?[id] = session
                 drained.append(id)
-                if let session = state.sessions[project.rowID]?[id] { endIfDrained(session) }
+                guard session.info.bound else { continue }
+                session.outbox.send(.stanza(CCSWire.connectionDraining))
+                endIfDrained(session)
             }
             return drained
         }
@@ -265,61 +334,64 @@ public final class XMPPHub: Sendable {
         let timeout = limits.drainTimeout
         Task { [self] in
             try? await Task.sleep(for: timeout)
-            state.withLock { state in
-                for id in ids { state.sessions[project.rowID]?[id]?.outbox.send(.end) }
-            }
+            let outboxes = state.withLock { state in ids.compactMap { state.sessions[project.rowID]?[$0]?.outbox } }
+            for outbox in outboxes { outbox.abort(condition: nil) }
         }
     }
 
     // MARK: - Inside the lock
 
     private func endIfDrained(_ session: Session) {
-        if session.info.draining && session.info.pendingDownstream == 0 && session.unacked.isEmpty {
-            session.outbox.send(.end)
+        if session.info.draining && session.isIdle { session.outbox.send(.end) }
+    }
+
+    private func expireReceipts(_ project: Int64, _ state: inout State) {
+        let cutoff = ContinuousClock.now - limits.receiptAckTimeout
+        for (id, var session) in state.sessions[project] ?? [:]
+        where session.receiptHead < session.receipts.count && session.receipts[session.receiptHead].sentAt < cutoff {
+            session.expireReceipts(before: cutoff)
+            state.sessions[project]?[id] = session
+            endIfDrained(session)
         }
     }
 
-    /// The non-draining session with the most room, `preferred` first when it has any.
+    /// The session with the most room for upstream messages, `preferred` first when it has any.
     private func chooseSession(_ project: Int64, preferring preferred: String?, _ state: State) -> String? {
         let sessions = state.sessions[project] ?? [:]
-        func room(_ session: Session) -> Int {
-            session.info.draining || !session.info.bound
-                ? 0 : limits.pendingPerConnection - session.unacked.count - session.info.pendingDownstream
+        if let preferred, let session = sessions[preferred], session.room(limits.pendingPerConnection) > 0 {
+            return preferred
         }
-        if let preferred, let session = sessions[preferred], room(session) > 0 { return preferred }
-        return sessions.max { room($0.value) < room($1.value) }.flatMap { room($0.value) > 0 ? $0.key : nil }
+        guard let best = sessions.max(by: { $0.value.room(limits.pendingPerConnection) < $1.value.room(limits.pendingPerConnection) }),
+            best.value.room(limits.pendingPerConnection) > 0
+        else { return nil }
+        return best.key
     }
 
     private func send(_ message: UpstreamMessage, to id: String, project: Int64, _ state: inout State) {
         guard var session = state.sessions[project]?[id] else { return }
-        if session.unacked[message.messageID] == nil { session.order.append(message.messageID) }
-        session.unacked[message.messageID] = (message, .now)
+        session.unacked[message.messageID] = (message, state.nextSequence)
+        state.nextSequence += 1
+        if message.isReceipt { session.receipts.append((message.messageID, .now)) }
         session.info.unackedUpstream = session.unacked.count
         session.outbox.send(.stanza(CCSWire.upstream(message.json, senderID: session.info.project.senderId)))
         state.sessions[project]?[id] = session
     }
 
-    /// Hands waiting messages to sessions with room, oldest first.
+    /// Hands waiting messages to sessions with room, oldest first, round robin: O(waiting + sessions).
     private func pump(_ project: Int64, _ state: inout State) {
-        guard state.waiting[project] != nil else { return }
+        guard let waiting = state.waiting[project], !waiting.isEmpty else { return }
         expireReceipts(project, &state)
-        while let next = state.waiting[project]?.first, let target = chooseSession(project, preferring: nil, state) {
-            state.waiting[project]?.removeFirst()
-            send(next, to: target, project: project, &state)
+        var rooms = (state.sessions[project] ?? [:]).compactMap { id, session -> (String, Int)? in
+            let room = session.room(limits.pendingPerConnection)
+            return room > 0 ? (id, room) : nil
+        }
+        var turn = 0
+        while !rooms.isEmpty, let next = state.waiting[project]?.popFirst() {
+            turn %= rooms.count
+            send(next, to: rooms[turn].0, project: project, &state)
+            rooms[turn].1 -= 1
+            if rooms[turn].1 == 0 { rooms.remove(at: turn) } else { turn += 1 }
         }
         if state.waiting[project]?.isEmpty == true { state.waiting[project] = nil }
-    }
-
-    /// Receipts left unacknowledged past `receiptAckTimeout` stop taking room.
-    private func expireReceipts(_ project: Int64, _ state: inout State) {
-        let cutoff = ContinuousClock.now - limits.receiptAckTimeout
-        for (id, var session) in state.sessions[project] ?? [:] {
-            let expired = Set(session.unacked.filter { $0.value.message.isReceipt && $0.value.sentAt < cutoff }.keys)
-            guard !expired.isEmpty else { continue }
-            for key in expired { session.unacked[key] = nil }
-            session.order.removeAll { expired.contains($0) }
-            session.info.unackedUpstream = session.unacked.count
-            state.sessions[project]?[id] = session
-        }
     }
 }

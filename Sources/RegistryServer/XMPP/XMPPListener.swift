@@ -14,8 +14,10 @@ public struct XMPPSettings: Sendable {
     public var loginTimeout = Duration.seconds(10)
     /// A connection that sends nothing (not even a whitespace keepalive or a ping) this long is closed.
     public var idleTimeout = Duration.seconds(300)
-    /// Stanzas waiting to be written to a client that does not read.
-    public var outboxLimit = 1024
+    /// Bytes waiting to be written to a client that does not read; past it the connection is closed.
+    public var outboxBytes = 4 << 20
+    /// Bytes of one stanza before SASL succeeds (an `<auth>` is a few hundred).
+    public var loginStanzaBytes = 16 * 1024
 
     public init() {}
 }

@@ -1,34 +1,79 @@
 import Synchronization
+import XMPP
 
-/// What one connection has yet to write, bounded: a client that sends without reading its
-/// answers (pings, say) must not grow the server's memory. Past `limit` stanzas waiting, the
-/// connection is failed with `policy-violation`.
+/// What one connection has yet to write, bounded in bytes, and the way to end the connection.
+///
+/// Ending never waits for the writer: a client that stops reading (or never finishes its TLS
+/// handshake) leaves the writer suspended on a write that will not complete. `abort` writes its
+/// last words straight to the channel and closes it, which fails whatever was still queued.
 final class XMPPOutbox: Sendable {
     let stream: AsyncStream<XMPPOutgoing>
     private let continuation: AsyncStream<XMPPOutgoing>.Continuation
-    private let backlog = Atomic<Int>(0)
-    private let limit: Int
+    private let backlogBytes = Atomic<Int>(0)
+    private let limitBytes: Int
+    private let ended = Atomic<Bool>(false)
+    /// Whether the server's stream header went out (a stream error must follow one).
+    private let opened = Atomic<Bool>(false)
+    /// Writes bytes directly to the channel and closes it.
+    private let closeChannel: @Sendable (String) -> Void
 
-    init(limit: Int) {
+    init(limitBytes: Int, closeChannel: @escaping @Sendable (String) -> Void) {
         (stream, continuation) = AsyncStream.makeStream(of: XMPPOutgoing.self)
-        self.limit = limit
+        self.limitBytes = limitBytes
+        self.closeChannel = closeChannel
     }
 
     func send(_ item: XMPPOutgoing) {
-        let waiting = backlog.wrappingAdd(1, ordering: .relaxed).newValue
-        if waiting > limit, case .stanza = item {
-            continuation.yield(.fail(condition: "policy-violation", text: "the client does not read its stream"))
-            return
+        guard !ended.load(ordering: .relaxed) else { return }
+        switch item {
+        case .stanza(let text):
+            let waiting = backlogBytes.wrappingAdd(text.utf8.count, ordering: .relaxed).newValue
+            guard waiting <= limitBytes else {
+                abort(condition: "policy-violation", text: "the client does not read its stream")
+                return
+            }
+            continuation.yield(item)
+        case .end:
+            continuation.yield(item)
+            abortLater(condition: nil, text: "")
+        case .fail(let condition, let text):
+            continuation.yield(item)
+            abortLater(condition: condition, text: text)
         }
-        continuation.yield(item)
     }
 
     func send(_ stanza: String) {
         send(.stanza(stanza))
     }
 
-    /// The writer took one item off.
-    func written() {
-        backlog.wrappingSubtract(1, ordering: .relaxed)
+    /// The server's stream header is about to be written.
+    func markOpened() {
+        opened.store(true, ordering: .relaxed)
+    }
+
+    /// The writer wrote `item`.
+    func written(_ item: XMPPOutgoing) {
+        if case .stanza(let text) = item { backlogBytes.wrappingSubtract(text.utf8.count, ordering: .relaxed) }
+    }
+
+    /// The writer ends the connection in order, after what is queued; should it be stuck behind a
+    /// client that does not read, this ends it anyway.
+    private func abortLater(condition: String?, text: String) {
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(2))
+            abort(condition: condition, text: text)
+        }
+    }
+
+    /// Ends the connection now: a stream error (or, without a condition, the end of the stream)
+    /// written directly, then the channel closed whatever the writer is doing. Later sends are dropped.
+    func abort(condition: String?, text: String = "") {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
+        var last = condition.map { CCSWire.streamError($0, text: text) } ?? CCSWire.streamEnd
+        if !opened.load(ordering: .relaxed) {
+            last = CCSWire.streamHeader(from: CCSWire.domain, id: "error") + last
+        }
+        closeChannel(last)
+        continuation.finish()
     }
 }
