@@ -25,30 +25,19 @@ public final class AudienceIndex: FeedListener {
 
         /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
         public func evaluate(_ expression: Expression) -> RoaringBitmap {
-            AudienceAlgebra(universe: registered, leaf: { members(of: $0).bitmap }).evaluate(expression)
+            WordwiseAlgebra(universe: registered, topics: topics).evaluate(expression)
         }
 
-        /// How many tokens `expression` reaches, without building the set its last operation
-        /// would make.
+        /// How many tokens `expression` reaches, without building the set.
         public func count(_ expression: Expression) -> Int {
-            AudienceAlgebra(universe: registered, leaf: { members(of: $0).bitmap }).count(expression)
+            WordwiseAlgebra(universe: registered, topics: topics).count(expression)
         }
 
         /// Up to `limit` ids `expression` reaches, greater than `after`, ascending; computed one
         /// 65,536-id chunk at a time and only as far as the page needs, so a page costs what it
         /// covers, not what the whole audience would.
         public func ids(of expression: Expression, after: UInt32?, limit: Int) -> [UInt32] {
-            var result: [UInt32] = []
-            guard limit > 0 else { return result }
-            let first = after.map { UInt16(truncatingIfNeeded: $0 &>> 16) } ?? 0
-            for key in registered.keys where key >= first {
-                let chunk = AudienceAlgebra(
-                    universe: registered.chunk(key), leaf: { members(of: $0).chunk(key) }
-                ).evaluate(expression)
-                result += chunk.ids(after: after, limit: limit - result.count)
-                if result.count >= limit { break }
-            }
-            return result
+            WordwiseAlgebra(universe: registered, topics: topics).ids(of: expression, after: after, limit: limit)
         }
     }
 

@@ -417,16 +417,6 @@ public struct RoaringBitmap: Sendable {
 
     /// Every id, ascending.
     public var ids: some Sequence<UInt32> { RoaringIDs(bitmap: self) }
-
-    /// The ids whose upper 16 bits are `key`: this bitmap's container for it (shared, not copied), or nothing.
-    public func chunk(_ key: UInt16) -> RoaringBitmap {
-        let index = keyIndex(key)
-        guard index < keys.count, keys[index] == key else { return RoaringBitmap() }
-        var result = RoaringBitmap()
-        result.keys = [key]
-        result.containers = [containers[index]]
-        return result
-    }
 }
 
 // MARK: - Iteration

@@ -49,20 +49,6 @@ public enum TopicMembers: Sendable {
         }
     }
 
-    /// The members whose ids share the upper 16 bits `key`, as a bitmap of at most one container.
-    func chunk(_ key: UInt16) -> RoaringBitmap {
-        switch self {
-        case .large(let bitmap):
-            return bitmap.chunk(key)
-        case .small(let ids):
-            let low = UInt32(key) &<< 16
-            let start = Self.firstIndex(in: ids, above: low == 0 ? nil : low &- 1)
-            var end = start
-            while end < ids.count && ids[end] &>> 16 == UInt32(key) { end &+= 1 }
-            return RoaringBitmap(sortedIDs: Array(ids[start..<end]))
-        }
-    }
-
     /// Index of the first id greater than `after` (all of them when `nil`), by binary search.
     private static func firstIndex(in ids: [UInt32], above after: UInt32?) -> Int {
         guard let after else { return 0 }
