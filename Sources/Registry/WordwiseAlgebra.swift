@@ -81,8 +81,9 @@ struct WordwiseAlgebra {
             UnsafeMutableBufferPointer(rebasing: storage[(index &* Self.wordCount)..<((index &+ 1) &* Self.wordCount)])
         }
         let universeWords = register(0)
+        let needsUniverse = Self.needsUniverse(expression)
         for (index, key) in universe.keys.enumerated() where key >= first {
-            universe.containers[index].spread(into: universeWords)
+            if needsUniverse { universe.containers[index].spread(into: universeWords) }
             let result = register(1)
             evaluate(expression, key: key, into: 1, universe: universeWords, register: register)
             var cardinality = 0
@@ -114,23 +115,65 @@ struct WordwiseAlgebra {
             } else {
                 _ = out.update(fromContentsOf: universe)
             }
-            let operand = register(target &+ 1)
             for other in plain.dropFirst() {
-                evaluate(other, key: key, into: target &+ 1, universe: universe, register: register)
-                for i in 0..<Self.wordCount { out[i] &= operand[i] }
+                combine(other, .intersect, key: key, into: target, universe: universe, register: register)
             }
             // a && !b is a − b: the complement of b is never built.
             for inner in negated {
-                evaluate(inner, key: key, into: target &+ 1, universe: universe, register: register)
-                for i in 0..<Self.wordCount { out[i] &= ~operand[i] }
+                combine(inner, .subtract, key: key, into: target, universe: universe, register: register)
             }
         case .or(let operands, _):
             evaluate(operands[0], key: key, into: target, universe: universe, register: register)
-            let operand = register(target &+ 1)
             for other in operands.dropFirst() {
-                evaluate(other, key: key, into: target &+ 1, universe: universe, register: register)
-                for i in 0..<Self.wordCount { out[i] |= operand[i] }
+                combine(other, .unite, key: key, into: target, universe: universe, register: register)
             }
+        }
+    }
+
+    private enum Operation { case intersect, unite, subtract }
+
+    /// Combines register `target` with `operand`. A topic is read from its container where it
+    /// lies (a bitmap's words, an array's values), without copying it into a register first.
+    private func combine(
+        _ operand: Expression, _ operation: Operation, key: UInt16, into target: Int,
+        universe: UnsafeMutableBufferPointer<UInt64>, register: (Int) -> UnsafeMutableBufferPointer<UInt64>
+    ) {
+        let out = register(target)
+        if case .topic(let name, _) = operand, let members = topics[name], case .large(let bitmap) = members {
+            switch (bitmap.container(forKey: key), operation) {
+            case (nil, .intersect):
+                out.update(repeating: 0)
+                return
+            case (nil, .unite), (nil, .subtract):
+                return
+            case (.bitmap(let words, _)?, _):
+                words.withUnsafeBufferPointer { words in Self.apply(operation, words, to: out) }
+                return
+            case (.array(let values)?, .unite):
+                values.withUnsafeBufferPointer { values in
+                    for value in values { out[Int(value &>> 6)] |= 1 &<< UInt64(value & 63) }
+                }
+                return
+            case (.array(let values)?, .subtract):
+                values.withUnsafeBufferPointer { values in
+                    for value in values { out[Int(value &>> 6)] &= ~(1 &<< UInt64(value & 63)) }
+                }
+                return
+            default:
+                break
+            }
+        }
+        evaluate(operand, key: key, into: target &+ 1, universe: universe, register: register)
+        Self.apply(operation, UnsafeBufferPointer(register(target &+ 1)), to: out)
+    }
+
+    private static func apply(
+        _ operation: Operation, _ words: UnsafeBufferPointer<UInt64>, to out: UnsafeMutableBufferPointer<UInt64>
+    ) {
+        switch operation {
+        case .intersect: for i in 0..<wordCount { out[i] &= words[i] }
+        case .unite: for i in 0..<wordCount { out[i] |= words[i] }
+        case .subtract: for i in 0..<wordCount { out[i] &= ~words[i] }
         }
     }
 
@@ -159,6 +202,23 @@ struct WordwiseAlgebra {
             ids.withUnsafeBufferPointer { ids in
                 RoaringContainer.setBits(UnsafeBufferPointer(rebasing: ids[start..<end]), in: words)
             }
+        }
+    }
+
+    /// Whether some `!` is not the operand of an `&&` with a plain operand (those become a
+    /// subtraction): only then is the universe read.
+    private static func needsUniverse(_ expression: Expression) -> Bool {
+        switch expression {
+        case .topic: return false
+        case .not: return true
+        case .and(let operands, _):
+            let plain = operands.filter { if case .not = $0 { false } else { true } }
+            if plain.isEmpty { return true }
+            return operands.contains { operand in
+                if case .not(let inner, _) = operand { needsUniverse(inner) } else { needsUniverse(operand) }
+            }
+        case .or(let operands, _):
+            return operands.contains(where: needsUniverse)
         }
     }
 

@@ -84,15 +84,17 @@ struct AudienceTests {
         }
     }
 
-    @Test("Counts and chunk-by-chunk pages equal brute force when ids span many chunks, small and large topics alike")
-    func chunkedEvaluation() throws {
-        for seed in UInt64(1)...6 {
+    /// Sparse: topic "a" is large with array containers; dense: with bitmap containers.
+    @Test(
+        "Counts and chunk-by-chunk pages equal brute force when ids span many chunks, small and large topics alike",
+        arguments: [(12_000, 330_000), (60_000, 200_000)])
+    func chunkedEvaluation(ids: Int, range: UInt64) throws {
+        for seed in UInt64(1)...4 {
             var random = SplitMix64(seed: seed)
             var snapshot = AudienceIndex.Snapshot()
             var topicsByID: [UInt32: Set<String>] = [:]
-            // Ids over five chunks; topic "a" large (a bitmap), the others small (arrays).
-            for _ in 0..<12_000 {
-                let id = UInt32(random.next() % 330_000)
+            for _ in 0..<ids {
+                let id = UInt32(random.next() % range)
                 var mine = Set<String>()
                 if random.next() % 2 == 0 { mine.insert("a") }
                 for topic in Self.topics.dropFirst() where random.next() % 9 == 0 { mine.insert(topic) }
