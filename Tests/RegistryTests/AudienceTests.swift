@@ -84,10 +84,11 @@ struct AudienceTests {
         }
     }
 
-    /// Sparse: topic "a" is large with array containers; dense: with bitmap containers.
+    /// Sparse: topic "a" is large with array containers; dense: with bitmap containers; wide: over
+    /// enough chunks that counts and sets are computed in two parts at once.
     @Test(
         "Counts and chunk-by-chunk pages equal brute force when ids span many chunks, small and large topics alike",
-        arguments: [(12_000, 330_000), (60_000, 200_000)])
+        arguments: [(12_000, 330_000), (60_000, 200_000), (20_000, 4_500_000)])
     func chunkedEvaluation(ids: Int, range: UInt64) throws {
         for seed in UInt64(1)...4 {
             var random = SplitMix64(seed: seed)
