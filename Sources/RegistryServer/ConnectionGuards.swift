@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import Synchronization
 
 /// Deadlines on each HTTP/1 connection that Hummingbird's idle timeout does not give: the first
 /// request head must arrive within `headerTimeout` of connecting, and every body within
@@ -97,14 +98,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             discarding = true
             disarm()
             let bound = context.loopBound
-            context.writeAndFlush(data).always { _ in
-                bound.value.close(mode: .output, promise: nil)
-                bound.value.eventLoop.assumeIsolated().scheduleTask(in: Self.linger) {
-                    bound.value.close(promise: nil)
-                }
-            }.cascade(to: promise)
+            let answer = {
+                bound.value.writeAndFlush(data).always { _ in
+                    bound.value.close(mode: .output, promise: nil)
+                    bound.value.eventLoop.assumeIsolated().scheduleTask(in: Self.linger) {
+                        bound.value.close(promise: nil)
+                    }
+                }.cascade(to: promise)
+            }
+            // A peer answered early many times a second is one reconnecting to push bodies nobody
+            // reads: its next answers wait, and it waits with them instead of reconnecting.
+            if EarlyAnswers.shared.isFlooding(context.channel.remoteAddress) {
+                context.eventLoop.assumeIsolated().scheduleTask(in: Self.tarpit) { answer() }
+            } else {
+                answer()
+            }
         }
     }
+
+    /// How long an early answer to a flooding peer is held back.
+    static let tarpit = TimeAmount.seconds(1)
 
     /// How long a connection answered early stays half-open for the client to read the answer.
     static let linger = TimeAmount.seconds(1)
@@ -119,5 +132,39 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+/// Early answers per peer address in the current second, to tell a reconnecting flood from a
+/// client that sent one body too many. Bounded: at most `maximumPeers` addresses are tracked.
+final class EarlyAnswers: Sendable {
+    static let shared = EarlyAnswers()
+
+    /// Early answers a second from one address before the rest are held back.
+    static let perSecond = 20
+    private static let maximumPeers = 10_000
+
+    private struct State {
+        var second: Int64 = 0
+        var counts: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Counts one early answer to `peer`; whether it is past the rate.
+    func isFlooding(_ peer: SocketAddress?) -> Bool {
+        guard let host = peer?.ipAddress else { return false }
+        let second = Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000_000)
+        return state.withLock { state in
+            if state.second != second {
+                state.second = second
+                state.counts.removeAll(keepingCapacity: true)
+            }
+            guard let count = state.counts[host] ?? (state.counts.count < Self.maximumPeers ? 0 : nil) else {
+                return true
+            }
+            state.counts[host] = count + 1
+            return count + 1 > Self.perSecond
+        }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
+import NIOCore
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import Registry
 import RegistrySQLite
-import RegistryServer
+@testable import RegistryServer
 import Testing
 
 #if canImport(Glibc)
@@ -294,6 +295,25 @@ struct ConnectionTests {
             let (_, closed) = await connection.readUntilClosed()
             #expect(closed)
         }
+    }
+
+    @Test("A peer answered early more than 20 times in a second is told apart from others, and only it")
+    func earlyAnswerFlood() throws {
+        let answers = EarlyAnswers()
+        let flooding = try SocketAddress(ipAddress: "10.0.0.1", port: 1)
+        let other = try SocketAddress(ipAddress: "10.0.0.2", port: 1)
+        // Counting restarts each second: count within one (a boundary may fall inside; retry once).
+        for attempt in 0..<2 {
+            let results = (0..<EarlyAnswers.perSecond + 1).map { _ in answers.isFlooding(flooding) }
+            let others = answers.isFlooding(other)
+            if results.last == true || attempt == 1 {
+                #expect(results.dropLast().allSatisfy { !$0 })
+                #expect(results.last == true)
+                #expect(!others)
+                break
+            }
+        }
+        #expect(!answers.isFlooding(nil))
     }
 
     @Test("A kept-alive connection serves several requests")
