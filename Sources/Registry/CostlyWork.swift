@@ -10,11 +10,11 @@ import Synchronization
 /// other request. Each such job is bounded (conditions are at most 64 KiB and lint linearly), but
 /// several at once could still occupy every pool thread; here they queue behind one another.
 ///
-/// The thread also runs at a lower scheduling priority (nice 10): on a machine with few cores, a
+/// The thread also runs at the lowest scheduling priority (nice 19): on a machine with few cores, a
 /// stream of costly requests then takes the CPU only when the threads answering `GET /health` and
 /// ordinary writes do not want it, instead of sharing it with them evenly.
 public enum CostlyWork {
-    private static let requests = WorkThread(name: "fcm-registry.costly-work", niceness: 10)
+    private static let requests = WorkThread(name: "fcm-registry.costly-work", niceness: 19)
     /// Long jobs no request waits for (writing a checkpoint), kept off the request thread too.
     private static let background = WorkThread(name: "fcm-registry.background-work", niceness: 15)
 

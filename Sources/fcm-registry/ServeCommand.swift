@@ -43,9 +43,15 @@ struct ServeCommand: AsyncParsableCommand {
         // Every connection holds a descriptor, and so do the database and its readers: past the
         // limit, opening files fails (SQLite answers "unable to open database file", and the
         // system's thread pool gives up). Keep connections well below it.
+        // The limit applies to each listener (plain HTTP, TLS, XMPP): share the descriptors out.
         let reserve = 128
-        if descriptors.soft > 0, configuration.maximumConnections > Int(descriptors.soft) - reserve {
-            let capped = max(1, Int(descriptors.soft) - reserve)
+        let listeners = max(
+            1,
+            (configuration.plainHTTP ? 1 : 0) + (configuration.tlsCertificate != nil ? 1 : 0)
+                + (configuration.xmppListening ? 1 : 0))
+        let share = (Int(descriptors.soft) - reserve) / listeners
+        if descriptors.soft > 0, configuration.maximumConnections > share {
+            let capped = max(1, share)
             logger.warning(
                 "connection limit lowered to fit the file descriptor limit",
                 metadata: ["configured": "\(configuration.maximumConnections)", "limit": "\(capped)"])
