@@ -7,8 +7,9 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import Synchronization
-import Registry
+@testable import Registry
 @testable import RegistryServer
+import ServiceLifecycle
 import Testing
 import XMPP
 
@@ -57,12 +58,12 @@ struct XMPPFixture: Sendable {
     /// A connection that has logged in with `authzid NUL authcid NUL key` and bound `resource`.
     func login(
         authzid: String = "", authcid: String = "123456789012", mechanism: String = "PLAIN", resource: String = "app1",
-        session: Bool = true
+        session: Bool = true, secret: String? = nil
     ) async throws -> RawConnection {
         let connection = try RawConnection(port: port)
         await connection.send(Self.header)
         #expect(await connection.read(until: "</stream:features>").contains("<mechanism>PLAIN</mechanism>"))
-        let credentials = Data("\(authzid)\0\(authcid)\0\(fixture.key)".utf8).base64EncodedString()
+        let credentials = Data("\(authzid)\0\(authcid)\0\(secret ?? fixture.key)".utf8).base64EncodedString()
         await connection.send(#"<auth xmlns="urn:ietf:params:xml:ns:xmpp-sasl" mechanism="\#(mechanism)">\#(credentials)</auth>"#)
         #expect(await connection.read(until: "/>") == #"<success xmlns="urn:ietf:params:xml:ns:xmpp-sasl"/>"#)
         await connection.send(Self.header)
@@ -117,6 +118,38 @@ struct XMPPServerTests {
             #expect(await connection.read(until: "/>") == #"<iq from="fcm-xmpp.googleapis.com" id="c2s1" type="result"/>"#)
             await connection.send(#"<iq type="get" id="r1"><query xmlns="jabber:iq:roster"/></iq>"#)
             #expect(await connection.read(until: "</iq>").contains("service-unavailable"))
+        }
+    }
+
+    @Test("An OAuth2 access token is accepted as the password (X-OAUTH2)")
+    func accessToken() async throws {
+        try await XMPPFixture.run { xmpp in
+            let token = xmpp.fixture.registry.accessTokens.issue(for: xmpp.fixture.project, expiresAt: Date() + 3600).token
+            let connection = try await xmpp.login(
+                authcid: "123456789012@gcm.googleapis.com", mechanism: "X-OAUTH2", secret: token)
+            await connection.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+            #expect(await connection.read(until: "/>").contains(#"id="p" type="result""#))
+        }
+    }
+
+    @Test("A notification key, a topic and a condition are acked like a token, and reach the same members")
+    func otherTargets() async throws {
+        try await XMPPFixture.run { xmpp in
+            try await xmpp.register([token(1), token(2)])
+            let key = try await xmpp.fixture.registry.createGroup(
+                named: "g", tokens: [token(1), token(2)], in: xmpp.fixture.project)
+            let connection = try await xmpp.login()
+            let targets = [
+                #""to":"\#(key)""#, #""notification_key":"\#(key)""#, #""to":"/topics/news""#,
+                #""condition":"'news' in topics || 'other' in topics""#,
+            ]
+            for (n, target) in targets.enumerated() {
+                let answer = await downstream(connection, #"{\#(target),"message_id":"t-\#(n)"}"#)
+                #expect(gcmJSON(answer)?["message_type"] == "ack", "\(target)")
+            }
+            let logged = try await xmpp.fixture.registry.loggedMessages(
+                .all, in: xmpp.fixture.project, after: nil, limit: 10)
+            #expect(logged.items.map(\.recipientCount) == [2, 2, 2, 2])
         }
     }
 
@@ -320,6 +353,34 @@ struct XMPPServerTests {
                 let unknown = try await http.call(.post, "/api/xmpp/connections:drain", body: #"{"connection":"c9"}"#)
                 #expect(unknown.status == .notFound)
             }
+        }
+    }
+
+    @Test("Graceful shutdown drains every session: CONNECTION_DRAINING, then the end of the stream, then the listener returns")
+    func shutdownDrains() async throws {
+        let fixture = try await Fixture.make()
+        var configuration = ServerConfiguration()
+        configuration.shutdownDeadline = .seconds(5)
+        let hub = XMPPHub(configuration: configuration)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let listener = XMPPListener(
+            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: nil, settings: configuration.xmpp,
+            maximumConnections: 100, logger: Logger(label: "test")
+        ) { continuation.yield($0) }
+        let group = ServiceGroup(services: [listener], logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            let xmpp = XMPPFixture(fixture: fixture, hub: hub, port: port)
+            let connection = try await xmpp.login()
+            await group.triggerGracefulShutdown()
+            let (text, closed) = await connection.readUntilClosed()
+            #expect(text.hasPrefix(#"<message><data:gcm xmlns:data="google:mobile:data">"#))
+            #expect(text.contains("CONNECTION_DRAINING"))
+            #expect(text.hasSuffix("</stream:stream>"))
+            #expect(closed)
+            try await tasks.next()
         }
     }
 
