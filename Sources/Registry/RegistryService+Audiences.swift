@@ -41,16 +41,24 @@ extension RegistryService {
         var page: [UInt32] = []
         switch target {
         case .condition(let source, let dialect):
-            let (condition, count, ids) = try await CostlyWork.run {
+            let (condition, ids) = try await CostlyWork.run {
                 let condition = try Condition(parsing: source, dialect: dialect)
-                let count = snapshot.count(condition.expression)
                 let page = countOnly ? [] : snapshot.ids(of: condition.expression, after: after, limit: limit + 1)
-                return (condition, count, page)
+                return (condition, page)
             }
+            // The page's token values are read while the count is computed: one waits on SQLite,
+            // the other on the CPU.
+            let listed = countOnly ? [] : Array(ids.prefix(limit))
+            async let values = listed.isEmpty ? [] : store.tokenValues(ids: listed, in: project)
+            let count = await CostlyWork.run { snapshot.count(condition.expression) }
             result = Audience(count: count, condition: condition)
             result.topicCounts = Dictionary(
                 uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
-            page = ids
+            if !countOnly {
+                result.tokens = try await values
+                result.nextAfter = ids.count > limit ? listed.last : nil
+            }
+            return result
         case .topic(let name):
             try checkTopicName(name)
             let members = snapshot.members(of: name)
