@@ -155,6 +155,8 @@ public struct RegistryService: Sendable {
             do {
                 if try await catchUp() == nil { report(.reloaded(ContinuousClock.now - started)) }
             } catch {
+                // Stopping cancels a read in flight: that is the end of following, not a failure.
+                if Task.isCancelled || error is CancellationError { return }
                 report(.failed(error))
             }
             try? await Task.sleep(for: interval)
