@@ -14,11 +14,12 @@ For each size it generates the registry once (cached in --cache-dir; 10M tokens 
 
     python3 Benchmarks/audience/scale.py --binary .build/release/fcm-registry
 
-The generated databases are changed by the batchAdd phase (new tokens join the popular topics).
-Loopback only; every server is stopped at the end. Needs wrk (Debian: apt-get install wrk).
+The batchAdd phase adds tokens to the popular topics; they are deleted again afterwards (and
+before each size is measured), so every run measures the registry as generated. Loopback only; every server is stopped at the end. Needs wrk (Debian: apt-get install wrk).
 """
 import argparse
 import http.client
+import sqlite3
 import json
 import os
 import re
@@ -124,8 +125,23 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+def restore(database, tokens):
+    """Deletes what a batchAdd phase added: the generated tokens have ids 1 to `tokens`, every
+    later one came from batchAdd. Run with no server on the file."""
+    started = time.time()
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA busy_timeout = 10000")
+        added = db.execute("SELECT count(*) FROM token WHERE id > ?", (tokens,)).fetchone()[0]
+        if added:
+            db.execute("DELETE FROM subscription WHERE tokenId > ?", (tokens,))
+            db.execute("DELETE FROM token WHERE id > ?", (tokens,))
+    if added:
+        print(f"deleted {added} tokens added by an earlier batchAdd phase in {time.time() - started:.0f} s")
+
+
 def measure(binary, cache, size, trials):
     database, key = registry(binary, cache, size)
+    restore(database, SIZES[size][0])
     rows = {}
     if os.path.exists(database + ".audience"):
         os.remove(database + ".audience")
@@ -163,6 +179,7 @@ def measure(binary, cache, size, trials):
             f"batchAdd {rate:.0f} subscriptions/s)")
     finally:
         server.stop()
+    restore(database, SIZES[size][0])
     return rows
 
 
