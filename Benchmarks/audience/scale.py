@@ -135,6 +135,9 @@ def restore(database, tokens):
         if added:
             db.execute("DELETE FROM subscription WHERE tokenId > ?", (tokens,))
             db.execute("DELETE FROM token WHERE id > ?", (tokens,))
+    with sqlite3.connect(database) as db:
+        # Fold the deletions into the file, so that start-up does not read them from the log.
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     if added:
         print(f"deleted {added} tokens added by an earlier batchAdd phase in {time.time() - started:.0f} s")
 
