@@ -92,19 +92,9 @@ extension ServerConfiguration {
     /// Every option of `serve`, in the order `--help` and `docs/operations.md` list them.
     public static let options: [ConfigurationOption] = [
         text("host", "FCM_REGISTRY_HOST", "Address to listen on.", "127.0.0.1") { $1.host = $0 },
-        ConfigurationOption(
-            flag: "port", variable: "FCM_REGISTRY_PORT", help: "Plain HTTP port (0 picks a free one; off: TLS only).",
-            apply: { value, configuration in
-                if value == "off" {
-                    configuration.plainHTTP = false
-                    return nil
-                }
-                guard let port = Int(value), (0...65535).contains(port) else {
-                    return "an integer from 0 to 65535, or off"
-                }
-                configuration.port = port
-                return nil
-            }, defaultValue: "8080"),
+        portOrOff(
+            "port", "FCM_REGISTRY_PORT", "Plain HTTP port (0 picks a free one; off: TLS only).", 8080,
+            off: { $0.plainHTTP = false }, set: { $1.port = $0 }),
         integer("tls-port", "FCM_REGISTRY_TLS_PORT", "TLS port (443 for clients that map Google's host names).", 8443, 0...65535) {
             $1.tlsPort = $0
         },
@@ -181,20 +171,10 @@ extension ServerConfiguration {
             "shutdown-deadline", "FCM_REGISTRY_SHUTDOWN_DEADLINE",
             "On SIGTERM, how long requests in flight may take before the rest are closed.", "10s"
         ) { $1.shutdownDeadline = $0 },
-        ConfigurationOption(
-            flag: "xmpp-port", variable: "FCM_REGISTRY_XMPP_PORT",
-            help: "XMPP connection server port; it listens whenever TLS is configured (off: never).",
-            apply: { value, configuration in
-                if value == "off" {
-                    configuration.xmppOff = true
-                    return nil
-                }
-                guard let port = Int(value), (0...65535).contains(port) else {
-                    return "an integer from 0 to 65535, or off"
-                }
-                configuration.xmppPort = port
-                return nil
-            }, defaultValue: "5235"),
+        portOrOff(
+            "xmpp-port", "FCM_REGISTRY_XMPP_PORT",
+            "XMPP connection server port; it listens whenever TLS is configured (off: never).", 5235,
+            off: { $0.xmppOff = true }, set: { $1.xmppPort = $0 }),
         ConfigurationOption(
             flag: "xmpp-plaintext", variable: "FCM_REGISTRY_XMPP_PLAINTEXT",
             help: "Serve XMPP without TLS, for local debugging only.",
@@ -269,6 +249,27 @@ extension ServerConfiguration {
                 set(value, &configuration)
                 return nil
             }, defaultValue: fallback)
+    }
+
+    /// A port, 0–65535, or `off` for a listener that should not run.
+    private static func portOrOff(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: Int,
+        off: @escaping @Sendable (inout ServerConfiguration) -> Void,
+        set: @escaping @Sendable (Int, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                if value == "off" {
+                    off(&configuration)
+                    return nil
+                }
+                guard let port = Int(value), (0...65535).contains(port) else {
+                    return "an integer from 0 to 65535, or off"
+                }
+                set(port, &configuration)
+                return nil
+            }, defaultValue: String(fallback))
     }
 
     private static func integer(

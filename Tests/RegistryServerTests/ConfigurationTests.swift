@@ -26,6 +26,9 @@ struct ConfigurationTests {
             (["shutdown-deadline": "10"], [:], "--shutdown-deadline"),
             (["idle-timeout": "-1s"], [:], "--idle-timeout"),
             (["feed-interval": "99999h"], [:], "--feed-interval"),
+            (["xmpp-port": "5235x"], [:], "--xmpp-port"),
+            ([:], ["FCM_REGISTRY_XMPP_PLAINTEXT": "maybe"], "FCM_REGISTRY_XMPP_PLAINTEXT"),
+            (["xmpp-plaintext": "true", "xmpp-port": "off"], [:], "--xmpp-plaintext"),
         ] as [([String: String], [String: String], String)])
     func badValues(flags: [String: String], environment: [String: String], named: String) {
         #expect {
@@ -33,6 +36,22 @@ struct ConfigurationTests {
         } throws: { error in
             "\(error)".contains(named)
         }
+    }
+
+    @Test("The XMPP listener runs with TLS or --xmpp-plaintext, on its port, unless --xmpp-port off")
+    func xmppListener() throws {
+        let plain = try ServerConfiguration.resolve(flags: [:], environment: [:])
+        #expect(!plain.xmppListening)
+        let tls = try ServerConfiguration.resolve(flags: ["tls-cert": "c.pem", "tls-key": "k.pem"], environment: [:])
+        #expect(tls.xmppListening && tls.xmppPort == 5235)
+        let off = try ServerConfiguration.resolve(
+            flags: ["tls-cert": "c.pem", "tls-key": "k.pem", "xmpp-port": "off"], environment: [:])
+        #expect(!off.xmppListening)
+        let debugging = try ServerConfiguration.resolve(
+            flags: ["xmpp-port": "15235"], environment: ["FCM_REGISTRY_XMPP_PLAINTEXT": "1"])
+        #expect(debugging.xmppListening && debugging.xmppPlaintext && debugging.xmppPort == 15235)
+        let noHTTP = try ServerConfiguration.resolve(flags: ["port": "off", "tls-cert": "c", "tls-key": "k"], environment: [:])
+        #expect(!noHTTP.plainHTTP)
     }
 
     @Test("Every option has a flag, a variable and help, and no two share a name")
