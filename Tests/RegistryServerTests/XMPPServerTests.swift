@@ -275,6 +275,9 @@ struct XMPPServerTests {
                 await second.send(
                     #"<message><gcm xmlns="google:mobile:data">{"to":"\#(token(1))","message_id":"u-1","message_type":"ack"}</gcm></message>"#
                 )
+                // A ping round trip orders what follows after the ack.
+                await second.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+                _ = await second.read(until: "/>")
                 let sent = try await http.call(
                     .post, "/api/tokens/\(token(1))/upstream", body: #"{"category":"c","data":{}}"#)
                 #expect(sent.json?["status"] == "sent")
