@@ -92,7 +92,7 @@ public struct RoaringBitmap: Sendable {
 
     /// Index of the first key not below `key`.
     @inline(__always)
-    private func keyIndex(_ key: UInt16, from start: Int = 0) -> Int {
+    func keyIndex(_ key: UInt16, from start: Int = 0) -> Int {
         keys.withUnsafeBufferPointer { RoaringContainer.lowerBound($0, key, from: start) }
     }
 
@@ -417,6 +417,12 @@ public struct RoaringBitmap: Sendable {
 
     /// Every id, ascending.
     public var ids: some Sequence<UInt32> { RoaringIDs(bitmap: self) }
+
+    /// The container of chunk `key`, if the set has one.
+    func container(forKey key: UInt16) -> RoaringContainer? {
+        let index = keyIndex(key)
+        return index < keys.count && keys[index] == key ? containers[index] : nil
+    }
 }
 
 // MARK: - Iteration

@@ -1275,3 +1275,19 @@ extension RoaringContainer {
         return make(runs: runs, cardinality: cardinality)
     }
 }
+
+extension RoaringContainer {
+    /// The container's values as bits in `words` (1,024 of them), overwriting what was there.
+    func spread(into words: UnsafeMutableBufferPointer<UInt64>) {
+        switch self {
+        case .bitmap(let bits, _):
+            _ = words.update(fromContentsOf: bits)
+        case .array(let values):
+            words.update(repeating: 0)
+            values.withUnsafeBufferPointer { Self.setBits($0, in: words) }
+        case .run(let runs, _):
+            words.update(repeating: 0)
+            for run in runs { Self.forEachWord(run) { words[$0] |= $1 } }
+        }
+    }
+}

@@ -49,6 +49,28 @@ public enum TopicMembers: Sendable {
         }
     }
 
+    /// The members in chunk `key` (ids whose upper 16 bits are `key`), as bits in `words`,
+    /// overwriting what was there.
+    func spread(chunk key: UInt16, into words: UnsafeMutableBufferPointer<UInt64>) {
+        switch self {
+        case .large(let bitmap):
+            if let container = bitmap.container(forKey: key) {
+                container.spread(into: words)
+            } else {
+                words.update(repeating: 0)
+            }
+        case .small(let ids):
+            words.update(repeating: 0)
+            let low = UInt32(key) &<< 16
+            let start = Self.firstIndex(in: ids, above: low == 0 ? nil : low &- 1)
+            var end = start
+            while end < ids.count && ids[end] &>> 16 == UInt32(key) { end &+= 1 }
+            ids.withUnsafeBufferPointer { ids in
+                RoaringContainer.setBits(UnsafeBufferPointer(rebasing: ids[start..<end]), in: words)
+            }
+        }
+    }
+
     /// Index of the first id greater than `after` (all of them when `nil`), by binary search.
     private static func firstIndex(in ids: [UInt32], above after: UInt32?) -> Int {
         guard let after else { return 0 }

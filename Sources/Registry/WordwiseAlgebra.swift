@@ -4,8 +4,8 @@ import Synchronization
 
 /// A condition evaluated one 65,536-id chunk at a time, over plain 1,024-word bitmaps.
 ///
-/// Combining containers pairwise (as `AudienceAlgebra` does) builds a new container for every
-/// operation of every chunk, and sorted-array containers go through merges. Here each chunk's
+/// Combining containers pairwise (`RoaringBitmap.formIntersection` and its kin) builds a new
+/// container for every operation of every chunk, and sorted-array containers go through merges. Here each chunk's
 /// topic containers are spread into bitmaps once, every `&&`, `||` and `!` is a loop of 1,024
 /// word operations (which the compiler vectorizes), and only the chunk's result is kept: counted,
 /// listed, or turned into one container. The cost is a few microseconds a chunk whatever the
@@ -104,7 +104,7 @@ struct WordwiseAlgebra {
         _ expression: Expression, from first: UInt16,
         _ body: (UInt16, UnsafeMutableBufferPointer<UInt64>, Int) -> Bool
     ) {
-        let start = universe.keys.firstIndex { $0 >= first } ?? universe.keys.count
+        let start = universe.keyIndex(first)
         forEachChunk(expression, indices: start..<universe.keys.count, body)
     }
 
@@ -218,31 +218,12 @@ struct WordwiseAlgebra {
         }
     }
 
-    /// A topic's members in chunk `key`, as bits.
+    /// A topic's members in chunk `key`, as bits; none for a topic nobody is subscribed to.
     private func spread(_ members: TopicMembers?, key: UInt16, into words: UnsafeMutableBufferPointer<UInt64>) {
-        switch members {
-        case nil:
+        if let members {
+            members.spread(chunk: key, into: words)
+        } else {
             words.update(repeating: 0)
-        case .large(let bitmap)?:
-            if let container = bitmap.container(forKey: key) {
-                container.spread(into: words)
-            } else {
-                words.update(repeating: 0)
-            }
-        case .small(let ids)?:
-            words.update(repeating: 0)
-            let low = UInt32(key) &<< 16
-            var start = 0
-            var end = ids.count
-            while start < end {
-                let middle = (start &+ end) / 2
-                if ids[middle] < low { start = middle &+ 1 } else { end = middle }
-            }
-            end = start
-            while end < ids.count && ids[end] &>> 16 == UInt32(key) { end &+= 1 }
-            ids.withUnsafeBufferPointer { ids in
-                RoaringContainer.setBits(UnsafeBufferPointer(rebasing: ids[start..<end]), in: words)
-            }
         }
     }
 
@@ -270,29 +251,5 @@ struct WordwiseAlgebra {
         case .not(let operand, _): depth(operand)
         case .and(let operands, _), .or(let operands, _): 1 &+ (operands.map(depth).max() ?? 0)
         }
-    }
-}
-
-extension RoaringContainer {
-    /// The container's values as bits in `words` (1,024 of them), overwriting what was there.
-    func spread(into words: UnsafeMutableBufferPointer<UInt64>) {
-        switch self {
-        case .bitmap(let bits, _):
-            _ = words.update(fromContentsOf: bits)
-        case .array(let values):
-            words.update(repeating: 0)
-            values.withUnsafeBufferPointer { Self.setBits($0, in: words) }
-        case .run(let runs, _):
-            words.update(repeating: 0)
-            for run in runs { Self.forEachWord(run) { words[$0] |= $1 } }
-        }
-    }
-}
-
-extension RoaringBitmap {
-    /// The container of chunk `key`, if the set has one.
-    func container(forKey key: UInt16) -> RoaringContainer? {
-        let index = keys.withUnsafeBufferPointer { RoaringContainer.lowerBound($0, key, from: 0) }
-        return index < keys.count && keys[index] == key ? containers[index] : nil
     }
 }
