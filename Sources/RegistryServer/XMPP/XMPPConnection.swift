@@ -27,7 +27,6 @@ struct XMPPConnection {
         var project: Project?
         var id: String?
         var jid = ""
-        var streams = 0
     }
 
     /// What the reader shares with the watchdog and with the end of `run`.
@@ -171,7 +170,6 @@ struct XMPPConnection {
         switch event {
         case .streamOpened(let header):
             if let to = header.attribute("to"), !to.isEmpty, to.utf8.count <= 255 { session.domain = to }
-            session.streams += 1
             let id = String(UInt64.random(in: .min ... .max), radix: 36)
             outbox.markOpened()
             outbox.send(CCSWire.streamHeader(from: session.domain, id: id))
@@ -368,11 +366,7 @@ struct XMPPConnection {
     }
 
     static func nack(_ messageID: String, to: String?, _ code: String, _ description: String) -> String {
-        var body: [String: Any] = [
-            "message_type": "nack", "message_id": messageID, "error": code, "error_description": description,
-        ]
-        if let to { body["from"] = to }
-        return CCSWire.json(body)
+        CCSWire.json(XMPPDownstream.nack(messageID, to: to, code, description))
     }
 
     /// The delivery receipt an accepted message to one token asked for (§5.4): the emulated

@@ -21,17 +21,15 @@ enum XMPPDownstream {
     static func answer(to fields: [String: JSONValue], registry: RegistryService, project: Project, dryRun: Bool)
         async throws -> Answer
     {
-        var answer = Answer(json: ["message_type": "ack"], accepted: false)
-        func nack(_ code: String, _ description: String) -> Answer {
-            answer.json["message_type"] = "nack"
-            answer.json["error"] = code
-            answer.json["error_description"] = description
-            return answer
-        }
         let messageID = try? LegacyCodec.string(fields, "message_id")
         let to = try? LegacyCodec.string(fields, "to")
+        var answer = Answer(json: ["message_type": "ack"], accepted: false)
         if let messageID { answer.json["message_id"] = messageID }
         if let to { answer.json["from"] = to }
+        func nack(_ code: String, _ description: String) -> Answer {
+            answer.json = Self.nack(messageID, to: to, code, description)
+            return answer
+        }
         guard messageID != nil else { return nack("INVALID_JSON", "message_id is required") }
         if let type = try? LegacyCodec.string(fields, "message_type") {
             // An app server's ack of an upstream message: to, message_id and message_type "ack" only.
@@ -65,5 +63,13 @@ enum XMPPDownstream {
         answer.accepted = true
         if !message.options.dryRun { answer.loggedID = result.messageID }
         return answer
+    }
+
+    /// A nack's body (table 4): always with `error_description`, which some clients read unchecked.
+    static func nack(_ messageID: String?, to: String?, _ code: String, _ description: String) -> [String: Any] {
+        var body: [String: Any] = ["message_type": "nack", "error": code, "error_description": description]
+        if let messageID { body["message_id"] = messageID }
+        if let to { body["from"] = to }
+        return body
     }
 }
