@@ -54,9 +54,7 @@ public func buildServices(
                 registry: registry, configuration: configuration, logger: logger, metrics: metrics, xmpp: xmpp))
     }
     if let certificate = configuration.tlsCertificate, let key = configuration.tlsKey {
-        let tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        let tls = try TLSConfiguration.server(certificate: certificate, key: key)
         let guardLogger = logger
         let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
         var application = Application(
@@ -92,6 +90,16 @@ public func buildServices(
                 maximumConnections: configuration.maximumConnections, logger: logger))
     }
     return services
+}
+
+extension TLSConfiguration {
+    /// A server configuration from a PEM certificate chain and private key, as `tls init` writes
+    /// them: what the HTTPS and XMPP listeners both start from.
+    static func server(certificate: String, key: String) throws -> TLSConfiguration {
+        makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+    }
 }
 
 /// The feed follower and, with a checkpoint file, the checkpoint writer.

@@ -57,9 +57,7 @@ public struct XMPPListener: Service {
     /// TLS for XMPP: the listener's certificate, and ALPN `xmpp-client` for clients that offer it
     /// (a client offering only other protocols still connects, without ALPN).
     public static func tlsContext(certificate: String, key: String) throws -> NIOSSLContext {
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        var configuration = try TLSConfiguration.server(certificate: certificate, key: key)
         configuration.applicationProtocols = ["xmpp-client"]
         return try NIOSSLContext(configuration: configuration)
     }
