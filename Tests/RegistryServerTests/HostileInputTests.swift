@@ -6,6 +6,7 @@ import Logging
 import Registry
 import RegistrySQLite
 @testable import RegistryServer
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -165,7 +166,16 @@ final class RawConnection: @unchecked Sendable {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(descriptor) }
+    private let closed = Mutex(false)
+
+    /// Drops the connection now, as a client that goes away does. The descriptor is closed once:
+    /// closing it again later could close a socket of the server under test that reused its number.
+    func drop() {
+        guard !closed.withLock({ was in defer { was = true }; return was }) else { return }
+        close(descriptor)
+    }
+
+    deinit { drop() }
 
     /// Sends bytes (off the cooperative pool, as reads are); false once the server has closed the connection.
     @discardableResult

@@ -269,7 +269,7 @@ struct XMPPServerTests {
                         == #"<message to="123456789012@gcm.googleapis.com" from="devices@gcm.googleapis.com" type="normal"><gcm xmlns="google:mobile:data">{"category":"com.example.app","data":{"hello":"world"},"from":"\#(token(1))","message_id":"u-1"}</gcm></message>"#
                 )
                 // The first connection drops without acking: the second gets the message again.
-                close(first.descriptor)
+                first.drop()
                 let second = try await xmpp.login(resource: "second", session: false)
                 #expect(gcmJSON(await second.read(until: "</message>"))?["message_id"] == "u-1")
                 await second.send(
