@@ -135,6 +135,10 @@ def restore(database, tokens):
         if added:
             db.execute("DELETE FROM subscription WHERE tokenId > ?", (tokens,))
             db.execute("DELETE FROM token WHERE id > ?", (tokens,))
+            # Rows deleted behind the servers' backs: a reset entry tells every process (and the
+            # next start, whatever its checkpoint says) to reload the index from the tables.
+            db.execute("INSERT INTO audienceChange (projectId, kind, topic, tokenIds, createdAt) "
+                       "VALUES (0, 'reset', NULL, x'', ?)", (int(time.time() * 1000),))
     with sqlite3.connect(database) as db:
         # Fold the deletions into the file, so that start-up does not read them from the log.
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
