@@ -40,24 +40,26 @@ extension RegistryService {
         var result: Audience
         var page: [UInt32] = []
         switch target {
+        case .condition(let source, let dialect) where countOnly:
+            // One job: nothing waits on SQLite.
+            let (condition, count) = try await CostlyWork.run {
+                let condition = try Condition(parsing: source, dialect: dialect)
+                return (condition, snapshot.count(condition.expression))
+            }
+            return Self.audience(of: condition, count: count, in: snapshot)
         case .condition(let source, let dialect):
             let (condition, ids) = try await CostlyWork.run {
                 let condition = try Condition(parsing: source, dialect: dialect)
-                let page = countOnly ? [] : snapshot.ids(of: condition.expression, after: after, limit: limit + 1)
-                return (condition, page)
+                return (condition, snapshot.ids(of: condition.expression, after: after, limit: limit + 1))
             }
             // The page's token values are read while the count is computed: one waits on SQLite,
             // the other on the CPU.
-            let listed = countOnly ? [] : Array(ids.prefix(limit))
+            let listed = Array(ids.prefix(limit))
             async let values = listed.isEmpty ? [] : store.tokenValues(ids: listed, in: project)
             let count = await CostlyWork.run { snapshot.count(condition.expression) }
-            result = Audience(count: count, condition: condition)
-            result.topicCounts = Dictionary(
-                uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
-            if !countOnly {
-                result.tokens = try await values
-                result.nextAfter = ids.count > limit ? listed.last : nil
-            }
+            result = Self.audience(of: condition, count: count, in: snapshot)
+            result.tokens = try await values
+            result.nextAfter = ids.count > limit ? listed.last : nil
             return result
         case .topic(let name):
             try checkTopicName(name)
@@ -89,6 +91,14 @@ extension RegistryService {
             result.tokens = try await store.tokenValues(ids: page, in: project)
             result.nextAfter = hasMore ? page.last : nil
         }
+        return result
+    }
+
+    /// A condition's audience without its page: the count, and each topic's subscribers.
+    private static func audience(of condition: Condition, count: Int, in snapshot: AudienceIndex.Snapshot) -> Audience {
+        var result = Audience(count: count, condition: condition)
+        result.topicCounts = Dictionary(
+            uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
         return result
     }
 

@@ -79,7 +79,8 @@ public protocol RegistryStore: Sendable {
     /// Makes `listener` hear of every commit of this store's writes before the writers resume,
     /// together with whatever other processes committed before it.
     func attach(_ listener: any FeedListener)
-    /// The values of the tokens with these ids, in the same order (ids of other projects are skipped).
+    /// The values of the tokens with these ids, which are ascending, in the same order (ids of
+    /// other projects are skipped).
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
     /// The id of a registered token, or `nil`.
     func tokenID(_ token: String, in project: Project) async throws -> UInt32?

@@ -41,17 +41,22 @@ extension SQLiteStore {
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
         guard !ids.isEmpty else { return [] }
         // One statement for the whole page: the ids travel as one JSON array, bound like any value.
-        let list = "[" + ids.map { String($0) }.joined(separator: ",") + "]"
-        let values = try await read { db in
-            var values: [Int64: String] = [:]
-            values.reserveCapacity(ids.count)
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT id, value FROM token WHERE projectId = ? AND id IN (SELECT value FROM json_each(?))",
-                arguments: [project.rowID, list])
-            while let row = try rows.next() { values[row[0]] = row[1] }
-            return values
+        // SQLite looks the ids up in ascending order (the plan is rowid searches over the sorted
+        // list, with no sort step), so the values come back in the order they are listed in.
+        var list: [UInt8] = [UInt8(ascii: "[")]
+        list.reserveCapacity(ids.count &* 9)
+        for (index, id) in ids.enumerated() {
+            if index > 0 { list.append(UInt8(ascii: ",")) }
+            list.append(contentsOf: String(id).utf8)
         }
-        return ids.compactMap { values[Int64($0)] }
+        list.append(UInt8(ascii: "]"))
+        let arguments: StatementArguments = [project.rowID, String(decoding: list, as: UTF8.self)]
+        return try await read { db in
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT value FROM token WHERE projectId = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id"),
+                arguments: arguments)
+        }
     }
 
     public func tokenID(_ token: String, in project: Project) async throws -> UInt32? {

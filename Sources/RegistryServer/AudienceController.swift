@@ -76,36 +76,45 @@ struct AudienceController {
     }
 
     /// The answer, with a page of tokens written straight into the body: a page of 1,000 tokens is
-    /// most of it, and token values are plain ASCII that needs no escaping (checked here: any
-    /// other byte sends the whole answer through the encoder). Keys stay sorted, as everywhere.
+    /// most of it, and token values are plain ASCII that needs no escaping (checked as they are
+    /// written: any other byte sends the whole answer through the encoder). Keys stay sorted, as
+    /// everywhere.
     static func response(_ answer: AudienceResponse) throws -> Response {
-        guard let tokens = answer.tokens, tokens.allSatisfy(Self.needsNoEscaping) else {
-            return try JSONResponse.make(answer)
-        }
+        guard let tokens = answer.tokens else { return try JSONResponse.make(answer) }
         var rest = answer
         rest.tokens = nil
-        var body = Array(try JSONResponse.encoder().encode(rest))
+        let head = Array(try JSONResponse.encoder().encode(rest))
         // Sorted keys: "tokens" comes before "topicCounts" and "warnings", after every other key.
         // Keys are the only places a quote is not escaped, so these byte strings find keys.
         let later = [",\"topicCounts\":", ",\"warnings\":"].map { Array($0.utf8) }
-        let insertion = later.compactMap { body.firstRange(of: $0)?.lowerBound }.min() ?? body.count - 1
-        var list: [UInt8] = Array(",\"tokens\":[".utf8)
-        list.reserveCapacity(tokens.reduce(16) { $0 + $1.utf8.count + 3 })
+        let insertion = later.compactMap { head.firstRange(of: $0)?.lowerBound }.min() ?? head.count - 1
+        var body = ByteBuffer()
+        body.reserveCapacity(head.count + tokens.reduce(16) { $0 + $1.utf8.count + 3 })
+        body.writeBytes(head[..<insertion])
+        body.writeStaticString(",\"tokens\":[")
         for (index, token) in tokens.enumerated() {
-            if index > 0 { list.append(UInt8(ascii: ",")) }
-            list.append(UInt8(ascii: "\""))
-            list.append(contentsOf: token.utf8)
-            list.append(UInt8(ascii: "\""))
+            if index > 0 { body.writeInteger(UInt8(ascii: ",")) }
+            body.writeInteger(UInt8(ascii: "\""))
+            guard Self.writePlain(token, to: &body) else { return try JSONResponse.make(answer) }
+            body.writeInteger(UInt8(ascii: "\""))
         }
-        list.append(UInt8(ascii: "]"))
-        body.insert(contentsOf: list, at: insertion)
+        body.writeInteger(UInt8(ascii: "]"))
+        body.writeBytes(head[insertion...])
         return Response(
-            status: .ok, headers: [.contentType: "application/json; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: body))
     }
 
-    private static func needsNoEscaping(_ token: String) -> Bool {
-        token.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    /// Writes `token` when it is printable ASCII other than a quote or a backslash, which JSON
+    /// takes as it is; writes nothing and answers false otherwise.
+    private static func writePlain(_ token: String, to body: inout ByteBuffer) -> Bool {
+        var token = token
+        return token.withUTF8 { bytes in
+            for byte in bytes where byte < 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                return false
+            }
+            body.writeBytes(bytes)
+            return true
+        }
     }
 
     @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
