@@ -10,18 +10,22 @@ import Foundation
 /// (its SHA-256 does not match), written for another database, or older than what the feed
 /// still holds is not used: the index is loaded from the tables instead.
 ///
-/// Format, little-endian: the magic `FCMRAUD1`; 16 bytes of database id; the feed position
+/// Format, little-endian: the magic `FCMRAUD2`; 16 bytes of database id; the feed position
 /// (Int64); the project count (UInt32); per project its row id (Int64), its registered tokens (a
 /// serialized `RoaringBitmap`), its topic count (UInt32) and per topic the name's length (UInt32),
 /// the name's UTF-8 and its members (a serialized `RoaringBitmap`); then the SHA-256 of all that.
 public enum AudienceCheckpoint {
-    static let magic = Array("FCMRAUD1".utf8)
+    static let magic = Array("FCMRAUD2".utf8)
+    /// Earlier formats' magic: `FCMRAUD1` held bitmaps whose arrays went up to 4,096 values.
+    static let formerMagic = [Array("FCMRAUD1".utf8)]
 
     /// Why a checkpoint was not used.
     public enum Problem: Error, Sendable, CustomStringConvertible {
         case missing
         case damaged(String)
         case otherDatabase
+        /// Written by an earlier version of the server, in a format this one does not read.
+        case olderFormat
         /// The feed no longer holds the entries after the checkpoint's position.
         case stale(position: Int64)
 
@@ -30,6 +34,7 @@ public enum AudienceCheckpoint {
             case .missing: "no checkpoint file"
             case .damaged(let why): "the checkpoint file is damaged: \(why)"
             case .otherDatabase: "the checkpoint was written for another database"
+            case .olderFormat: "the checkpoint was written in an older format"
             case .stale(let position): "the checkpoint (feed position \(position)) is older than the feed keeps"
             }
         }
@@ -58,12 +63,15 @@ public enum AudienceCheckpoint {
     /// Reads a checkpoint's bytes back into index state.
     static func decode(_ bytes: [UInt8], databaseID: [UInt8]) throws(Problem) -> AudienceIndex.State {
         let headerSize = magic.count + 16 + 8 + 4
+        // The magic first: an earlier format's file is recognised whatever else it holds.
+        let fileMagic = Array(bytes.prefix(magic.count))
+        guard !formerMagic.contains(fileMagic) else { throw .olderFormat }
         guard bytes.count >= headerSize + SHA256.byteCount else { throw .damaged("too short") }
+        guard fileMagic == magic else { throw .damaged("not a checkpoint file") }
         let body = bytes[..<(bytes.count - SHA256.byteCount)]
         guard Array(SHA256.hash(data: body)) == Array(bytes[(bytes.count - SHA256.byteCount)...]) else {
             throw .damaged("checksum mismatch")
         }
-        guard Array(body.prefix(magic.count)) == magic else { throw .damaged("not a checkpoint file") }
         guard Array(body.dropFirst(magic.count).prefix(16)) == databaseID else { throw .otherDatabase }
         var reader = body.dropFirst(magic.count + 16)
         var state = AudienceIndex.State()

@@ -1,7 +1,7 @@
 /// A set of `UInt32` ids, compressed in the manner of Roaring bitmaps, whose copy-on-write is per 65,536-id chunk.
 ///
 /// Ids are split by their high 16 bits into chunks. Each non-empty chunk is one container holding the low 16 bits
-/// in the smallest of three forms: a sorted array (up to 4,096 values), a 65,536-bit bitmap, or a list of runs.
+/// in one of three forms: a sorted array (up to 2,048 values), a 65,536-bit bitmap, or a list of runs.
 /// Set algebra works chunk by chunk with a kernel per pair of forms, so its cost follows the data held, never the
 /// size of the id space.
 ///
@@ -562,17 +562,18 @@ extension RoaringBitmap {
         case cardinalityMismatch
     }
 
-    static let formatVersion: UInt8 = 1
+    /// 2 since arrays hold at most 2,048 values (4,096 in version 1).
+    static let formatVersion: UInt8 = 2
 
     /// Appends the bitmap to `buffer`, in this little-endian format:
     ///
     /// ```
-    /// u8  version                 1
+    /// u8  version                 2
     /// u32 container count         0 ... 65,536
     /// per container, keys strictly ascending:
     ///   u16 key                   high 16 bits of its ids
     ///   u8  kind                  0 array, 1 bitmap, 2 run
-    ///   u32 cardinality           array 1 ... 4,096; bitmap 4,097 ... 65,536; run 1 ... 65,536
+    ///   u32 cardinality           array 1 ... 2,048; bitmap 2,049 ... 65,536; run 1 ... 65,536
     ///   payload
     ///     array   cardinality × u16, strictly ascending
     ///     bitmap  1,024 × u64, bit v of word w for low half 64w + v; popcount = cardinality

@@ -42,8 +42,11 @@ enum RoaringContainer: Sendable {
         case run = 2
     }
 
-    /// Most values an array container holds: at 4,096 values it is as large as a bitmap (8 KiB).
-    static let arrayLimit = 4096
+    /// Most values an array container holds. Roaring's usual limit is 4,096, where an array grows as large as a
+    /// bitmap (8 KiB); here it is half that. Conditions combine bitmaps 16 bytes an instruction but walk an array
+    /// value by value, so between 2,048 and 4,096 values a bitmap is several times faster to evaluate (a 5-topic
+    /// count over 10M tokens: 0.36 instead of 0.88 ms) for at most twice the memory, in chunks that dense only.
+    static let arrayLimit = 2048
     /// Words of a bitmap container: 65,536 bits.
     static let wordCount = 1024
     /// Most runs a run container holds: 2,048 runs are 8 KiB, the size of a bitmap.
@@ -110,10 +113,15 @@ extension RoaringContainer {
     /// The smallest container for canonical `runs` holding `cardinality` ids, or nil when empty.
     static func make(runs: [RoaringRun], cardinality: Int) -> RoaringContainer? {
         if cardinality == 0 { return nil }
-        if runs.count &* 4 < Swift.min(cardinality &* 2, wordCount &* 8) {
+        if runs.count &* 4 < plainBytes(cardinality: cardinality) {
             return .run(runs: runs, cardinality: cardinality)
         }
         return runs.withUnsafeBufferPointer { plain(runs: $0, cardinality: cardinality) }
+    }
+
+    /// Bytes of the array or bitmap holding `cardinality` ids, which runs must beat (four bytes a run).
+    static func plainBytes(cardinality: Int) -> Int {
+        cardinality > arrayLimit ? wordCount &* 8 : cardinality &* 2
     }
 
     /// An array or bitmap container holding the ids of `runs`.
@@ -549,7 +557,7 @@ extension RoaringContainer {
     /// Converts to runs when they are smaller than the array or bitmap, and back when they are not.
     mutating func runOptimize() -> Bool {
         let cardinality = self.cardinality
-        let plainBytes = Swift.min(cardinality &* 2, Self.wordCount &* 8)
+        let plainBytes = Self.plainBytes(cardinality: cardinality)
         switch self {
         case .array(let values):
             guard values.withUnsafeBufferPointer({ Self.runCount(values: $0) }) &* 4 < plainBytes else { return false }

@@ -57,7 +57,7 @@ struct CheckpointTests {
         #expect(restarted.audience.position == fromTables.audience.position)
     }
 
-    @Test("A missing, damaged, foreign or stale checkpoint falls back to the tables and says why")
+    @Test("A missing, damaged, older, foreign or stale checkpoint falls back to the tables and says why")
     func fallbacks() async throws {
         let files = Files()
         let registry = try await files.open()
@@ -76,6 +76,13 @@ struct CheckpointTests {
         guard case .tables(let reason?)? = damaged.startup?.source else { Issue.record("expected tables"); return }
         #expect(reason.contains("damaged"))
         #expect(Self.contents(damaged, project) == Self.contents(registry, project))
+
+        // One written by an earlier version, in its format.
+        try Data(Array("FCMRAUD1".utf8) + original.dropFirst(8)).write(to: URL(fileURLWithPath: files.checkpoint))
+        let older = try await files.open()
+        guard case .tables(let olderWhy?)? = older.startup?.source else { Issue.record("expected tables"); return }
+        #expect(olderWhy.contains("older format"))
+        #expect(Self.contents(older, project) == Self.contents(registry, project))
 
         // Another database's checkpoint.
         let other = Files()

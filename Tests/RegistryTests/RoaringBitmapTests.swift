@@ -10,7 +10,7 @@ struct RoaringBitmapTests {
     enum Shape: String, CaseIterable, Sendable {
         /// A few hundred ids per chunk: array containers.
         case sparse
-        /// Some chunks at 4,095, 4,096 or 4,097 ids, some far denser: both sides of the array/bitmap threshold.
+        /// Some chunks at 2,047, 2,048 or 2,049 ids, some denser: both sides of the array/bitmap threshold.
         case dense
         /// Long stretches of consecutive ids, some crossing chunk boundaries, then `runOptimize()`: run containers.
         case runs
@@ -27,7 +27,7 @@ struct RoaringBitmapTests {
             for _ in 0..<800 { ids.append(UInt32(random.next() % UInt64(chunks << 16))) }
         case .dense:
             for chunk in 0..<chunks where random.next() % 2 == 0 {
-                let count = [4095, 4096, 4097, 9000][Int(random.next() % 4)]
+                let count = [2047, 2048, 2049, 4097, 9000][Int(random.next() % 5)]
                 ids += distinctLows(count, using: &random).map { chunk << 16 | $0 }
             }
         case .runs:
@@ -82,11 +82,11 @@ struct RoaringBitmapTests {
         for container in bitmap.containers {
             switch container {
             case .array(let values):
-                #expect((1...4096).contains(values.count), sourceLocation: sourceLocation)
+                #expect((1...RoaringContainer.arrayLimit).contains(values.count), sourceLocation: sourceLocation)
                 #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 }, sourceLocation: sourceLocation)
             case .bitmap(let words, let cardinality):
                 #expect(words.count == 1024, sourceLocation: sourceLocation)
-                #expect(cardinality > 4096, sourceLocation: sourceLocation)
+                #expect(cardinality > RoaringContainer.arrayLimit, sourceLocation: sourceLocation)
                 #expect(words.reduce(0) { $0 + $1.nonzeroBitCount } == cardinality, sourceLocation: sourceLocation)
             case .run(let runs, let cardinality):
                 #expect((1...2048).contains(runs.count), sourceLocation: sourceLocation)
@@ -171,12 +171,12 @@ struct RoaringBitmapTests {
     @Test("Arrays of every relative length meet correctly: galloping, merging, probing", arguments: UInt64(1)...6)
     func arrayPairs(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        let large = Self.distinctLows(3000, using: &random).map { 3 << 16 | $0 }
+        let large = Self.distinctLows(2000, using: &random).map { 3 << 16 | $0 }
         // Shorter arrays, about half their ids taken from the long one, the rest anywhere in the chunk: from far
-        // shorter (galloping) to comparable (merging, or probing a scratch bitmap), unions on both sides of 4,096.
+        // shorter (galloping) to comparable (merging, or probing a scratch bitmap), unions on both sides of 2,048.
         for length in [1, 2, 7, 40, 100, 400, 1000, 1500] {
             var short = (0..<length).map { _ in
-                random.next() % 2 == 0 ? large[Int(random.next() % 3000)] : 3 << 16 | UInt32(random.next() % 65536)
+                random.next() % 2 == 0 ? large[Int(random.next() % 2000)] : 3 << 16 | UInt32(random.next() % 65536)
             }
             // Past either end of the long array, so walks run off its ends.
             short[0] = length % 2 == 0 ? 3 << 16 | 65535 : 3 << 16
@@ -307,9 +307,9 @@ struct RoaringBitmapTests {
         #expect(Set(Self.kinds(mixed)) == [.array, .bitmap, .run])
     }
 
-    @Test("An array becomes a bitmap past 4,096 ids and an array again at 4,096")
+    @Test("An array becomes a bitmap past 2,048 ids and an array again at 2,048")
     func arrayBitmapThreshold() {
-        var bitmap = RoaringBitmap(sortedIDs: (0..<4096).map { 70_000 + $0 * 3 })
+        var bitmap = RoaringBitmap(sortedIDs: (0..<2048).map { 70_000 + $0 * 3 })
         // Mutating calls stay outside `#expect`, whose expansion cannot mutate.
         var changed: Bool
         #expect(Self.kinds(bitmap) == [.array])
@@ -318,26 +318,26 @@ struct RoaringBitmapTests {
         #expect(Self.kinds(bitmap) == [.bitmap])
         changed = bitmap.insert(70_001)
         #expect(!changed)
-        #expect(bitmap.count == 4097)
+        #expect(bitmap.count == 2049)
         changed = bitmap.remove(70_000)
         #expect(changed)
         #expect(Self.kinds(bitmap) == [.array])
-        #expect(bitmap.count == 4096)
+        #expect(bitmap.count == 2048)
         changed = bitmap.remove(70_000)
         #expect(!changed)
         Self.expectValid(bitmap)
 
-        #expect(Self.kinds(RoaringBitmap(sortedIDs: Array(0..<4097))) == [.bitmap])
-        #expect(Self.kinds(RoaringBitmap(sortedIDs: Array(0..<4096))) == [.array])
+        #expect(Self.kinds(RoaringBitmap(sortedIDs: Array(0..<2049))) == [.bitmap])
+        #expect(Self.kinds(RoaringBitmap(sortedIDs: Array(0..<2048))) == [.array])
     }
 
     @Test("Set algebra picks array or bitmap by the result's size")
     func algebraThresholds() {
-        let evens = RoaringBitmap(sortedIDs: (0..<3000).map { $0 * 2 })
-        let odds = RoaringBitmap(sortedIDs: (0..<3000).map { $0 * 2 + 1 })
+        let evens = RoaringBitmap(sortedIDs: (0..<1500).map { $0 * 2 })
+        let odds = RoaringBitmap(sortedIDs: (0..<1500).map { $0 * 2 + 1 })
         #expect(Self.kinds(evens.union(odds)) == [.bitmap])
-        #expect(evens.union(odds).count == 6000)
-        let small = RoaringBitmap(sortedIDs: (0..<2000).map { $0 * 2 })
+        #expect(evens.union(odds).count == 3000)
+        let small = RoaringBitmap(sortedIDs: (0..<1000).map { $0 * 2 })
         #expect(Self.kinds(small.union(evens)) == [.array])
 
         let many = RoaringBitmap(sortedIDs: Array(0..<20000))
@@ -347,9 +347,9 @@ struct RoaringBitmapTests {
         #expect(many.intersection(others).count == 1000)
         #expect(Self.kinds(many.subtracting(others)) == [.bitmap])
         var formed = many
-        formed.subtract(RoaringBitmap(sortedIDs: Array(4000..<20000)))
+        formed.subtract(RoaringBitmap(sortedIDs: Array(2000..<20000)))
         #expect(Self.kinds(formed) == [.array])
-        #expect(formed.count == 4000)
+        #expect(formed.count == 2000)
         formed = many
         formed.formIntersection(others)
         #expect(Self.kinds(formed) == [.array])
@@ -602,7 +602,7 @@ struct RoaringBitmapTests {
     }
 
     static func file(_ containers: [UInt8]..., count: UInt32? = nil) -> [UInt8] {
-        [1] + le(count ?? UInt32(containers.count)) + containers.flatMap { $0 }
+        [2] + le(count ?? UInt32(containers.count)) + containers.flatMap { $0 }
     }
 
     static func runs(_ runs: [(UInt16, UInt16)]) -> [UInt8] {
@@ -625,15 +625,16 @@ struct RoaringBitmapTests {
         var missingBit = [UInt64](repeating: ~0, count: 1024)
         missingBit[100] = ~1
         return [
-            ("version", [2] + le(UInt32(0)), .unsupportedVersion),
+            ("version 1, whose arrays held up to 4,096 values", [1] + le(UInt32(0)), .unsupportedVersion),
+            ("version 3", [3] + le(UInt32(0)), .unsupportedVersion),
             ("container count", file(count: 65_537), .tooManyContainers),
             ("count beyond the bytes", file(one, count: 2), .truncated),
             ("equal keys", file(one, one), .unsortedKeys),
             ("descending keys", file(two, one), .unsortedKeys),
             ("kind", file(container(key: 0, kind: 3, cardinality: 1, payload: le(UInt16(5)))), .unknownKind),
             ("empty array", array(0, []), .badCardinality),
-            ("array past 4,096", array(4097, []), .badCardinality),
-            ("bitmap of 4,096", bitmap(4096, []), .badCardinality),
+            ("array past 2,048", array(2049, []), .badCardinality),
+            ("bitmap of 2,048", bitmap(2048, []), .badCardinality),
             ("run past 65,536", runContainer(65_537, []), .badCardinality),
             ("unsorted array", array(3, [12, 9, 3]), .badPayload),
             ("duplicate in array", array(2, [4, 4]), .badPayload),
