@@ -1,6 +1,4 @@
 import Conditions
-import Dispatch
-import Synchronization
 
 /// A condition evaluated one 65,536-id chunk at a time, over plain 1,024-word bitmaps.
 ///
@@ -52,21 +50,18 @@ struct WordwiseAlgebra {
     }
 
     /// Chunks a single part takes; past it, the work is split over two threads. A count over ten
-    /// million tokens (153 chunks) then takes both cores of a small machine for about a millisecond.
+    /// million tokens (153 chunks) then takes both cores of a small machine for a fraction of a
+    /// millisecond.
     private static let chunksPerPart = 32
 
-    /// `body` over the universe's chunk indices, in one part or two run at once; results in order.
-    private func inParts<T: Sendable>(_ body: @Sendable (Range<Int>) -> T) -> [T] {
+    /// `body` over the universe's chunk indices, in one part or two run at once (the second on
+    /// costly work's helper thread, at the same priority); results in order.
+    private func inParts<T: Sendable>(_ body: @escaping @Sendable (Range<Int>) -> T) -> [T] {
         let total = universe.keys.count
         guard total >= 2 &* Self.chunksPerPart else { return [body(0..<total)] }
         let middle = total / 2
-        let ranges = [0..<middle, middle..<total]
-        let results = Mutex<[T?]>([nil, nil])
-        DispatchQueue.concurrentPerform(iterations: 2) { part in
-            let value = body(ranges[part])
-            results.withLock { $0[part] = value }
-        }
-        return results.withLock { $0.map { $0! } }
+        let (first, second) = CostlyWork.inHalves({ body(0..<middle) }, { body(middle..<total) })
+        return [first, second]
     }
 
     /// Up to `limit` ids `expression` reaches, greater than `after`, ascending; only the chunks

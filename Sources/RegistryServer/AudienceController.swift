@@ -118,11 +118,17 @@ struct AudienceController {
     }
 
     @Sendable func check(_ request: Request, context: RegistryRequestContext) async throws -> Response {
-        let body = try await JSONBody.decode(CheckRequest.self, from: request, limit: registry.limits.requestBodyBytes)
-        guard let condition = body.condition else { throw BadRequest("condition is required") }
-        let dialect = try Self.dialect(body.dialect, default: .extended)
-        let report = await CostlyWork.run { ConditionReport(checking: condition, dialect: dialect) }
-        return try JSONResponse.make(report)
+        var request = request
+        let buffer = try await request.collectBody(upTo: registry.limits.requestBodyBytes)
+        // Decoding the body, checking the condition and encoding the report all grow with the
+        // condition (up to 64 KiB of it): all three run as costly work, off the threads that answer
+        // every other request.
+        return try await CostlyWork.run {
+            let body = try JSONBody.decode(CheckRequest.self, from: buffer)
+            guard let condition = body.condition else { throw BadRequest("condition is required") }
+            let dialect = try Self.dialect(body.dialect, default: .extended)
+            return try JSONResponse.make(ConditionReport(checking: condition, dialect: dialect))
+        }
     }
 
     // MARK: - Helpers

@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Registry
 import Testing
 
@@ -24,6 +27,31 @@ struct CostlyWorkTests {
         #expect(cheap == 5050)
         for _ in 0..<jobs { release.signal() }
         #expect(await running.value == (0..<jobs).reduce(0, +))
+    }
+
+    #if os(Linux)
+        /// Under the idle policy, a thread answering a cheap request takes the CPU from costly
+        /// work the moment it wakes; under a nice value it could wait for the scheduler's tick.
+        @Test("Costly work, both halves of a split job, runs under SCHED_IDLE; background work at nice 15")
+        func priorities() async throws {
+            let schedIdle: Int32 = 5
+            let (policy, halves) = await CostlyWork.run {
+                (sched_getscheduler(0), CostlyWork.inHalves({ sched_getscheduler(0) }, { sched_getscheduler(0) }))
+            }
+            #expect(policy == schedIdle)
+            #expect(halves.0 == schedIdle && halves.1 == schedIdle)
+            let niceness = try await CostlyWork.runInBackground {
+                getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            }
+            #expect(niceness == 15)
+        }
+    #endif
+
+    @Test("A split job's halves both run, and each sees what it was given")
+    func halves() async {
+        let (a, b) = await CostlyWork.run { CostlyWork.inHalves({ (0..<1000).reduce(0, +) }, { (1000..<2000).reduce(0, +) }) }
+        #expect(a == 499_500)
+        #expect(b == 1_499_500)
     }
 }
 
