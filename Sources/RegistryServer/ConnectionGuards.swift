@@ -14,9 +14,6 @@ import Synchronization
 /// It also ends a connection whose answer went out before its request body was read (a 401, 404
 /// or 413 answered early): the server would otherwise read, and throw away, whatever the client
 /// goes on sending. The answer is flushed first, then the connection closed.
-///
-/// On a listener whose connections it guards one each, it tells `silent` when the connection
-/// falls silent (opened, or answered and kept alive) and when it speaks or closes.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -26,15 +23,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let headerTimeout: TimeAmount
     private let bodyTimeout: TimeAmount
     private let logger: Logger
-    private let silent: SilentConnections?
     private var timer: Scheduled<Void>?
     private var requestComplete = true
     private var discarding = false
 
-    init(headerTimeout: Duration, bodyTimeout: Duration, silent: SilentConnections? = nil, logger: Logger) {
+    init(headerTimeout: Duration, bodyTimeout: Duration, logger: Logger) {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
-        self.silent = silent
         self.logger = logger
     }
 
@@ -56,27 +51,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive {
-            arm(context, headerTimeout, "request head not received in time")
-            silent?.fellSilent(context.channel)
-        }
+        if context.channel.isActive { arm(context, headerTimeout, "request head not received in time") }
     }
 
     func channelActive(context: ChannelHandlerContext) {
         arm(context, headerTimeout, "request head not received in time")
-        silent?.fellSilent(context.channel)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
-        silent?.spoke(context.channel)
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         disarm()
-        silent?.spoke(context.channel)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -84,7 +73,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head:
             requestComplete = false
-            silent?.spoke(context.channel)
             arm(context, bodyTimeout, "request body not received in time")
         case .body:
             break
@@ -102,8 +90,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if requestComplete {
             context.write(data, promise: promise)
-            // Answered; a kept-alive connection now waits, silent, for its next request.
-            if context.channel.isActive { silent?.fellSilent(context.channel) }
         } else {
             // Answered before the body was read: send the answer and stop reading instead of
             // draining what the client goes on sending. The write side is shut first, so the
