@@ -562,7 +562,8 @@ extension RoaringBitmap {
         case cardinalityMismatch
     }
 
-    /// 2 since arrays hold at most 2,048 values (4,096 in version 1).
+    /// 2 since arrays hold at most 2,048 values. Version 1 (arrays up to 4,096), in which the
+    /// message log's recipients were written before, is still read.
     static let formatVersion: UInt8 = 2
 
     /// Appends the bitmap to `buffer`, in this little-endian format:
@@ -606,7 +607,10 @@ extension RoaringBitmap {
     /// - Throws: ``FormatError`` describing the first inconsistency.
     public init(deserializing bytes: inout ArraySlice<UInt8>) throws(FormatError) {
         var reader = ByteReader(bytes: bytes)
-        guard try reader.read(UInt8.self) == Self.formatVersion else { throw .unsupportedVersion }
+        let version = try reader.read(UInt8.self)
+        guard (1...Self.formatVersion).contains(version) else { throw .unsupportedVersion }
+        // Version 1 let arrays hold up to 4,096 values; such arrays are read into bitmaps.
+        let arrayLimit = version == 1 ? 4096 : RoaringContainer.arrayLimit
         let count = try Int(reader.read(UInt32.self))
         guard count <= RoaringContainer.chunkSize else { throw .tooManyContainers }
         // Each container takes at least 9 bytes: a lying count cannot make us reserve much.
@@ -620,7 +624,8 @@ extension RoaringBitmap {
             if let previous = keys.last, key <= previous { throw .unsortedKeys }
             guard let kind = try RoaringContainer.Kind(rawValue: reader.read(UInt8.self)) else { throw .unknownKind }
             let cardinality = try Int(reader.read(UInt32.self))
-            containers.append(try Self.readContainer(kind: kind, cardinality: cardinality, from: &reader))
+            containers.append(
+                try Self.readContainer(kind: kind, cardinality: cardinality, arrayLimit: arrayLimit, from: &reader))
             keys.append(key)
         }
         self.keys = keys
@@ -628,12 +633,12 @@ extension RoaringBitmap {
         bytes = bytes[reader.position...]
     }
 
-    private static func readContainer(kind: RoaringContainer.Kind, cardinality: Int, from reader: inout ByteReader)
-        throws(FormatError) -> RoaringContainer
-    {
+    private static func readContainer(
+        kind: RoaringContainer.Kind, cardinality: Int, arrayLimit: Int, from reader: inout ByteReader
+    ) throws(FormatError) -> RoaringContainer {
         switch kind {
         case .array:
-            guard (1...RoaringContainer.arrayLimit).contains(cardinality) else { throw .badCardinality }
+            guard (1...arrayLimit).contains(cardinality) else { throw .badCardinality }
             let values = try reader.read(UInt16.self, count: cardinality)
             let ascending = values.withUnsafeBufferPointer { values in
                 var k = 1
@@ -644,9 +649,14 @@ extension RoaringBitmap {
                 return true
             }
             guard ascending else { throw .badPayload }
-            return .array(values)
+            guard cardinality > RoaringContainer.arrayLimit else { return .array(values) }
+            var words = [UInt64](repeating: 0, count: RoaringContainer.wordCount)
+            words.withUnsafeMutableBufferPointer { words in
+                values.withUnsafeBufferPointer { RoaringContainer.setBits($0, in: words) }
+            }
+            return .bitmap(words: words, cardinality: cardinality)
         case .bitmap:
-            guard (RoaringContainer.arrayLimit + 1...RoaringContainer.chunkSize).contains(cardinality) else {
+            guard (arrayLimit + 1...RoaringContainer.chunkSize).contains(cardinality) else {
                 throw .badCardinality
             }
             let words = try reader.read(UInt64.self, count: RoaringContainer.wordCount)

@@ -592,6 +592,23 @@ struct RoaringBitmapTests {
         }
     }
 
+    /// The message log's recipients were written in version 1, whose arrays held up to 4,096 values.
+    @Test("Version 1 bytes still read: an array of 2,049 to 4,096 values becomes a bitmap of the same ids")
+    func readsVersion1() throws {
+        let lows = (0..<3000).map { UInt16($0 * 20) }
+        let payload: [UInt8] = lows.flatMap { Self.le($0) }
+        let large: [UInt8] = Self.container(key: 0, kind: 0, cardinality: 3000, payload: payload)
+        let small: [UInt8] = Self.container(key: 1, kind: 0, cardinality: 2, payload: Self.le(UInt16(7)) + Self.le(UInt16(9)))
+        let header: [UInt8] = [1] + Self.le(UInt32(2))
+        var bytes = ArraySlice(header + large + small)
+        let bitmap = try RoaringBitmap(deserializing: &bytes)
+        #expect(bytes.isEmpty)
+        #expect(Self.kinds(bitmap) == [.bitmap, .array])
+        let expected: [UInt32] = lows.map { UInt32($0) } + [65_543, 65_545]
+        Self.expect(bitmap, holds: Set(expected))
+        Self.expectValid(bitmap)
+    }
+
     static func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
         withUnsafeBytes(of: value.littleEndian) { Array($0) }
     }
@@ -625,8 +642,9 @@ struct RoaringBitmapTests {
         var missingBit = [UInt64](repeating: ~0, count: 1024)
         missingBit[100] = ~1
         return [
-            ("version 1, whose arrays held up to 4,096 values", [1] + le(UInt32(0)), .unsupportedVersion),
+            ("version 0", [0] + le(UInt32(0)), .unsupportedVersion),
             ("version 3", [3] + le(UInt32(0)), .unsupportedVersion),
+            ("version 1 array past 4,096", [1] + le(UInt32(1)) + container(key: 0, kind: 0, cardinality: 4097, payload: []), .badCardinality),
             ("container count", file(count: 65_537), .tooManyContainers),
             ("count beyond the bytes", file(one, count: 2), .truncated),
             ("equal keys", file(one, one), .unsortedKeys),
