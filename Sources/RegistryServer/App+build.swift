@@ -21,17 +21,20 @@ public func buildApplication(
     let xmpp = xmpp ?? XMPPHub(configuration: configuration)
     let guardLogger = logger
     let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
+    let silent = SilentConnections(logger: logger)
     var application = Application(
         router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
         server: .http1(
             configuration: .init(
                 additionalChannelHandlers: [
-                    ConnectionGuard(headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, logger: guardLogger)
+                    ConnectionGuard(
+                        headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, silent: silent, logger: guardLogger)
                 ],
                 idleTimeout: TimeAmount(configuration.idleTimeout))),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-registry",
-            availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
+            availableConnectionsDelegate: ConnectionLimit(
+                configuration.maximumConnections, makingRoomIn: silent, logger: logger)),
         logger: logger)
     for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {
         application.addServices(service)
@@ -217,32 +220,5 @@ struct CheckpointWriter: Service {
             logger.error("saving the audience checkpoint failed", metadata: ["error": "\(error)"])
             return nil
         }
-    }
-}
-
-/// The connection limit, logged when it bites.
-struct ConnectionLimit: AvailableConnectionsDelegate {
-    var open = 0
-    let maximum: Int
-    let logger: Logger
-
-    init(_ maximum: Int, logger: Logger) {
-        self.maximum = maximum
-        self.logger = logger
-    }
-
-    mutating func connectionOpened() {
-        open += 1
-        if open == maximum {
-            logger.warning("connection limit reached: not accepting until one closes", metadata: ["limit": "\(maximum)"])
-        }
-    }
-
-    mutating func connectionClosed() {
-        open -= 1
-    }
-
-    func isAcceptingNewConnections() -> Bool {
-        open < maximum
     }
 }

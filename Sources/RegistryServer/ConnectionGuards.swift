@@ -14,6 +14,9 @@ import Synchronization
 /// It also ends a connection whose answer went out before its request body was read (a 401, 404
 /// or 413 answered early): the server would otherwise read, and throw away, whatever the client
 /// goes on sending. The answer is flushed first, then the connection closed.
+///
+/// On a listener whose connections it guards one each, it tells `silent` when the connection
+/// falls silent (opened, or answered and kept alive) and when it speaks or closes.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -23,13 +26,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let headerTimeout: TimeAmount
     private let bodyTimeout: TimeAmount
     private let logger: Logger
+    private let silent: SilentConnections?
     private var timer: Scheduled<Void>?
     private var requestComplete = true
     private var discarding = false
+    /// Requests whose head has arrived and whose answer has not been written out yet.
+    private var inFlight = 0
 
-    init(headerTimeout: Duration, bodyTimeout: Duration, logger: Logger) {
+    init(headerTimeout: Duration, bodyTimeout: Duration, silent: SilentConnections? = nil, logger: Logger) {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
+        self.silent = silent
         self.logger = logger
     }
 
@@ -51,21 +58,27 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { arm(context, headerTimeout, "request head not received in time") }
+        if context.channel.isActive {
+            arm(context, headerTimeout, "request head not received in time")
+            silent?.fellSilent(context.channel)
+        }
     }
 
     func channelActive(context: ChannelHandlerContext) {
         arm(context, headerTimeout, "request head not received in time")
+        silent?.fellSilent(context.channel)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
+        silent?.spoke(context.channel)
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         disarm()
+        silent?.spoke(context.channel)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -73,6 +86,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head:
             requestComplete = false
+            inFlight += 1
+            silent?.spoke(context.channel)
             arm(context, bodyTimeout, "request body not received in time")
         case .body:
             break
@@ -89,7 +104,22 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if requestComplete {
-            context.write(data, promise: promise)
+            guard let silent else {
+                context.write(data, promise: promise)
+                return
+            }
+            // Once the answer is out, and unless another request has begun meanwhile, a
+            // kept-alive connection waits, silent, for its next request.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.cascade(to: promise)
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in
+                let handler = bound.value
+                handler.inFlight = max(0, handler.inFlight - 1)
+                if handler.inFlight == 0, channel.isActive { silent.fellSilent(channel) }
+            }
+            context.write(data, promise: written)
         } else {
             // Answered before the body was read: send the answer and stop reading instead of
             // draining what the client goes on sending. The write side is shut first, so the

@@ -1,0 +1,143 @@
+import Logging
+import NIOCore
+import Synchronization
+
+/// The HTTP/1 connections of one listener that are saying nothing: opened and not yet sent a
+/// request head, or answered and kept alive, waiting for the next one.
+///
+/// A listener at its connection limit stops accepting, so whoever holds every slot with silent
+/// sockets (a Slowloris attack, or a client that leaks connections) would keep each new client
+/// waiting until a header or idle timeout frees a slot (10 and 60 s by default). Instead, every
+/// connection accepted near the limit has the connection silent longest give way, once that one
+/// has been silent for ``grace``. A connection whose request is being read or answered never
+/// gives way; a kept-alive client whose idle connection is closed opens another, as HTTP
+/// clients do. Nothing is closed unless a new connection came in near the limit.
+final class SilentConnections: Sendable {
+    /// How long a connection may stay silent before it can give way: a client that connects and
+    /// then sends its request takes milliseconds.
+    static let grace = TimeAmount.seconds(1)
+    /// Connections closed to make room are logged in one line at most this often.
+    static let logEvery = TimeAmount.seconds(10)
+
+    private struct Entry: Sendable {
+        var id: ObjectIdentifier
+        var generation: UInt64
+        var channel: any Channel
+        var since: NIODeadline
+    }
+
+    private struct State {
+        /// Silent connections in the order they fell silent, with stale entries (connections
+        /// that spoke or closed since) dropped when they reach the front or on compaction.
+        var queue = CircularBuffer<Entry>()
+        /// The generation of each connection's current silence.
+        var silent: [ObjectIdentifier: UInt64] = [:]
+        var nextGeneration: UInt64 = 0
+        /// Connections accepted near the limit for which none has given way yet.
+        var wanted = 0
+        /// Whether a close is on its way (waiting for ``grace``, or queued on its event loop).
+        var closing = false
+        /// Connections closed since the last log line, and when that was.
+        var closedSinceLog = 0
+        var lastLog: NIODeadline?
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// `channel` has said nothing since now.
+    func fellSilent(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let start = state.withLock { state in
+            state.nextGeneration &+= 1
+            state.silent[id] = state.nextGeneration
+            state.queue.append(Entry(id: id, generation: state.nextGeneration, channel: channel, since: .now()))
+            // Keep-alive connections fall silent after every answer: without compaction, entries
+            // of connections that spoke again would pile up while no room is wanted.
+            if state.queue.count > 2 &* state.silent.count &+ 64 {
+                let silent = state.silent
+                state.queue = CircularBuffer(state.queue.filter { silent[$0.id] == $0.generation })
+            }
+            // Room was wanted when none was silent (a burst is counted before any of it is set up).
+            return Self.startClosing(&state)
+        }
+        if start { closeNext() }
+    }
+
+    /// `channel` sent a request head, or closed.
+    func spoke(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        _ = state.withLock { $0.silent.removeValue(forKey: id) }
+    }
+
+    /// A connection was accepted near the limit: one silent connection is to give way.
+    func wantRoom() {
+        let start = state.withLock { state in
+            state.wanted &+= 1
+            return Self.startClosing(&state)
+        }
+        if start { closeNext() }
+    }
+
+    /// The listener is no longer near its limit: whatever room was wanted is there.
+    func enoughRoom() {
+        state.withLock { $0.wanted = 0 }
+    }
+
+    /// Whether to start closing: room is wanted, some connection is silent, and no close is on its way.
+    private static func startClosing(_ state: inout State) -> Bool {
+        guard state.wanted > 0, !state.closing, longestSilent(&state) != nil else { return false }
+        state.closing = true
+        return true
+    }
+
+    /// Closes the connection silent longest once it has been silent for ``grace``, then the
+    /// next while room is still wanted. The check and the close run on the connection's own event
+    /// loop: a request head read there cannot slip in between them.
+    private func closeNext() {
+        let next: Entry? = state.withLock { state in
+            guard state.wanted > 0, let oldest = Self.longestSilent(&state) else {
+                state.closing = false
+                return nil
+            }
+            return oldest
+        }
+        guard let next else { return }
+        next.channel.eventLoop.scheduleTask(deadline: next.since + Self.grace) {
+            let log: Int? = self.state.withLock { state in
+                // Spoke, closed or no longer wanted since: nothing to do but look again.
+                guard state.wanted > 0, state.silent[next.id] == next.generation else { return nil }
+                state.silent.removeValue(forKey: next.id)
+                state.wanted &-= 1
+                state.closedSinceLog &+= 1
+                let now = NIODeadline.now()
+                guard state.lastLog.map({ now - $0 >= Self.logEvery }) ?? true else { return 0 }
+                state.lastLog = now
+                defer { state.closedSinceLog = 0 }
+                return state.closedSinceLog
+            }
+            if let log {
+                next.channel.close(promise: nil)
+                if log > 0 {
+                    self.logger.notice(
+                        "closing silent connections to make room",
+                        metadata: ["closed": "\(log)", "peer": "\(next.channel.remoteAddress?.description ?? "?")"])
+                }
+            }
+            self.closeNext()
+        }
+    }
+
+    /// The entry of the connection silent longest, after dropping stale entries before it.
+    private static func longestSilent(_ state: inout State) -> Entry? {
+        while let first = state.queue.first {
+            if state.silent[first.id] == first.generation { return first }
+            state.queue.removeFirst()
+        }
+        return nil
+    }
+}
