@@ -28,9 +28,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     private let silent: SilentConnections?
     private var timer: Scheduled<Void>?
+    /// Whether the request read last has been read to its end.
     private var requestComplete = true
     private var discarding = false
-    /// Requests whose head has arrived and whose answer has not been written out yet.
+    /// Requests whose head has arrived and whose answer has not been written yet: more than one
+    /// when a client sends its next request before reading the answer to the last (pipelining).
+    private var unanswered = 0
+    /// The same, counted until each answer has gone out rather than when it is written.
     private var inFlight = 0
 
     init(headerTimeout: Duration, bodyTimeout: Duration, silent: SilentConnections? = nil, logger: Logger) {
@@ -86,6 +90,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head:
             requestComplete = false
+            unanswered += 1
             inFlight += 1
             silent?.spoke(context.channel)
             arm(context, bodyTimeout, "request body not received in time")
@@ -103,7 +108,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(data, promise: promise)
             return
         }
-        if requestComplete {
+        unanswered = max(0, unanswered - 1)
+        // The answer is early only if it answers the request still being read: with a pipelined
+        // request behind it, the one answered was read whole.
+        if requestComplete || unanswered > 0 {
             guard let silent else {
                 context.write(data, promise: promise)
                 return
