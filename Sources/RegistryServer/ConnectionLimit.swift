@@ -40,7 +40,7 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
 
     mutating func connectionClosed() {
         open -= 1
-        if open <= crowded { silent?.enoughRoom() }
+        if open == crowded { silent?.enoughRoom() }
     }
 
     func isAcceptingNewConnections() -> Bool {
