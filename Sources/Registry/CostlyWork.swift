@@ -18,25 +18,32 @@ import Synchronization
 /// and 8% under the idle policy. A lone job (someone counting an audience while batchAdd runs
 /// at full speed) keeps nice 19, where it still gets a share of a busy CPU: under the idle
 /// policy the count's p99 went from 27 to 235 ms.
+///
+/// Leaving `SCHED_IDLE` takes `CAP_SYS_NICE` or a nice limit (`ulimit -e`) of at least 1; where
+/// the process has neither, the thread stays at nice 19 throughout (``yieldsWhenFlooded``).
 public enum CostlyWork {
-    private static let requests = WorkThread(name: "fcm-costly", priority: .yielding)
-    /// Takes the second half of a job split with ``inHalves(_:_:)``, at the same priority.
-    private static let helper = WorkThread(name: "fcm-costly-half", priority: .yielding)
+    /// The request thread and its helper, made together from whichever thread first needs them
+    /// (a new thread inherits its creator's policy, so the helper is not made from costly work).
+    private static let threads = (
+        requests: WorkThread(name: "fcm-costly", priority: .yielding),
+        /// Takes the second half of a job split with ``inHalves(_:_:)``, at the policy of the first.
+        helper: WorkThread(name: "fcm-costly-half", priority: .nice(19))
+    )
     /// Long jobs no request waits for (writing a checkpoint), kept off the request thread too.
     private static let background = WorkThread(name: "fcm-background", priority: .nice(15))
 
+    /// Whether costly work turns to `SCHED_IDLE` while jobs queue up: only where it can turn back.
+    public static var yieldsWhenFlooded: Bool { WorkThread.canLeaveIdle }
+
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            requests.submit { continuation.resume(with: Result(catching: body)) }
+            threads.requests.submit { continuation.resume(with: Result(catching: body)) }
         }
     }
 
-    /// Jobs waiting behind the one running.
-    static var queued: Int { requests.queued }
-
     public static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            requests.submit { continuation.resume(returning: body()) }
+            threads.requests.submit { continuation.resume(returning: body()) }
         }
     }
 
@@ -49,11 +56,11 @@ public enum CostlyWork {
 
     /// `first` on the calling thread and `second` on the helper thread at once, for a job that
     /// splits in two (a count over millions of tokens). Called from costly work, so that both
-    /// halves keep its priority; the helper runs one half at a time.
+    /// halves keep its policy; the helper runs one half at a time.
     public static func inHalves<A, B: Sendable>(_ first: () -> A, _ second: @escaping @Sendable () -> B) -> (A, B) {
         let half = HelperHalf<B>()
         let idle = WorkThread.isIdle
-        helper.submit {
+        threads.helper.submit {
             WorkThread.setIdle(idle)
             half.finish(second())
         }
@@ -79,10 +86,10 @@ private final class HelperHalf<Value: Sendable>: Sendable {
 }
 
 /// One long-lived thread running jobs in order, at a lowered priority.
-private final class WorkThread: Sendable {
+final class WorkThread: Sendable {
     enum Priority {
         /// Nice 19, and Linux's `SCHED_IDLE` (only when nothing else wants the CPU) while at
-        /// least ``backlog`` jobs wait behind the one running.
+        /// least ``backlog`` jobs wait behind the one running, where ``canLeaveIdle``.
         case yielding
         /// A nice value for the thread, 1 (slightly lower) to 19 (lowest).
         case nice(Int32)
@@ -121,6 +128,14 @@ private final class WorkThread: Sendable {
         thread.start()
     }
 
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        ready.signal()
+    }
+
+    /// Jobs waiting behind the one running.
+    var queued: Int { jobs.withLock { $0.count } }
+
     /// `SCHED_IDLE` from `<sched.h>`, which Glibc's Swift module leaves out (it is a GNU extension).
     static let schedIdle: Int32 = 5
 
@@ -133,20 +148,37 @@ private final class WorkThread: Sendable {
         #endif
     }
 
-    /// Puts the calling thread under `SCHED_IDLE`, or back under the ordinary policy at nice 19.
+    /// Puts the calling thread under `SCHED_IDLE`, or back under the ordinary policy; does
+    /// nothing where a thread under `SCHED_IDLE` could not come back (``canLeaveIdle``).
     static func setIdle(_ idle: Bool) {
         #if canImport(Glibc)
-            guard idle != isIdle else { return }
+            guard canLeaveIdle, idle != isIdle else { return }
             var parameters = sched_param(sched_priority: 0)
             _ = sched_setscheduler(0, idle ? schedIdle : Int32(SCHED_OTHER), &parameters)
-            if !idle { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
         #endif
     }
 
-    var queued: Int { jobs.withLock { $0.count } }
-
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        jobs.withLock { $0.append(job) }
-        ready.signal()
-    }
+    /// Whether a thread of this process may leave `SCHED_IDLE` once in it, which Linux allows
+    /// only with `CAP_SYS_NICE` or a nice limit of at least 1: tried once, on a thread of its own
+    /// made for the purpose (whatever happens to it, no working thread is left stuck).
+    static let canLeaveIdle: Bool = {
+        #if canImport(Glibc)
+            let result = Mutex(false)
+            let done = DispatchSemaphore(value: 0)
+            let probe = Thread {
+                var parameters = sched_param(sched_priority: 0)
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+                if sched_setscheduler(0, schedIdle, &parameters) == 0 {
+                    let back = sched_setscheduler(0, Int32(SCHED_OTHER), &parameters) == 0
+                    result.withLock { $0 = back }
+                }
+                done.signal()
+            }
+            probe.start()
+            done.wait()
+            return result.withLock { $0 }
+        #else
+            return false
+        #endif
+    }()
 }

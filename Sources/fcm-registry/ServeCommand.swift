@@ -40,6 +40,10 @@ struct ServeCommand: AsyncParsableCommand {
         let descriptors = FileDescriptorLimit.raiseToHard()
         logger.info(
             "file descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
+        // Condition checks and audience algebra yield to every other request while they queue up,
+        // where the process may take a thread out of SCHED_IDLE again (CAP_SYS_NICE, or ulimit -e ≥ 1).
+        logger.info(
+            "costly work", metadata: ["priority": "\(CostlyWork.yieldsWhenFlooded ? "nice 19, SCHED_IDLE while queued up" : "nice 19")"])
         // Every connection holds a descriptor, and so do the database and its readers: past the
         // limit, opening files fails (SQLite answers "unable to open database file", and the
         // system's thread pool gives up). Keep connections well below it.

@@ -4,6 +4,7 @@ import Foundation
     import Glibc
 #endif
 @testable import Registry
+import Synchronization
 import Testing
 
 @Suite("Costly work")
@@ -32,47 +33,60 @@ struct CostlyWorkTests {
     #if os(Linux)
         /// Under the idle policy, a thread answering a cheap request takes the CPU from costly
         /// work the moment it wakes; a lone costly job keeps a nice value, which still gets it a
-        /// share of a busy CPU.
-        @Test("A lone costly job runs at nice 19; behind a backlog, under SCHED_IDLE, both halves of a split job too")
+        /// share of a busy CPU. A thread of the test's own, so other suites' work cannot interfere.
+        @Test(
+            "A lone costly job runs at nice 19; behind a backlog, under SCHED_IDLE (where it can come back), both halves too",
+            .timeLimit(.minutes(1)))
         func priorities() async throws {
-            let schedIdle: Int32 = 5
-            // Other suites' costly work shares the thread: try until a job really runs alone.
-            var lone: (Int32, Int32) = (-1, -1)
-            for _ in 0..<100 where lone != (SCHED_OTHER, 19) {
-                while CostlyWork.queued > 0 { try await Task.sleep(for: .milliseconds(5)) }
-                lone = await CostlyWork.run {
-                    (sched_getscheduler(0), getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+            let thread = WorkThread(name: "test-yielding", priority: .yielding)
+            let (lonePolicy, loneNice) = await withCheckedContinuation { continuation in
+                thread.submit {
+                    continuation.resume(
+                        returning: (sched_getscheduler(0), getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)))
                 }
             }
-            #expect(lone == (SCHED_OTHER, 19))
+            #expect(lonePolicy == SCHED_OTHER && loneNice == 19)
 
+            // One job holds the thread while three queue behind it.
+            let started = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
-            let blocker = Task { await CostlyWork.run { release.wait() } }
-            let queued = Task {
-                await withTaskGroup(of: [Int32].self) { group in
-                    for _ in 0..<3 {
-                        group.addTask {
-                            await CostlyWork.run {
-                                let halves = CostlyWork.inHalves({ sched_getscheduler(0) }, { sched_getscheduler(0) })
-                                return [sched_getscheduler(0), halves.0, halves.1]
-                            }
-                        }
-                    }
-                    return await group.reduce(into: []) { $0.append($1) }
+            let finished = DispatchSemaphore(value: 0)
+            thread.submit {
+                started.signal()
+                release.wait()
+            }
+            await Self.wait(for: started)
+            let policies = Mutex<[[Int32]]>([])
+            for _ in 0..<3 {
+                thread.submit {
+                    let halves = CostlyWork.inHalves({ sched_getscheduler(0) }, { sched_getscheduler(0) })
+                    policies.withLock { $0.append([sched_getscheduler(0), halves.0, halves.1]) }
+                    finished.signal()
                 }
             }
-            // The blocker runs and three jobs wait behind it.
-            while CostlyWork.queued < 3 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(thread.queued == 3)
             release.signal()
-            await blocker.value
-            let policies = await queued.value
-            // The first of them ran with two behind it: under SCHED_IDLE, both halves included.
-            #expect(policies.contains([schedIdle, schedIdle, schedIdle]))
+            for _ in 0..<3 { await Self.wait(for: finished) }
+            let idle: Int32 = WorkThread.canLeaveIdle ? WorkThread.schedIdle : SCHED_OTHER
+            let ran = policies.withLock { $0 }
+            // The first ran with two behind it, the last alone.
+            #expect(ran.first == [idle, idle, idle])
+            #expect(ran.last == [SCHED_OTHER, SCHED_OTHER, SCHED_OTHER])
 
             let niceness = try await CostlyWork.runInBackground {
                 getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
             }
             #expect(niceness == 15)
+        }
+
+        /// Waits for `semaphore` on a thread of its own: blocking the cooperative pool could stall other tests.
+        static func wait(for semaphore: DispatchSemaphore) async {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    semaphore.wait()
+                    continuation.resume()
+                }
+            }
         }
     #endif
 
