@@ -1,10 +1,6 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `serve` as a process (the connection limit belongs to its listener), filled with silent sockets.
 @Suite("Connection limit")
 struct ConnectionLimitTests {
@@ -12,43 +8,25 @@ struct ConnectionLimitTests {
     /// timeout (10 minutes here) freed a slot, and its read would give up empty after 10 s.
     @Test(
         "At the connection limit, a new client gets in: the connection silent longest gives way, never one mid-request",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: ShutdownTests.binary)))
+        .enabled(if: ServeProcess.available))
     func silentConnectionsMakeRoom() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("limit-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let port = ShutdownTests.freePort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: ShutdownTests.binary)
-        server.arguments = [
-            "serve", "--port", "\(port)", "--db", folder.appendingPathComponent("r.sqlite").path,
-            "--key-file", folder.appendingPathComponent("key.json").path, "--max-connections", "3",
-            "--header-timeout", "10m", "--body-timeout", "10m", "--idle-timeout", "10m", "--log-level", "warning",
-        ]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-
-        var first: RawConnection?
-        for _ in 0..<100 where first == nil {
-            first = try? RawConnection(port: port)
-            if first == nil { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        let busy = try #require(first)
-        let key = try await ShutdownTests.key(in: folder)
+        let server = try ServeProcess([
+            "--max-connections", "3", "--header-timeout", "10m", "--body-timeout", "10m", "--idle-timeout", "10m",
+        ])
+        let busy = try await server.connect()
+        let key = try await server.key()
         let condition = #"{"condition":"'a' in topics"}"#
         await busy.send(
             "POST /api/conditions:check HTTP/1.1\r\nHost: x\r\nAuthorization: key=\(key)\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(condition.utf8.count)\r\n\r\n"
                 + condition.prefix(10))
-        let silent = try RawConnection(port: port)
+        let silent = try RawConnection(port: server.port)
         // Long enough for it to be allowed to give way (`SilentConnections.grace`).
         try await Task.sleep(for: .milliseconds(1200))
 
         // The limit (3) is reached with this one; the one silent longest gives way to it.
-        let last = try RawConnection(port: port)
-        let newcomer = try RawConnection(port: port)
+        let last = try RawConnection(port: server.port)
+        let newcomer = try RawConnection(port: server.port)
         await newcomer.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(await newcomer.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
         let (text, closed) = await silent.readUntilClosed()
@@ -58,7 +36,6 @@ struct ConnectionLimitTests {
         await busy.send(String(condition.dropFirst(10)))
         #expect(await busy.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
         last.drop()
-        kill(server.processIdentifier, SIGTERM)
-        for _ in 0..<100 where server.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        try await server.terminate(waiting: 10)
     }
 }

@@ -1,0 +1,88 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `fcm-registry serve` as a process, on a fresh database in a folder of its own and a free port:
+/// for what belongs to the process (its signals, its listener's connection limit). Killed, and
+/// its folder removed, when released.
+final class ServeProcess {
+    static let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/fcm-registry").path
+    /// Whether the executable is built (tests that need it are skipped otherwise).
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+
+    let folder: URL
+    let port: Int
+    let process = Process()
+
+    /// Starts `serve` with `options` after its port, database and key file.
+    init(_ options: [String]) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        port = Self.freePort()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments =
+            [
+                "serve", "--port", "\(port)", "--db", folder.appendingPathComponent("r.sqlite").path,
+                "--key-file", folder.appendingPathComponent("key.json").path, "--log-level", "warning",
+            ] + options
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// A raw connection, once the server accepts them (it may still be starting).
+    func connect() async throws -> RawConnection {
+        for _ in 0..<100 {
+            if let connection = try? RawConnection(port: port) { return connection }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw POSIXError(.ECONNREFUSED)
+    }
+
+    /// The server key `serve` wrote to its key file.
+    func key() async throws -> String {
+        let file = folder.appendingPathComponent("key.json")
+        for _ in 0..<100 {
+            if let data = try? Data(contentsOf: file),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let key = object["server_key"] as? String
+            {
+                return key
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw POSIXError(.ENOENT)
+    }
+
+    /// Sends SIGTERM and waits up to `seconds` for the process to end; whether it did.
+    @discardableResult
+    func terminate(waiting seconds: Int) async throws -> Bool {
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<(seconds * 10) where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        return !process.isRunning
+    }
+
+    static func freePort() -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length)
+                return getsockname(descriptor, $0, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
