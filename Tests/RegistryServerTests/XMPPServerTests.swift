@@ -31,12 +31,7 @@ struct XMPPFixture: Sendable {
         var configuration = ServerConfiguration()
         configuration.shutdownDeadline = .seconds(2)
         configure(&configuration)
-        let hub = XMPPHub(configuration: configuration)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let listener = XMPPListener(
-            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp,
-            maximumConnections: 100, logger: Logger(label: "test")
-        ) { continuation.yield($0) }
+        let (hub, listener, ports) = listener(over: fixture, configuration: configuration, tls: tls)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await listener.run() }
             var iterator = ports.makeAsyncIterator()
@@ -44,6 +39,19 @@ struct XMPPFixture: Sendable {
             try await body(XMPPFixture(fixture: fixture, hub: hub, port: port))
             group.cancelAll()
         }
+    }
+
+    /// A listener on a free port over `fixture`'s registry, its hub, and the port once it listens.
+    static func listener(over fixture: Fixture, configuration: ServerConfiguration, tls: NIOSSLContext? = nil)
+        -> (XMPPHub, XMPPListener, AsyncStream<Int>)
+    {
+        let hub = XMPPHub(configuration: configuration)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let listener = XMPPListener(
+            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp,
+            maximumConnections: 100, logger: Logger(label: "test")
+        ) { continuation.yield($0) }
+        return (hub, listener, ports)
     }
 
     /// The native HTTP API over the same hub.
@@ -364,12 +372,7 @@ struct XMPPServerTests {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
         configuration.shutdownDeadline = .seconds(5)
-        let hub = XMPPHub(configuration: configuration)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let listener = XMPPListener(
-            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: nil, settings: configuration.xmpp,
-            maximumConnections: 100, logger: Logger(label: "test")
-        ) { continuation.yield($0) }
+        let (hub, listener, ports) = XMPPFixture.listener(over: fixture, configuration: configuration)
         let group = ServiceGroup(services: [listener], logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
