@@ -43,14 +43,7 @@ extension SQLiteStore {
         // One statement for the whole page: the ids travel as one JSON array, bound like any value.
         // SQLite looks the ids up in ascending order (the plan is rowid searches over the sorted
         // list, with no sort step), so the values come back in the order they are listed in.
-        var list: [UInt8] = [UInt8(ascii: "[")]
-        list.reserveCapacity(ids.count &* 9)
-        for (index, id) in ids.enumerated() {
-            if index > 0 { list.append(UInt8(ascii: ",")) }
-            list.append(contentsOf: String(id).utf8)
-        }
-        list.append(UInt8(ascii: "]"))
-        let arguments: StatementArguments = [project.rowID, String(decoding: list, as: UTF8.self)]
+        let arguments: StatementArguments = [project.rowID, "[" + ids.map { String($0) }.joined(separator: ",") + "]"]
         return try await read { db in
             try String.fetchAll(
                 db.cachedStatement(
