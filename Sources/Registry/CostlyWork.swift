@@ -130,12 +130,14 @@ final class WorkThread: Sendable {
                 }
                 let flooded = waiting >= WorkThread.backlog
                 WorkThread.setIdle(flooded)
-                let started = ContinuousClock.now
+                let started = DispatchTime.now().uptimeNanoseconds
                 job()
                 // Flooded, the thread rests as long as the job ran: a stream of costly requests
                 // gets at most half a core, even where the idle policy cannot keep it from
                 // slowing its neighbours (a core's other hyperthread, shared caches).
-                if flooded { Thread.sleep(forTimeInterval: (ContinuousClock.now - started).seconds) }
+                if flooded {
+                    Thread.sleep(forTimeInterval: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                }
             }
         }
         thread.start()
@@ -194,12 +196,4 @@ final class WorkThread: Sendable {
             return false
         #endif
     }()
-}
-
-extension Duration {
-    /// The duration in seconds, as a `TimeInterval`.
-    var seconds: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
 }
