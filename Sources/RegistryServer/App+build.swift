@@ -21,14 +21,17 @@ public func buildApplication(
     let xmpp = xmpp ?? XMPPHub(configuration: configuration)
     let guardLogger = logger
     let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
-    let silent = SilentConnections(logger: logger)
+    let silent = SilentConnections(
+        spacing: TimeAmount(headerTimeout / max(1, configuration.maximumConnections)), logger: logger)
+    let slowLog = LogThrottle(every: .seconds(10))
     var application = Application(
         router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
         server: .http1(
             configuration: .init(
                 additionalChannelHandlers: [
                     ConnectionGuard(
-                        headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, silent: silent, logger: guardLogger)
+                        headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, slowLog: slowLog, silent: silent,
+                        logger: guardLogger)
                 ],
                 idleTimeout: TimeAmount(configuration.idleTimeout))),
         configuration: .init(
@@ -60,6 +63,7 @@ public func buildServices(
         let tls = try TLSConfiguration.server(certificate: certificate, key: key)
         let guardLogger = logger
         let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
+        let slowLog = LogThrottle(every: .seconds(10))
         var application = Application(
             router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
             server: try .http2Upgrade(
@@ -68,7 +72,9 @@ public func buildServices(
                     idleTimeout: configuration.idleTimeout,
                     streamConfiguration: .init(
                         additionalChannelHandlers: [
-                            ConnectionGuard(headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, logger: guardLogger)
+                            ConnectionGuard(
+                                headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, slowLog: slowLog,
+                                logger: guardLogger)
                         ],
                         idleTimeout: TimeAmount(configuration.idleTimeout)))),
             configuration: .init(

@@ -26,6 +26,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let headerTimeout: TimeAmount
     private let bodyTimeout: TimeAmount
     private let logger: Logger
+    /// Shared by the listener's connections: one line per interval, however many miss a deadline.
+    private let slowLog: LogThrottle
     private let silent: SilentConnections?
     private var timer: Scheduled<Void>?
     /// Whether the request read last has been read to its end.
@@ -37,21 +39,32 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The same, counted until each answer has gone out rather than when it is written.
     private var inFlight = 0
 
-    init(headerTimeout: Duration, bodyTimeout: Duration, silent: SilentConnections? = nil, logger: Logger) {
+    init(
+        headerTimeout: Duration, bodyTimeout: Duration, slowLog: LogThrottle, silent: SilentConnections? = nil,
+        logger: Logger
+    ) {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
+        self.slowLog = slowLog
         self.silent = silent
         self.logger = logger
     }
 
-    private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount, _ reason: String) {
+    private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount, _ reason: ClosedBecause) {
         timer?.cancel()
         let bound = context.loopBound
-        let logger = logger
+        let (logger, slowLog) = (logger, slowLog)
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-            logger.notice(
-                "closing a slow connection",
-                metadata: ["reason": "\(reason)", "peer": "\(bound.value.channel.remoteAddress?.description ?? "?")"])
+            reason.count()
+            if let closed = slowLog.event() {
+                logger.notice(
+                    "closing a slow connection",
+                    metadata: [
+                        "reason": "\(reason.rawValue)",
+                        "peer": "\(bound.value.channel.remoteAddress?.description ?? "?")",
+                        "closed": "\(closed)",
+                    ])
+            }
             bound.value.close(promise: nil)
         }
     }
@@ -63,13 +76,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive {
-            arm(context, headerTimeout, "request head not received in time")
+            arm(context, headerTimeout, .headerTimeout)
             silent?.fellSilent(context.channel)
         }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm(context, headerTimeout, "request head not received in time")
+        arm(context, headerTimeout, .headerTimeout)
         silent?.fellSilent(context.channel)
         context.fireChannelActive()
     }
@@ -93,7 +106,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             unanswered += 1
             inFlight += 1
             silent?.spoke(context.channel)
-            arm(context, bodyTimeout, "request body not received in time")
+            arm(context, bodyTimeout, .bodyTimeout)
         case .body:
             break
         case .end:
@@ -135,6 +148,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             // later (closing at once, with unread bytes, would reset it and lose the answer).
             discarding = true
             disarm()
+            ClosedBecause.answeredEarly.count()
             let bound = context.loopBound
             let answer = {
                 bound.value.writeAndFlush(data).always { _ in

@@ -3,18 +3,16 @@ import Logging
 import NIOCore
 
 /// A listener's connection limit. At `maximum` open connections it stops accepting (new
-/// connections wait in the operating system's queue) and says so, at most every ``warningEvery``.
+/// connections wait in the operating system's queue) and says so, at most every 10 seconds.
 /// With `silent`, each connection accepted within a 32nd of the limit has one silent connection
 /// give way (see ``SilentConnections``), so that silent sockets cannot keep new clients out.
 struct ConnectionLimit: AvailableConnectionsDelegate {
     private var open = 0
-    private var lastWarning: NIODeadline?
     let maximum: Int
     let silent: SilentConnections?
     let logger: Logger
-
-    /// A limit reached again and again (silent sockets cycling through) is logged this often.
-    static let warningEvery = TimeAmount.seconds(10)
+    /// A limit reached again and again (silent sockets cycling through) is logged every 10 s at most.
+    private let warnings = LogThrottle(every: .seconds(10))
 
     init(_ maximum: Int, makingRoomIn silent: SilentConnections? = nil, logger: Logger) {
         self.maximum = maximum
@@ -28,13 +26,10 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
     mutating func connectionOpened() {
         open += 1
         if open > crowded { silent?.wantRoom() }
-        if open == maximum {
-            let now = NIODeadline.now()
-            if lastWarning.map({ now - $0 >= Self.warningEvery }) ?? true {
-                lastWarning = now
-                logger.warning(
-                    "connection limit reached: not accepting until one closes", metadata: ["limit": "\(maximum)"])
-            }
+        if open == maximum, let times = warnings.event() {
+            logger.warning(
+                "connection limit reached: not accepting until one closes",
+                metadata: ["limit": "\(maximum)", "times": "\(times)"])
         }
     }
 

@@ -35,6 +35,11 @@ struct ConnectionLimitTests {
         // The request in progress was left alone and is answered once its body is in.
         await busy.send(String(condition.dropFirst(10)))
         #expect(await busy.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+
+        // Counted by reason, for operators: the log says it only once every few seconds.
+        await newcomer.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let metrics = await newcomer.readUntilClosed().text
+        #expect(metrics.contains(#"fcm_registry_connections_closed_total{reason="making_room"} 1"#))
         last.drop()
         try await server.terminate(waiting: 10)
     }

@@ -1,0 +1,19 @@
+import NIOCore
+import Testing
+
+@testable import RegistryServer
+
+@Suite("Log throttle")
+struct LogThrottleTests {
+    @Test("One line per interval, standing for every event held back since the last")
+    func countsWhatItHoldsBack() {
+        let throttle = LogThrottle(every: .seconds(10))
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
+        #expect(throttle.event(now: start) == 1)
+        #expect(throttle.event(now: start + .seconds(1)) == nil)
+        #expect(throttle.event(now: start + .seconds(9)) == nil)
+        #expect(throttle.event(now: start + .seconds(10)) == 3)
+        #expect(throttle.event(now: start + .seconds(11)) == nil)
+        #expect(throttle.event(now: start + .seconds(25)) == 2)
+    }
+}
