@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Availability of `fcm-registry serve` under hostile clients, on loopback only.
 
-Starts the server itself (fresh database in a temporary directory, a free port, small
+Starts the server itself (fresh database in a temporary directory, a free port, serve's own
 connection timeouts), measures a baseline, then repeats the same measurement while each kind of
 hostile client runs in turn, and ends with a SIGTERM test. Every phase is bounded in time; the
 script stops by itself and always exits 0 (it is a benchmark: it prints numbers, it asserts
@@ -223,7 +223,7 @@ async def writer_client(port: int, key: str, stop_at: float, names: str, counter
             failures[type(error).__name__] = failures.get(type(error).__name__, 0) + 1
             await asyncio.sleep(0.05)
     client.close()
-    return {"ok": ok, "failures": failures}
+    return {"ok": ok, "failures": failures, "stopped": time.monotonic()}
 
 
 async def measure(port: int, key: str, seconds: float, args, label: str) -> dict:
@@ -232,11 +232,13 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
     stop_at = started + seconds
     counter = [0]
     names = f"{label}-{os.getpid()}-{int(time.time() * 1000) % 10**9}"
+    cpu_before, machine_before = _own_cpu(), _machine_cpu()
     health, fresh, *writers = await asyncio.gather(
         health_probe(port, stop_at, args.health_interval),
         fresh_connection_probe(port, stop_at, 0.1),
         *[writer_client(port, key, stop_at, names, counter) for _ in range(args.writers)])
-    elapsed = time.monotonic() - started
+    # From the writers' own end: the probes may still be waiting for a connection after it.
+    elapsed = max(w["stopped"] for w in writers) - started
     write_failures: dict[str, int] = {}
     for w in writers:
         for k, v in w["failures"].items():
@@ -254,7 +256,27 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
         "fresh_failures": fresh["failures"],
         "writes_per_s": sum(w["ok"] for w in writers) / elapsed,
         "write_failures": write_failures,
+        "load_cpu_s": round(_own_cpu() - cpu_before, 2),
+        "machine_idle_s": round(_machine_cpu()[1] - machine_before[1], 2),
     }
+
+
+def _machine_cpu() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat (Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / tick, idle / tick
+
+
+def _own_cpu() -> float:
+    """CPU seconds this process (the writers and probes) has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,7 +316,9 @@ async def trickle_connection(port: int, head: bytes, drip: bytes | None, interva
             writer.write(head)
             await writer.drain()
         while not watcher.done() and time.monotonic() < until:
-            await asyncio.wait({watcher}, timeout=max(0.0, min(interval, until - time.monotonic())))
+            # A socket that sends nothing has nothing to wake up for before the end.
+            pause = interval if drip is not None else until - time.monotonic()
+            await asyncio.wait({watcher}, timeout=max(0.0, min(pause, until - time.monotonic())))
             if drip is not None and not watcher.done() and time.monotonic() < until:
                 writer.write(drip)
                 await writer.drain()
@@ -677,8 +701,15 @@ async def scenario_hostile(kind: str, server: Server, args, clients: int) -> dic
     before = server.proc_stats()
     worker = await run_hostile_worker(kind, server, clients, total)
     await asyncio.sleep(args.warmup)
+
+    async def stats_at_the_end():
+        # Just before the writers stop, while the hostile clients surely still run.
+        await asyncio.sleep(max(0.0, args.seconds - 0.2))
+        return server.proc_stats()
+
+    stats = asyncio.create_task(stats_at_the_end())
     result = await measure(server.port, server.key, args.seconds, args, kind)
-    result["server"] = server.proc_stats()  # while the hostile clients still run
+    result["server"] = await stats
     result["server"]["cpu_s"] = round(result["server"].get("cpu_s", 0) - before.get("cpu_s", 0), 2)
     err = b""
     try:
@@ -869,6 +900,7 @@ def hostile_notes(kind: str, result: dict, args) -> str:
         notes.append(f"server fds {server.get('fds')}, cpu {server.get('cpu_s')} s")
     if "worker_cpu_s" in h:
         notes.append(f"hostile cpu {h['worker_cpu_s']} s")
+    notes.append(f"load cpu {result.get('load_cpu_s')} s, machine idle {result.get('machine_idle_s')} s")
     if result.get("server_alive") is False:
         notes.append(f"SERVER DIED ({result.get('server_exit')}; log tail below)")
     return "; ".join(notes)
@@ -883,8 +915,10 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
     print()
     print(f"fcm-registry under hostile clients — {args.binary_source} (run from a copy)")
     print("load average at the end (1/5/15 min): " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
-    print(f"timeouts: header {args.header_timeout}s, body {args.body_timeout}s, idle {args.idle_timeout}s; "
-          f"{args.seconds}s per measurement, {args.writers} writers, /health every {args.health_interval * 1000:g} ms; "
+    extra = " ".join(args.server_option) or "none"
+    print(f"hostile phases: serve's defaults, more options: {extra}; deadline check: header {args.header_timeout:g}s, "
+          f"body {args.body_timeout:g}s, idle {args.idle_timeout:g}s")
+    print(f"{args.seconds}s per measurement, {args.writers} writers, /health every {args.health_interval * 1000:g} ms; "
           f"{os.cpu_count()} CPUs")
     for line in servers_info:
         print(line)
@@ -901,6 +935,7 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
             if r.get("write_failures"):
                 notes += f"; write failures {r['write_failures']}"
             notes += f"; server cpu {r['server'].get('cpu_s')} s, fds {r['server'].get('fds')}"
+            notes += f"; load cpu {r.get('load_cpu_s')} s, machine idle {r.get('machine_idle_s')} s"
         else:
             ratio = (f"writes {r['writes_per_s'] / base_writes * 100:.0f}%, "
                      f"p99 ×{(r['health_p99_ms'] or 0) / base_p99:.1f}").replace("×inf", "×∞")
@@ -971,9 +1006,15 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
 
 
 def server_options(args) -> list[str]:
-    return ["--log-level", args.log_level, "--header-timeout", f"{args.header_timeout:g}s",
-            "--body-timeout", f"{args.body_timeout:g}s", "--idle-timeout", f"{args.idle_timeout:g}s",
+    """The hostile phases' server: serve's own timeouts, unless --server-option says otherwise."""
+    return ["--log-level", args.log_level,
             "--shutdown-deadline", f"{args.shutdown_deadline:g}s", *args.server_option]
+
+
+def deadline_options(args) -> list[str]:
+    """The deadline check's server: short timeouts, so that each shows within seconds."""
+    return ["--log-level", args.log_level, "--header-timeout", f"{args.header_timeout:g}s",
+            "--body-timeout", f"{args.body_timeout:g}s", "--idle-timeout", f"{args.idle_timeout:g}s"]
 
 
 def describe(server: Server, label: str) -> str:
@@ -997,7 +1038,11 @@ async def run(args) -> None:
         print(f"[{time.strftime('%X')}] baseline", flush=True)
         rows.append(("baseline", await scenario_baseline(main, args)))
         print(f"[{time.strftime('%X')}] connection deadlines", flush=True)
-        timeouts = await scenario_timeouts(main, args)
+        deadlines = Server(args.binary, os.path.join(directory, "deadlines"), deadline_options(args))
+        servers.append(deadlines)
+        deadlines.wait_ready()
+        timeouts = await scenario_timeouts(deadlines, args)
+        deadlines.stop()
         for kind in args.kinds:
             if not main.alive():
                 info.append(f"main server exited with {main.process.returncode} before {kind}; restarted")
@@ -1019,10 +1064,12 @@ async def run(args) -> None:
             low.stop()
         for server in servers:
             closes = server.log_count("closing a slow connection")
+            room = server.log_count("closing silent connections to make room")
             limit = server.log_count("connection limit reached")
             errors = server.log_count(" error ") + server.log_count(" critical ")
-            info.append(f"  log {os.path.basename(server.directory)}: {closes} 'closing a slow connection', "
-                        f"{limit} 'connection limit reached', {errors} error/critical lines")
+            info.append(f"  log lines of {os.path.basename(server.directory)}: {closes} 'closing a slow connection', "
+                        f"{room} 'closing silent connections to make room', {limit} 'connection limit reached', "
+                        f"{errors} error/critical")
         quiet_stop = main.stop()
         print(f"[{time.strftime('%X')}] SIGTERM test", flush=True)
         try:
@@ -1056,9 +1103,9 @@ def parse_args(argv=None):
     parser.add_argument("--idle-nofile", type=int, default=1024,
                         help="repeat the idle kind on a server under this `ulimit -n` (0: skip)")
     parser.add_argument("--health-interval", type=float, default=0.005, help="seconds between /health probes")
-    parser.add_argument("--header-timeout", type=float, default=2, help="seconds, passed to serve")
-    parser.add_argument("--body-timeout", type=float, default=3, help="seconds, passed to serve")
-    parser.add_argument("--idle-timeout", type=float, default=5, help="seconds, passed to serve")
+    parser.add_argument("--header-timeout", type=float, default=2, help="seconds, for the deadline check's server")
+    parser.add_argument("--body-timeout", type=float, default=3, help="seconds, for the deadline check's server")
+    parser.add_argument("--idle-timeout", type=float, default=5, help="seconds, for the deadline check's server")
     parser.add_argument("--shutdown-deadline", type=float, default=3, help="seconds, passed to serve")
     parser.add_argument("--kinds", default=",".join(HOSTILE_KINDS),
                         type=lambda s: [k for k in s.split(",") if k], help="hostile kinds to run, in order")
