@@ -22,7 +22,9 @@ public func buildApplication(
     let guardLogger = logger
     let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
     let silent = SilentConnections(
-        spacing: TimeAmount(headerTimeout / max(1, configuration.maximumConnections)), logger: logger)
+        spacing: SilentConnections.spacing(
+            headerTimeout: headerTimeout, maximumConnections: configuration.maximumConnections),
+        logger: logger)
     let slowLog = LogThrottle(every: .seconds(10))
     var application = Application(
         router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),

@@ -56,7 +56,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let (logger, slowLog) = (logger, slowLog)
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             reason.count()
-            if let closed = slowLog.event() {
+            if let closed = slowLog.event(reason.rawValue) {
                 logger.notice(
                     "closing a slow connection",
                     metadata: [

@@ -25,7 +25,7 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
 
     mutating func connectionOpened() {
         open += 1
-        if open > crowded { silent?.wantRoom() }
+        if open > crowded { silent?.wantRoom(atMost: maximum - crowded) }
         if open == maximum, let times = warnings.event() {
             logger.warning(
                 "connection limit reached: not accepting until one closes",

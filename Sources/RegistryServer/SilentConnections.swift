@@ -21,10 +21,16 @@ final class SilentConnections: Sendable {
     /// How long a connection must have been silent before it can give way: a client that
     /// connects and then sends its request takes milliseconds.
     static let grace = TimeAmount.seconds(1)
-    /// The least time between two connections giving way. With the header timeout divided by
-    /// the connection limit, making room cycles silent sockets no faster than the header timeout
-    /// alone does: at most twice the cost between them.
+    /// The least time between two connections giving way (see ``spacing(headerTimeout:maximumConnections:)``).
     let spacing: TimeAmount
+
+    /// The header timeout divided by the connection limit, so that making room cycles silent
+    /// sockets no faster than the header timeout alone does (at most twice the cost between
+    /// them), and a tenth of a second at most: ten closes a second cost next to nothing, while a
+    /// small limit or a long timeout would otherwise keep newcomers waiting for minutes.
+    static func spacing(headerTimeout: Duration, maximumConnections: Int) -> TimeAmount {
+        min(TimeAmount(headerTimeout / max(1, maximumConnections)), .milliseconds(100))
+    }
 
     private struct Entry: Sendable {
         var id: ObjectIdentifier
@@ -83,10 +89,13 @@ final class SilentConnections: Sendable {
         _ = state.withLock { $0.silent.removeValue(forKey: id) }
     }
 
-    /// A connection was accepted near the limit: one silent connection is to give way.
-    func wantRoom() {
+    /// A connection was accepted near the limit: one silent connection is to give way, unless
+    /// `most` already are. Slots freed by timeouts are filled again while closes wait their turn,
+    /// so without the cap the demand would outlive an attack and close idle kept-alive
+    /// connections after it.
+    func wantRoom(atMost most: Int = .max) {
         let start = state.withLock { state in
-            state.wanted &+= 1
+            state.wanted = min(state.wanted &+ 1, max(1, most))
             return Self.startClosing(&state)
         }
         if start { closeNext() }

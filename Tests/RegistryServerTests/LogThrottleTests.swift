@@ -16,4 +16,15 @@ struct LogThrottleTests {
         #expect(throttle.event(now: start + .seconds(11)) == nil)
         #expect(throttle.event(now: start + .seconds(25)) == 2)
     }
+
+    @Test("Each kind of event has its own line and count")
+    func kindsApart() {
+        let throttle = LogThrottle(every: .seconds(10))
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
+        #expect(throttle.event("header_timeout", now: start) == 1)
+        #expect(throttle.event("body_timeout", now: start + .seconds(1)) == 1)
+        #expect(throttle.event("header_timeout", now: start + .seconds(2)) == nil)
+        #expect(throttle.event("body_timeout", now: start + .seconds(12)) == 1)
+        #expect(throttle.event("header_timeout", now: start + .seconds(12)) == 2)
+    }
 }

@@ -5,26 +5,28 @@ import Testing
 
 @testable import RegistryServer
 
-/// Making room, on channels of an embedded event loop whose clock the test moves.
+/// Making room, on channels of an embedded event loop whose clock the test moves. Synchronous:
+/// an embedded loop must be driven from the thread that made it.
 @Suite("Silent connections")
 struct SilentConnectionsTests {
     /// Three silent connections on one loop, and the moment they fell silent.
-    private func silentChannels(_ silent: SilentConnections) async throws -> ([EmbeddedChannel], EmbeddedEventLoop, NIODeadline) {
+    private func silentChannels(
+        _ silent: SilentConnections
+    ) throws -> ([EmbeddedChannel], EmbeddedEventLoop, NIODeadline) {
         let loop = EmbeddedEventLoop()
-        var channels: [EmbeddedChannel] = []
-        for port in 1...3 {
+        let channels = try (1...3).map { port in
             let channel = EmbeddedChannel(loop: loop)
-            try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: port)).get()
-            channels.append(channel)
+            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), promise: nil)
+            return channel
         }
         channels.forEach(silent.fellSilent)
         return (channels, loop, loop.now)
     }
 
     @Test("The connection silent longest gives way once silent for a second, the next one spacing later")
-    func oneAtATime() async throws {
+    func oneAtATime() throws {
         let silent = SilentConnections(spacing: .seconds(5), logger: Logger(label: "test"))
-        let (channels, loop, since) = try await silentChannels(silent)
+        let (channels, loop, since) = try silentChannels(silent)
         silent.wantRoom()
         silent.wantRoom()
 
@@ -34,7 +36,7 @@ struct SilentConnectionsTests {
         #expect(channels.map(\.isActive) == [false, true, true])
         loop.advanceTime(to: since + .milliseconds(5900))
         #expect(channels.map(\.isActive) == [false, true, true])
-        loop.advanceTime(to: since + .milliseconds(6200))
+        loop.advanceTime(to: since + .milliseconds(6100))
         #expect(channels.map(\.isActive) == [false, false, true])
         // Two were wanted, two gave way: the third stays.
         loop.advanceTime(to: since + .seconds(60))
@@ -42,9 +44,9 @@ struct SilentConnectionsTests {
     }
 
     @Test("A connection that spoke, or room no longer wanted, is left alone")
-    func spokeOrEnough() async throws {
+    func spokeOrEnough() throws {
         let silent = SilentConnections(spacing: .zero, logger: Logger(label: "test"))
-        let (channels, loop, since) = try await silentChannels(silent)
+        let (channels, loop, since) = try silentChannels(silent)
         silent.spoke(channels[0])
         silent.wantRoom()
         loop.advanceTime(to: since + .seconds(2))
@@ -54,5 +56,38 @@ struct SilentConnectionsTests {
         silent.enoughRoom()
         loop.advanceTime(to: since + .seconds(60))
         #expect(channels.map(\.isActive) == [true, false, true])
+    }
+
+    @Test("The one due next speaks while the closes are spaced: the next silent one gives way in its place")
+    func spokeWhileWaiting() throws {
+        let silent = SilentConnections(spacing: .seconds(5), logger: Logger(label: "test"))
+        let (channels, loop, since) = try silentChannels(silent)
+        silent.wantRoom()
+        silent.wantRoom()
+        loop.advanceTime(to: since + .seconds(2))
+        #expect(channels.map(\.isActive) == [false, true, true])
+        silent.spoke(channels[1])
+        loop.advanceTime(to: since + .seconds(7))
+        #expect(channels.map(\.isActive) == [false, true, false])
+    }
+
+    @Test("Room wanted is capped: more newcomers than the cap close no more than the cap")
+    func wantedIsCapped() throws {
+        let silent = SilentConnections(spacing: .zero, logger: Logger(label: "test"))
+        let (channels, loop, since) = try silentChannels(silent)
+        for _ in 1...3 { silent.wantRoom(atMost: 1) }
+        loop.advanceTime(to: since + .seconds(60))
+        #expect(channels.map(\.isActive) == [false, true, true])
+    }
+
+    @Test(
+        "Spacing: the header timeout over the connection limit, a tenth of a second at most",
+        arguments: [
+            (Duration.seconds(10), 4096, TimeAmount.nanoseconds(2_441_406)),
+            (.seconds(10), 896, .nanoseconds(11_160_714)),
+            (.seconds(600), 3, .milliseconds(100)),
+        ])
+    func spacing(headerTimeout: Duration, maximum: Int, expected: TimeAmount) {
+        #expect(SilentConnections.spacing(headerTimeout: headerTimeout, maximumConnections: maximum) == expected)
     }
 }

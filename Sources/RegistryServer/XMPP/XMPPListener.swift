@@ -79,6 +79,8 @@ public struct XMPPListener: Service {
             "xmpp listening", metadata: ["xmpp.port": "\(boundPort)", "xmpp.tls": "\(tls == nil ? "off" : "on")"])
         await onListening(boundPort)
         let open = ConnectionCount()
+        /// Clients refused at the limit, logged every 10 s at most: they can come back as fast as they are refused.
+        let refusals = LogThrottle(every: .seconds(10))
         let connection = XMPPConnection(registry: registry, hub: hub, settings: settings, logger: logger)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
@@ -86,9 +88,11 @@ public struct XMPPListener: Service {
                     for try await client in connections {
                         guard open.value.wrappingAdd(1, ordering: .relaxed).newValue <= maximumConnections else {
                             open.value.wrappingSubtract(1, ordering: .relaxed)
-                            logger.warning(
-                                "xmpp connection limit reached: connection refused",
-                                metadata: ["limit": "\(maximumConnections)"])
+                            if let times = refusals.event() {
+                                logger.warning(
+                                    "xmpp connection limit reached: connection refused",
+                                    metadata: ["limit": "\(maximumConnections)", "times": "\(times)"])
+                            }
                             client.channel.close(promise: nil)
                             continue
                         }
