@@ -233,12 +233,20 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
     counter = [0]
     names = f"{label}-{os.getpid()}-{int(time.time() * 1000) % 10**9}"
     cpu_before, machine_before = _own_cpu(), _machine_cpu()
-    health, fresh, *writers = await asyncio.gather(
+    writer_tasks = [asyncio.create_task(writer_client(port, key, stop_at, names, counter))
+                    for _ in range(args.writers)]
+
+    async def when_writers_stop():
+        if writer_tasks:
+            await asyncio.wait(writer_tasks)
+        return _own_cpu(), _machine_cpu()
+
+    health, fresh, (cpu_after, machine_after), *writers = await asyncio.gather(
         health_probe(port, stop_at, args.health_interval),
         fresh_connection_probe(port, stop_at, 0.1),
-        *[writer_client(port, key, stop_at, names, counter) for _ in range(args.writers)])
-    # From the writers' own end: the probes may still be waiting for a connection after it.
-    elapsed = max(w["stopped"] for w in writers) - started
+        when_writers_stop(), *writer_tasks)
+    # Over the writers' own time: the probes may still be waiting for a connection after it.
+    elapsed = max((w["stopped"] for w in writers), default=time.monotonic()) - started
     write_failures: dict[str, int] = {}
     for w in writers:
         for k, v in w["failures"].items():
@@ -256,8 +264,8 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
         "fresh_failures": fresh["failures"],
         "writes_per_s": sum(w["ok"] for w in writers) / elapsed,
         "write_failures": write_failures,
-        "load_cpu_s": round(_own_cpu() - cpu_before, 2),
-        "machine_idle_s": round(_machine_cpu()[1] - machine_before[1], 2),
+        "load_cpu_s": round(cpu_after - cpu_before, 2),
+        "machine_idle_s": round(machine_after[1] - machine_before[1], 2),
     }
 
 
@@ -708,8 +716,11 @@ async def scenario_hostile(kind: str, server: Server, args, clients: int) -> dic
         return server.proc_stats()
 
     stats = asyncio.create_task(stats_at_the_end())
-    result = await measure(server.port, server.key, args.seconds, args, kind)
-    result["server"] = await stats
+    try:
+        result = await measure(server.port, server.key, args.seconds, args, kind)
+        result["server"] = await stats
+    finally:
+        stats.cancel()  # when the measurement failed; nothing, once done
     result["server"]["cpu_s"] = round(result["server"].get("cpu_s", 0) - before.get("cpu_s", 0), 2)
     err = b""
     try:
@@ -1095,7 +1106,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=".build/release/fcm-registry", help="the fcm-registry executable")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measurement")
+    parser.add_argument("--seconds", type=float, default=15.0,
+                        help="length of each measurement (longer than serve's 10 s header timeout, so that it shows)")
     parser.add_argument("--warmup", type=float, default=1.5, help="hostile clients settle this long first")
     parser.add_argument("--writers", type=int, default=8, help="concurrent keep-alive writer clients")
     parser.add_argument("--clients", type=int, default=8, help="hostile clients per kind (but idle)")
