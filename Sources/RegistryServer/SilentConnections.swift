@@ -70,7 +70,8 @@ final class SilentConnections: Sendable {
         let start = state.withLock { state in
             state.nextGeneration &+= 1
             state.silent[id] = state.nextGeneration
-            state.queue.append(Entry(id: id, generation: state.nextGeneration, channel: channel, since: channel.eventLoop.now))
+            state.queue.append(
+                Entry(id: id, generation: state.nextGeneration, channel: channel, since: channel.eventLoop.now))
             // Keep-alive connections fall silent after every answer: without compaction, entries
             // of connections that spoke again would pile up while no room is wanted.
             if state.queue.count > 2 &* state.silent.count &+ 64 {
