@@ -270,12 +270,12 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
 
 
 def _machine_cpu() -> tuple[float, float]:
-    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat (Linux)."""
+    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat (Linux; NaN elsewhere)."""
     try:
         with open("/proc/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
     except OSError:
-        return 0.0, 0.0
+        return float("nan"), float("nan")
     tick = os.sysconf("SC_CLK_TCK")
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return (sum(fields[:8]) - idle) / tick, idle / tick
@@ -1052,6 +1052,7 @@ async def run(args) -> None:
         deadlines = Server(args.binary, os.path.join(directory, "deadlines"), deadline_options(args))
         servers.append(deadlines)
         deadlines.wait_ready()
+        info.append(describe(deadlines, "deadline check's server"))
         timeouts = await scenario_timeouts(deadlines, args)
         deadlines.stop()
         for kind in args.kinds:

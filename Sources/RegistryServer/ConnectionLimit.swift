@@ -5,7 +5,8 @@ import NIOCore
 /// A listener's connection limit. At `maximum` open connections it stops accepting (new
 /// connections wait in the operating system's queue) and says so, at most every 10 seconds.
 /// With `silent`, each connection accepted within a 32nd of the limit has one silent connection
-/// give way (see ``SilentConnections``), so that silent sockets cannot keep new clients out.
+/// give way (see ``SilentConnections``), so that silent sockets cannot keep new clients out; no
+/// more than a 32nd of the limit are wanted at once.
 struct ConnectionLimit: AvailableConnectionsDelegate {
     private var open = 0
     let maximum: Int
