@@ -25,7 +25,7 @@ public func buildApplication(
         spacing: SilentConnections.spacing(
             headerTimeout: headerTimeout, maximumConnections: configuration.maximumConnections),
         logger: logger)
-    let slowLog = LogThrottle(every: .seconds(10))
+    let slowLog = LogThrottle()
     var application = Application(
         router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
         server: .http1(
@@ -65,7 +65,7 @@ public func buildServices(
         let tls = try TLSConfiguration.server(certificate: certificate, key: key)
         let guardLogger = logger
         let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
-        let slowLog = LogThrottle(every: .seconds(10))
+        let slowLog = LogThrottle()
         var application = Application(
             router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
             server: try .http2Upgrade(

@@ -13,7 +13,7 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
     let silent: SilentConnections?
     let logger: Logger
     /// A limit reached again and again (silent sockets cycling through) is logged every 10 s at most.
-    private let warnings = LogThrottle(every: .seconds(10))
+    private let warnings = LogThrottle()
 
     init(_ maximum: Int, makingRoomIn silent: SilentConnections? = nil, logger: Logger) {
         self.maximum = maximum

@@ -56,7 +56,7 @@ final class SilentConnections: Sendable {
 
     private let state = Mutex(State())
     /// Connections closed to make room, logged in one line every 10 seconds at most.
-    private let closeLog = LogThrottle(every: .seconds(10))
+    private let closeLog = LogThrottle()
     private let logger: Logger
 
     init(spacing: TimeAmount, logger: Logger) {

@@ -80,7 +80,7 @@ public struct XMPPListener: Service {
         await onListening(boundPort)
         let open = ConnectionCount()
         /// Clients refused at the limit, logged every 10 s at most: they can come back as fast as they are refused.
-        let refusals = LogThrottle(every: .seconds(10))
+        let refusals = LogThrottle()
         let connection = XMPPConnection(registry: registry, hub: hub, settings: settings, logger: logger)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
