@@ -9,10 +9,12 @@ import Testing
 /// an embedded loop must be driven from the thread that made it.
 @Suite("Silent connections")
 struct SilentConnectionsTests {
-    /// Three silent connections on one loop, and the moment they fell silent.
+    /// Silent connections closing at most one every `spacing`, three silent connections on one
+    /// loop, and the moment they fell silent.
     private func silentChannels(
-        _ silent: SilentConnections
-    ) throws -> ([EmbeddedChannel], EmbeddedEventLoop, NIODeadline) {
+        spacing: TimeAmount
+    ) throws -> (SilentConnections, [EmbeddedChannel], EmbeddedEventLoop, NIODeadline) {
+        let silent = SilentConnections(spacing: spacing, logger: Logger(label: "test"))
         let loop = EmbeddedEventLoop()
         let channels = try (1...3).map { port in
             let channel = EmbeddedChannel(loop: loop)
@@ -20,13 +22,12 @@ struct SilentConnectionsTests {
             return channel
         }
         channels.forEach(silent.fellSilent)
-        return (channels, loop, loop.now)
+        return (silent, channels, loop, loop.now)
     }
 
     @Test("The connection silent longest gives way once silent for a second, the next one spacing later")
     func oneAtATime() throws {
-        let silent = SilentConnections(spacing: .seconds(5), logger: Logger(label: "test"))
-        let (channels, loop, since) = try silentChannels(silent)
+        let (silent, channels, loop, since) = try silentChannels(spacing: .seconds(5))
         silent.wantRoom()
         silent.wantRoom()
 
@@ -45,8 +46,7 @@ struct SilentConnectionsTests {
 
     @Test("A connection that spoke, or room no longer wanted, is left alone")
     func spokeOrEnough() throws {
-        let silent = SilentConnections(spacing: .zero, logger: Logger(label: "test"))
-        let (channels, loop, since) = try silentChannels(silent)
+        let (silent, channels, loop, since) = try silentChannels(spacing: .zero)
         silent.spoke(channels[0])
         silent.wantRoom()
         loop.advanceTime(to: since + .seconds(2))
@@ -60,8 +60,7 @@ struct SilentConnectionsTests {
 
     @Test("The one due next speaks while the closes are spaced: the next silent one gives way in its place")
     func spokeWhileWaiting() throws {
-        let silent = SilentConnections(spacing: .seconds(5), logger: Logger(label: "test"))
-        let (channels, loop, since) = try silentChannels(silent)
+        let (silent, channels, loop, since) = try silentChannels(spacing: .seconds(5))
         silent.wantRoom()
         silent.wantRoom()
         loop.advanceTime(to: since + .seconds(2))
@@ -73,8 +72,7 @@ struct SilentConnectionsTests {
 
     @Test("Room wanted is capped: more newcomers than the cap close no more than the cap")
     func wantedIsCapped() throws {
-        let silent = SilentConnections(spacing: .zero, logger: Logger(label: "test"))
-        let (channels, loop, since) = try silentChannels(silent)
+        let (silent, channels, loop, since) = try silentChannels(spacing: .zero)
         for _ in 1...3 { silent.wantRoom(atMost: 1) }
         loop.advanceTime(to: since + .seconds(60))
         #expect(channels.map(\.isActive) == [false, true, true])
