@@ -232,16 +232,16 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
     stop_at = started + seconds
     counter = [0]
     names = f"{label}-{os.getpid()}-{int(time.time() * 1000) % 10**9}"
-    cpu_before, machine_before = _own_cpu(), _machine_cpu()
+    cpu_before, idle_before = _own_cpu(), _machine_idle()
     writer_tasks = [asyncio.create_task(writer_client(port, key, stop_at, names, counter))
                     for _ in range(args.writers)]
 
     async def when_writers_stop():
         if writer_tasks:
             await asyncio.wait(writer_tasks)
-        return _own_cpu(), _machine_cpu()
+        return _own_cpu(), _machine_idle()
 
-    health, fresh, (cpu_after, machine_after), *writers = await asyncio.gather(
+    health, fresh, (cpu_after, idle_after), *writers = await asyncio.gather(
         health_probe(port, stop_at, args.health_interval),
         fresh_connection_probe(port, stop_at, 0.1),
         when_writers_stop(), *writer_tasks)
@@ -265,20 +265,19 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
         "writes_per_s": sum(w["ok"] for w in writers) / elapsed,
         "write_failures": write_failures,
         "load_cpu_s": round(cpu_after - cpu_before, 2),
-        "machine_idle_s": round(machine_after[1] - machine_before[1], 2),
+        "machine_idle_s": round(idle_after - idle_before, 2),
     }
 
 
-def _machine_cpu() -> tuple[float, float]:
-    """(busy, idle) CPU seconds of the whole machine since boot, from /proc/stat (Linux; NaN elsewhere)."""
+def _machine_idle() -> float:
+    """Idle CPU seconds of the whole machine since boot (idle and I/O wait), from /proc/stat
+    (Linux; NaN elsewhere)."""
     try:
         with open("/proc/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
     except OSError:
-        return float("nan"), float("nan")
-    tick = os.sysconf("SC_CLK_TCK")
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / tick, idle / tick
+        return float("nan")
+    return (fields[3] + (fields[4] if len(fields) > 4 else 0)) / os.sysconf("SC_CLK_TCK")
 
 
 def _own_cpu() -> float:
@@ -875,6 +874,11 @@ def cell_ms(value: float | None) -> str:
     return text if text in ("-", "failed") else f"{text} ms"
 
 
+def cpu_note(result: dict) -> str:
+    """The measuring process's CPU and the machine's idle CPU over a measurement."""
+    return f"load cpu {result.get('load_cpu_s')} s, machine idle {result.get('machine_idle_s')} s"
+
+
 def hostile_notes(kind: str, result: dict, args) -> str:
     """One line on what the hostile clients saw."""
     h = result.get("hostile", {})
@@ -911,7 +915,7 @@ def hostile_notes(kind: str, result: dict, args) -> str:
         notes.append(f"server fds {server.get('fds')}, cpu {server.get('cpu_s')} s")
     if "worker_cpu_s" in h:
         notes.append(f"hostile cpu {h['worker_cpu_s']} s")
-    notes.append(f"load cpu {result.get('load_cpu_s')} s, machine idle {result.get('machine_idle_s')} s")
+    notes.append(cpu_note(result))
     if result.get("server_alive") is False:
         notes.append(f"SERVER DIED ({result.get('server_exit')}; log tail below)")
     return "; ".join(notes)
@@ -946,7 +950,7 @@ def print_report(args, rows: list[tuple[str, dict]], timeouts: dict, quiet_stop,
             if r.get("write_failures"):
                 notes += f"; write failures {r['write_failures']}"
             notes += f"; server cpu {r['server'].get('cpu_s')} s, fds {r['server'].get('fds')}"
-            notes += f"; load cpu {r.get('load_cpu_s')} s, machine idle {r.get('machine_idle_s')} s"
+            notes += "; " + cpu_note(r)
         else:
             ratio = (f"writes {r['writes_per_s'] / base_writes * 100:.0f}%, "
                      f"p99 ×{(r['health_p99_ms'] or 0) / base_p99:.1f}").replace("×inf", "×∞")
