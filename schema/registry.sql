@@ -144,6 +144,13 @@ CREATE TABLE serviceAccount (
   publicKey TEXT NOT NULL,
   createdAt INTEGER NOT NULL,
   revokedAt INTEGER
-);
+, tokenUri TEXT);
 
 CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);
+
+CREATE TABLE usedAssertion (
+  hash BLOB PRIMARY KEY,
+  expiresAt INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX usedAssertion_expiresAt ON usedAssertion(expiresAt);

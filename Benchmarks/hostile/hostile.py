@@ -27,6 +27,14 @@ hostile clients' CPU does not stall the measuring event loop):
                `ulimit -n` (soft and hard) of that value
   early-answer 8 clients POSTing /fcm/send unauthenticated with Content-Length: 8000000000 and
                streaming zeros as fast as they can; counts what the server took before closing
+  xmpp-flood   --xmpp-flood-sockets (the XMPP listener's limit + 50) sockets opened and held on
+               the XMPP port, reopened the moment the server closes them
+  tls-silent   --tls-silent-sockets (the TLS listener's limit + 50) sockets opened and held on
+               the TLS port without a byte of handshake, reopened when the server closes them
+
+The main server runs all three listeners (plain HTTP, TLS with HTTP/2, XMPP over TLS) with a
+local CA from `fcm-registry tls init`; every phase also probes a new TLS connection (handshake
+and `GET /health`) every 0.1 s.
 
 Standard library only (Python 3.11).
 """
@@ -41,6 +49,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -53,7 +62,10 @@ HOST = "127.0.0.1"
 # 64 KiB of repeated topics: just under the 65,536-byte condition limit, so it is parsed in full.
 CONDITION = " || ".join(["'a' in topics"] * 3850)
 
-HOSTILE_KINDS = ("conditions", "slow-header", "slow-body", "idle", "early-answer")
+HOSTILE_KINDS = ("conditions", "slow-header", "slow-body", "idle", "early-answer", "xmpp-flood", "tls-silent")
+
+# serve's default --max-connections, which each listener has to itself.
+DEFAULT_CONNECTION_LIMIT = 4096
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,16 +190,20 @@ async def health_probe(port: int, stop_at: float, interval: float) -> dict:
     return {"latencies": latencies + [float("inf")] * failures, "errors": errors, "connects": client.connects}
 
 
-async def fresh_connection_probe(port: int, stop_at: float, interval: float) -> dict:
+async def fresh_connection_probe(port: int, stop_at: float, interval: float,
+                                 tls: ssl.SSLContext | None = None) -> dict:
     """GET /health on a new connection every `interval` s: can a new client still get in?
-    Latency includes the connect; a failure (refused, 3 s timeout, reset) counts separately."""
+    Latency includes the connect (and with `tls`, the handshake); a failure (refused, 3 s
+    timeout, reset) counts separately."""
     latencies, failures = [], {}
     request = build_request("GET", "/health")
     while time.monotonic() < stop_at:
         started = time.perf_counter()
         writer = None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), 3.0)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(HOST, port, ssl=tls, server_hostname="fcm.googleapis.com" if tls else None),
+                3.0)
             writer.write(request)
             await writer.drain()
             status, _, _ = await asyncio.wait_for(read_response(reader), 3.0)
@@ -200,6 +216,12 @@ async def fresh_connection_probe(port: int, stop_at: float, interval: float) -> 
         finally:
             if writer is not None:
                 writer.close()
+                if tls:
+                    # TLS's close waits for the transport; left open, 150 closes pile up a phase.
+                    try:
+                        await asyncio.wait_for(writer.wait_closed(), 1.0)
+                    except (OSError, asyncio.TimeoutError, ssl.SSLError):
+                        pass
         await asyncio.sleep(max(0.0, interval - (time.perf_counter() - started)))
     return {"latencies": latencies, "failures": failures}
 
@@ -226,8 +248,9 @@ async def writer_client(port: int, key: str, stop_at: float, names: str, counter
     return {"ok": ok, "failures": failures, "stopped": time.monotonic()}
 
 
-async def measure(port: int, key: str, seconds: float, args, label: str) -> dict:
-    """Run the health probe and the writers concurrently for `seconds`; summarise."""
+async def measure(port: int, key: str, seconds: float, args, label: str, server: "Server | None" = None) -> dict:
+    """Run the health probe and the writers concurrently for `seconds`, and a new TLS
+    connection now and then when `server` has a TLS listener; summarise."""
     started = time.monotonic()
     stop_at = started + seconds
     counter = [0]
@@ -241,9 +264,14 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
             await asyncio.wait(writer_tasks)
         return _own_cpu(), _machine_idle()
 
-    health, fresh, (cpu_after, idle_after), *writers = await asyncio.gather(
+    async def tls_probe():
+        if server is None or server.tls_port is None:
+            return None
+        return await fresh_connection_probe(server.tls_port, stop_at, 0.1, server.client_tls())
+
+    health, fresh, tls, (cpu_after, idle_after), *writers = await asyncio.gather(
         health_probe(port, stop_at, args.health_interval),
-        fresh_connection_probe(port, stop_at, 0.1),
+        fresh_connection_probe(port, stop_at, 0.1), tls_probe(),
         when_writers_stop(), *writer_tasks)
     # Over the writers' own time: the probes may still be waiting for a connection after it.
     elapsed = max((w["stopped"] for w in writers), default=time.monotonic()) - started
@@ -252,7 +280,15 @@ async def measure(port: int, key: str, seconds: float, args, label: str) -> dict
         for k, v in w["failures"].items():
             write_failures[k] = write_failures.get(k, 0) + v
     lat = health["latencies"]
-    return {
+    if tls is not None:
+        tls_result = {
+            "tls_fresh_p99_ms": None if not tls["latencies"] else percentile(tls["latencies"], 99) * 1000,
+            "tls_fresh_ok": len(tls["latencies"]),
+            "tls_fresh_failures": tls["failures"],
+        }
+    else:
+        tls_result = {}
+    return tls_result | {
         "health_p50_ms": None if not lat else percentile(lat, 50) * 1000,
         "health_p99_ms": None if not lat else percentile(lat, 99) * 1000,
         "health_max_ms": None if not lat else max(lat) * 1000,
@@ -515,10 +551,14 @@ async def hostile_slow_body(port: int, key: str, clients: int, until: float) -> 
 
 
 async def hostile_idle(port: int, key: str, clients: int, until: float) -> dict:
-    """(d) `clients` sockets opened (1 ms apart, so the burst does not overflow the listen
-    backlog) and held without sending a byte; reopened when the server closes them."""
+    """(d) `clients` sockets opened (1 ms apart, or spread over a second for more than a
+    thousand, so the burst does not overflow the listen backlog) and held without sending a
+    byte; reopened when the server closes them. The XMPP flood and the silent TLS sockets are
+    the same clients, against those listeners."""
+    spacing = min(0.001, 1.0 / max(1, clients))
+
     async def one(i):
-        await asyncio.sleep(i * 0.001)
+        await asyncio.sleep(i * spacing)
         return await reconnecting(lambda: trickle_connection(port, b"", None, 0.5, until), until)
     lists = await asyncio.gather(*[one(i) for i in range(clients)])
     return summarise_connections([r for rs in lists for r in rs])
@@ -533,7 +573,8 @@ async def hostile_early_answer(port: int, key: str, clients: int, until: float) 
 
 
 HOSTILE = {"conditions": hostile_conditions, "slow-header": hostile_slow_header, "slow-body": hostile_slow_body,
-           "idle": hostile_idle, "early-answer": hostile_early_answer}
+           "idle": hostile_idle, "early-answer": hostile_early_answer, "xmpp-flood": hostile_idle,
+           "tls-silent": hostile_idle}
 
 
 def worker_main(args) -> None:
@@ -583,17 +624,28 @@ def free_port() -> int:
 
 
 class Server:
-    """`fcm-registry serve` on a fresh database in `directory`, optionally under `ulimit -n`."""
+    """`fcm-registry serve` on a fresh database in `directory`, optionally under `ulimit -n`;
+    with `certificates` (a folder `tls init` wrote), also its TLS and XMPP listeners."""
 
-    def __init__(self, binary: str, directory: str, options: list[str], nofile: int | None = None):
+    def __init__(self, binary: str, directory: str, options: list[str], nofile: int | None = None,
+                 certificates: str | None = None):
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.port = free_port()
         self.key_file = os.path.join(directory, "key.json")
         self.log_path = os.path.join(directory, "server.log")
         self.log = open(self.log_path, "wb")
+        self.certificates = certificates
+        self.tls_port = self.xmpp_port = None
+        listeners = []
+        if certificates:
+            self.tls_port, self.xmpp_port = free_port(), free_port()
+            listeners = ["--tls-cert", os.path.join(certificates, "server.pem"),
+                         "--tls-key", os.path.join(certificates, "server-key.pem"),
+                         "--tls-port", str(self.tls_port), "--xmpp-port", str(self.xmpp_port)]
         command = [binary, "serve", "--host", HOST, "--port", str(self.port),
-                   "--db", os.path.join(directory, "registry.sqlite"), "--key-file", self.key_file, *options]
+                   "--db", os.path.join(directory, "registry.sqlite"), "--key-file", self.key_file,
+                   *listeners, *options]
 
         def lower_nofile():
             # Like `ulimit -n N`: soft and hard, since serve raises its soft limit to the hard one.
@@ -630,6 +682,16 @@ class Server:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def client_tls(self) -> ssl.SSLContext:
+        """A client's TLS context trusting the server's local CA, offering HTTP/1.1."""
+        context = ssl.create_default_context(cafile=os.path.join(self.certificates, "ca.pem"))
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+    def port_of(self, kind: str) -> int:
+        """The port a hostile kind goes for."""
+        return {"xmpp-flood": self.xmpp_port, "tls-silent": self.tls_port}.get(kind) or self.port
 
     def proc_stats(self) -> dict:
         """Open descriptors, RSS and CPU seconds of the server process (Linux /proc)."""
@@ -685,7 +747,7 @@ class Server:
 async def run_hostile_worker(kind: str, server: Server, clients: int, seconds: float):
     """Start `hostile.py --worker kind` as a separate process; returns the process."""
     return await asyncio.create_subprocess_exec(
-        sys.executable, os.path.abspath(__file__), "--worker", kind, "--port", str(server.port),
+        sys.executable, os.path.abspath(__file__), "--worker", kind, "--port", str(server.port_of(kind)),
         f"--key={server.key}",  # "=": a key may begin with "-"
         "--clients", str(clients), "--seconds", str(seconds),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -693,9 +755,9 @@ async def run_hostile_worker(kind: str, server: Server, clients: int, seconds: f
 
 async def scenario_baseline(server: Server, args) -> dict:
     """The measurement on a quiet server (after a one-second warm-up)."""
-    await measure(server.port, server.key, 1.0, args, "warmup")
+    await measure(server.port, server.key, 1.0, args, "warmup", server)
     before = server.proc_stats()
-    result = await measure(server.port, server.key, args.seconds, args, "baseline")
+    result = await measure(server.port, server.key, args.seconds, args, "baseline", server)
     result["server"] = server.proc_stats()
     result["server"]["cpu_s"] = round(result["server"].get("cpu_s", 0) - before.get("cpu_s", 0), 2)
     return result
@@ -716,7 +778,7 @@ async def scenario_hostile(kind: str, server: Server, args, clients: int) -> dic
 
     stats = asyncio.create_task(stats_at_the_end())
     try:
-        result = await measure(server.port, server.key, args.seconds, args, kind)
+        result = await measure(server.port, server.key, args.seconds, args, kind, server)
         result["server"] = await stats
     finally:
         stats.cancel()  # when the measurement failed; nothing, once done
@@ -861,11 +923,16 @@ def fmt_ms(value: float | None) -> str:
 
 
 def fresh_note(result: dict) -> str:
-    """The new-connection probe, in a few words."""
+    """The new-connection probes, in a few words."""
     failed = sum(result.get("fresh_failures", {}).values())
     note = f"new-conn /health p99 {fmt_ms(result.get('fresh_p99_ms'))} ms"
     if failed:
         note += f", {failed}/{failed + result['fresh_ok']} FAILED {result['fresh_failures']}"
+    if "tls_fresh_ok" in result:
+        failed = sum(result["tls_fresh_failures"].values())
+        note += f"; new TLS conn /health p99 {fmt_ms(result.get('tls_fresh_p99_ms'))} ms"
+        if failed:
+            note += f", {failed}/{failed + result['tls_fresh_ok']} FAILED {result['tls_fresh_failures']}"
     return note
 
 
@@ -1046,7 +1113,11 @@ async def run(args) -> None:
     info: list[str] = []
     try:
         args.binary_source, args.binary = args.binary, stage_binary(args.binary, directory)
-        main = Server(args.binary, os.path.join(directory, "main"), server_options(args))
+        certificates = os.path.join(directory, "certificates")
+        subprocess.run([args.binary, "tls", "init", "--dir", certificates], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        main = Server(args.binary, os.path.join(directory, "main"), server_options(args),
+                      certificates=certificates)
         servers.append(main)
         main.wait_ready()
         info.append(describe(main, "main server"))
@@ -1062,10 +1133,12 @@ async def run(args) -> None:
         for kind in args.kinds:
             if not main.alive():
                 info.append(f"main server exited with {main.process.returncode} before {kind}; restarted")
-                main = Server(args.binary, os.path.join(directory, f"main-{kind}"), server_options(args))
+                main = Server(args.binary, os.path.join(directory, f"main-{kind}"), server_options(args),
+                              certificates=certificates)
                 servers.append(main)
                 main.wait_ready()
-            clients = args.idle_sockets if kind == "idle" else args.clients
+            clients = {"idle": args.idle_sockets, "xmpp-flood": args.xmpp_flood_sockets,
+                       "tls-silent": args.tls_silent_sockets}.get(kind, args.clients)
             print(f"[{time.strftime('%X')}] {kind} ({clients} clients)", flush=True)
             rows.append((kind, await scenario_hostile(kind, main, args, clients)))
         if args.idle_nofile and "idle" in args.kinds:
@@ -1079,13 +1152,14 @@ async def run(args) -> None:
                          await scenario_hostile("idle", low, args, args.idle_sockets)))
             low.stop()
         for server in servers:
+            xmpp = server.log_count("xmpp connection limit reached")
             closes = server.log_count("closing a slow connection")
             room = server.log_count("closing silent connections to make room")
             limit = server.log_count("connection limit reached")
             errors = server.log_count(" error ") + server.log_count(" critical ")
             info.append(f"  log lines of {os.path.basename(server.directory)}: {closes} 'closing a slow connection', "
                         f"{room} 'closing silent connections to make room', {limit} 'connection limit reached', "
-                        f"{errors} error/critical")
+                        f"{xmpp} 'xmpp connection limit reached', {errors} error/critical")
         quiet_stop = main.stop()
         print(f"[{time.strftime('%X')}] SIGTERM test", flush=True)
         try:
@@ -1117,6 +1191,10 @@ def parse_args(argv=None):
     parser.add_argument("--writers", type=int, default=8, help="concurrent keep-alive writer clients")
     parser.add_argument("--clients", type=int, default=8, help="hostile clients per kind (but idle)")
     parser.add_argument("--idle-sockets", type=int, default=1100, help="sockets of the idle kind")
+    parser.add_argument("--xmpp-flood-sockets", type=int, default=DEFAULT_CONNECTION_LIMIT + 50,
+                        help="sockets of the xmpp-flood kind (past the XMPP listener's default limit)")
+    parser.add_argument("--tls-silent-sockets", type=int, default=DEFAULT_CONNECTION_LIMIT + 50,
+                        help="sockets of the tls-silent kind (past the TLS listener's default limit)")
     parser.add_argument("--idle-nofile", type=int, default=1024,
                         help="repeat the idle kind on a server under this `ulimit -n` (0: skip)")
     parser.add_argument("--health-interval", type=float, default=0.005, help="seconds between /health probes")

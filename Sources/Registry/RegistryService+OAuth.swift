@@ -38,8 +38,8 @@ public struct AccessToken: Sendable {
 /// account's key (RS256) is exchanged for an access token, which then opens the account's
 /// project wherever a server key does.
 extension RegistryService {
-    /// The audiences an assertion may name: Google's token URL (google-auth signs for it whatever
-    /// the credentials file says) and any `…/token` URL of ours.
+    /// Google's token URL: an audience every assertion may name, since some clients sign for it
+    /// whatever their credentials file says; the file's own `token_uri` is the only other.
     public static let googleTokenURL = "https://oauth2.googleapis.com/token"
     static let scopes: Set = [
         "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform",
@@ -68,7 +68,7 @@ extension RegistryService {
         let email = "fcm-registry-\(keyID.prefix(6))@\(project.projectId).iam.gserviceaccount.com"
         let account = ServiceAccount(
             keyID: keyID, clientEmail: email, clientID: clientID, publicKey: key.publicKey.pemRepresentation,
-            createdAt: Date())
+            tokenURI: tokenURI, createdAt: Date())
         try await store.addServiceAccount(account, to: project)
         let file = ServiceAccountFile(
             project_id: project.projectId, private_key_id: keyID, private_key: key.pkcs8PEMRepresentation + "\n",
@@ -93,8 +93,9 @@ extension RegistryService {
 
     /// Exchanges a service account's signed JWT (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`)
     /// for an access token. Checks the signature against the account's stored key (by `kid`),
-    /// the issuer, the audience, `iat`/`exp` (at most an hour apart, with some clock skew) and
-    /// the scope.
+    /// the issuer, the audience (Google's token URL or the account's own `token_uri`), `iat`/`exp`
+    /// (at most an hour apart, with some clock skew) and the scope, and that the assertion was
+    /// never exchanged before: one read off the wire, or out of a log, opens nothing.
     public func exchange(assertion: String, now: Date = Date()) async throws -> AccessToken {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
@@ -136,8 +137,8 @@ extension RegistryService {
         guard claims.iss == account.clientEmail else {
             throw OAuthError.invalidGrant("Invalid JWT: the issuer is not the key's service account.")
         }
-        guard let audience = claims.aud, audience == Self.googleTokenURL || audience.hasSuffix("/token") else {
-            throw OAuthError.invalidGrant("Invalid JWT: the audience must be \(Self.googleTokenURL).")
+        guard let audience = claims.aud, audience == Self.googleTokenURL || audience == account.tokenURI else {
+            throw OAuthError.invalidGrant("Invalid JWT: the audience must be \(account.tokenURI).")
         }
         guard let issued = claims.iat, let expires = claims.exp else {
             throw OAuthError.invalidGrant("Invalid JWT: iat and exp are required.")
@@ -157,6 +158,11 @@ extension RegistryService {
                 "The scope must include https://www.googleapis.com/auth/firebase.messaging or https://www.googleapis.com/auth/cloud-platform."
             )
         }
+        // Kept until it could no longer be taken anyway: its expiry, plus the clock skew allowed.
+        let firstUse = try await store.markAssertionUsed(
+            hash: Array(SHA256.hash(data: Array(assertion.utf8))),
+            expiresAt: Date(timeIntervalSince1970: expires + Self.clockSkew), now: now)
+        guard firstUse else { throw OAuthError.invalidGrant("Invalid JWT: the assertion has been used before.") }
         return accessTokens.issue(for: project, expiresAt: now.addingTimeInterval(Self.accessTokenLifetime))
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where the registry keeps its state: the narrow interface a backend implements.
 ///
 /// Every method that writes is one transaction: it either does all it says or throws and changes
@@ -24,6 +26,10 @@ public protocol RegistryStore: Sendable {
     func serviceAccounts(in project: Project) async throws -> [ServiceAccount]
     /// - Throws: `RegistryError.serviceAccountNotFound` when no active account has that key id.
     func revokeServiceAccount(keyID: String) async throws
+    /// Records an exchanged assertion (by its hash) until it expires, forgetting those expired
+    /// before `now`; `false` when it was recorded already. One transaction, so that of two
+    /// servers given the same assertion at once, one wins.
+    func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Bool
     /// The secret stored under `name`, created from `make()` the first time it is asked for.
     func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
 

@@ -11,16 +11,20 @@ public struct ServiceAccount: Sendable, Hashable, Codable {
     public var clientID: String
     /// The public key, PEM (SubjectPublicKeyInfo).
     public var publicKey: String
+    /// The `token_uri` its file names: besides Google's, the one audience its assertions may have.
+    public var tokenURI: String
     public var createdAt: Date
     public var revokedAt: Date?
 
     public init(
-        keyID: String, clientEmail: String, clientID: String, publicKey: String, createdAt: Date, revokedAt: Date? = nil
+        keyID: String, clientEmail: String, clientID: String, publicKey: String, tokenURI: String, createdAt: Date,
+        revokedAt: Date? = nil
     ) {
         self.keyID = keyID
         self.clientEmail = clientEmail
         self.clientID = clientID
         self.publicKey = publicKey
+        self.tokenURI = tokenURI
         self.createdAt = createdAt
         self.revokedAt = revokedAt
     }

@@ -17,6 +17,9 @@ enum Migrations {
         migrator.registerMigration("v3 service accounts") { db in
             try db.execute(sql: v3)
         }
+        migrator.registerMigration("v4 token URIs, used assertions") { db in
+            try db.execute(sql: v4)
+        }
         return migrator
     }
 
@@ -174,5 +177,17 @@ enum Migrations {
           revokedAt INTEGER
         );
         CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);
+        """
+
+    /// The token URI each service account's file names (NULL: Google's, as before), and the
+    /// assertions already exchanged, kept until they expire so that none is taken twice.
+    private static let v4 = """
+        ALTER TABLE serviceAccount ADD COLUMN tokenUri TEXT;
+
+        CREATE TABLE usedAssertion (
+          hash BLOB PRIMARY KEY,
+          expiresAt INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX usedAssertion_expiresAt ON usedAssertion(expiresAt);
         """
 }

@@ -93,12 +93,12 @@ extension SQLiteStore {
         try await write { db, _ in
             try db.execute(
                 sql: """
-                    INSERT INTO serviceAccount (projectId, keyId, clientEmail, clientId, publicKey, createdAt)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO serviceAccount (projectId, keyId, clientEmail, clientId, publicKey, tokenUri, createdAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     project.rowID, account.keyID, account.clientEmail, account.clientID, account.publicKey,
-                    Clock.milliseconds(account.createdAt),
+                    account.tokenURI, Clock.milliseconds(account.createdAt),
                 ])
         }
     }
@@ -141,6 +141,16 @@ extension SQLiteStore {
         }
     }
 
+    public func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Bool {
+        try await write { db, _ in
+            try db.execute(sql: "DELETE FROM usedAssertion WHERE expiresAt < ?", arguments: [Clock.milliseconds(now)])
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO usedAssertion (hash, expiresAt) VALUES (?, ?)",
+                arguments: [Data(hash), Clock.milliseconds(expiresAt)])
+            return db.changesCount > 0
+        }
+    }
+
     public func revokeServiceAccount(keyID: String) async throws {
         try await write { db, _ in
             try db.execute(
@@ -153,7 +163,8 @@ extension SQLiteStore {
     private static func serviceAccount(_ row: Row) -> ServiceAccount {
         ServiceAccount(
             keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
-            publicKey: row["publicKey"], createdAt: Clock.date(row["createdAt"]),
+            publicKey: row["publicKey"], tokenURI: row["tokenUri"] ?? RegistryService.googleTokenURL,
+            createdAt: Clock.date(row["createdAt"]),
             revokedAt: (row["revokedAt"] as Int64?).map(Clock.date))
     }
 }

@@ -66,22 +66,36 @@ public func buildServices(
         let guardLogger = logger
         let (headerTimeout, bodyTimeout) = (configuration.headerTimeout, configuration.bodyTimeout)
         let slowLog = LogThrottle()
+        // Until its first request head, a TLS connection is silent: it gives way near the limit,
+        // and is closed at the header timeout counted from its first byte.
+        let silent = SilentConnections(
+            spacing: SilentConnections.spacing(
+                headerTimeout: headerTimeout, maximumConnections: configuration.maximumConnections),
+            logger: logger)
+        let http2 = HTTP2UpgradeChannel.Configuration(
+            idleTimeout: configuration.idleTimeout,
+            streamConfiguration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(
+                        headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, slowLog: slowLog,
+                        announcesFirstRequest: true, logger: guardLogger)
+                ],
+                idleTimeout: TimeAmount(configuration.idleTimeout)))
+        let server = HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                base: try HTTP2UpgradeChannel(tlsConfiguration: tls, configuration: http2, responder: responder)
+            ) {
+                FirstRequestDeadline(
+                    headerTimeout: headerTimeout, slowLog: slowLog, silent: silent, logger: guardLogger)
+            }
+        }
         var application = Application(
             router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
-            server: try .http2Upgrade(
-                tlsConfiguration: tls,
-                configuration: .init(
-                    idleTimeout: configuration.idleTimeout,
-                    streamConfiguration: .init(
-                        additionalChannelHandlers: [
-                            ConnectionGuard(
-                                headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, slowLog: slowLog,
-                                logger: guardLogger)
-                        ],
-                        idleTimeout: TimeAmount(configuration.idleTimeout)))),
+            server: server,
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.tlsPort), serverName: "fcm-registry",
-                availableConnectionsDelegate: ConnectionLimit(configuration.maximumConnections, logger: logger)),
+                availableConnectionsDelegate: ConnectionLimit(
+                    configuration.maximumConnections, makingRoomIn: silent, logger: logger)),
             logger: logger)
         if !configuration.plainHTTP {
             for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {

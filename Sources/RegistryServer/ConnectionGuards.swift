@@ -16,7 +16,8 @@ import Synchronization
 /// goes on sending. The answer is flushed first, then the connection closed.
 ///
 /// On a listener whose connections it guards one each, it tells `silent` when the connection
-/// falls silent (opened, or answered and kept alive) and when it speaks or closes.
+/// falls silent (opened, or answered and kept alive) and when it speaks or closes. On the TLS
+/// listener it tells the connection's ``FirstRequestDeadline`` that a request has begun.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -29,6 +30,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Shared by the listener's connections: one line per interval, however many miss a deadline.
     private let slowLog: LogThrottle
     private let silent: SilentConnections?
+    /// Whether a ``FirstRequestDeadline`` waits for this connection's (or stream's) first head.
+    private var announcesFirstRequest: Bool
     private var timer: Scheduled<Void>?
     /// Whether the request read last has been read to its end.
     private var requestComplete = true
@@ -41,12 +44,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(
         headerTimeout: Duration, bodyTimeout: Duration, slowLog: LogThrottle, silent: SilentConnections? = nil,
-        logger: Logger
+        announcesFirstRequest: Bool = false, logger: Logger
     ) {
         self.headerTimeout = TimeAmount(headerTimeout)
         self.bodyTimeout = TimeAmount(bodyTimeout)
         self.slowLog = slowLog
         self.silent = silent
+        self.announcesFirstRequest = announcesFirstRequest
         self.logger = logger
     }
 
@@ -106,6 +110,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             unanswered += 1
             inFlight += 1
             silent?.spoke(context.channel)
+            if announcesFirstRequest {
+                announcesFirstRequest = false
+                FirstRequestDeadline.requestArrived(on: context.channel)
+            }
             arm(context, bodyTimeout, .bodyTimeout)
         case .body:
             break

@@ -31,6 +31,13 @@ public enum CCSWire {
         "<failure xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><not-authorized/></failure>"
     public static let streamEnd = "</stream:stream>"
 
+    /// The SASL failure of a client refused for a while, its credentials unchecked (RFC 6120
+    /// §6.5.12: try again later).
+    public static func saslTemporaryFailure(retryAfterSeconds seconds: Int) -> String {
+        "<failure xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><temporary-auth-failure/>"
+            + "<text xml:lang=\"en\">too many failed logins from this address: try again in \(seconds) s</text></failure>"
+    }
+
     /// A stream error, then the end of the stream (RFC 6120 §4.9).
     public static func streamError(_ condition: String, text: String? = nil) -> String {
         var error = "<stream:error><\(condition) xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"

@@ -33,6 +33,7 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        LoggingSystem.bootstrap(EscapingLogHandler.init)
         var logger = Logger(label: "fcm-registry")
         logger.logLevel = configuration.logLevel
         let metrics = PrometheusCollectorRegistry()

@@ -150,8 +150,13 @@ final class RawConnection: @unchecked Sendable {
     /// Bytes read past what `read(until:)` returned.
     private var pending: [UInt8] = []
 
-    init(port: Int) throws {
+    /// Connects to `port` on the loopback; with `receiveBuffer`, the socket's receive buffer is
+    /// that many bytes instead of growing (as a client that reads slowly, or not at all).
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var bytes = receiveBuffer {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

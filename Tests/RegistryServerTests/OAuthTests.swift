@@ -95,6 +95,25 @@ struct OAuthTests {
         }
     }
 
+    @Test("An assertion is taken once, for Google's token URL or its own file's token_uri, never another")
+    func audienceAndReplay() async throws {
+        let fixture = try await Fixture.make()
+        let (_, file) = try await fixture.registry.createServiceAccount(
+            forProject: "test-app", tokenURI: "http://127.0.0.1:8080/token")
+        try await fixture.test { client in
+            let own = try Self.assertion(file, claims: ["aud": "http://127.0.0.1:8080/token"])
+            #expect(try await Self.exchange(client, own).status == .ok)
+            let replayed = try await Self.exchange(client, own)
+            #expect(replayed.status == .badRequest)
+            #expect(replayed.json?["error"] == "invalid_grant")
+            #expect(replayed.json?["error_description"] == "Invalid JWT: the assertion has been used before.")
+            #expect(try await Self.exchange(client, try Self.assertion(file)).status == .ok)
+            let elsewhere = try await Self.exchange(
+                client, try Self.assertion(file, claims: ["aud": "https://attacker.example/token"]))
+            #expect(elsewhere.json?["error"] == "invalid_grant")
+        }
+    }
+
     @Test("Refusals in the words of Google's token endpoint")
     func refusals() async throws {
         let fixture = try await Fixture.make()

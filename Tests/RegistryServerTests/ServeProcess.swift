@@ -17,8 +17,12 @@ final class ServeProcess {
     let port: Int
     let process = Process()
 
-    /// Starts `serve` with `options` after its port, database and key file.
-    init(_ options: [String]) throws {
+    /// Where its standard error goes, with `keepingLog`.
+    var logFile: URL { folder.appendingPathComponent("serve.log") }
+
+    /// Starts `serve` with `options` after its port, database and key file; with `keepingLog`,
+    /// its standard error goes to ``logFile``.
+    init(_ options: [String], keepingLog: Bool = false) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         port = Self.freePort()
@@ -29,7 +33,12 @@ final class ServeProcess {
                 "--key-file", folder.appendingPathComponent("key.json").path, "--log-level", "warning",
             ] + options
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if keepingLog {
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: logFile)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
     }
 
@@ -38,10 +47,16 @@ final class ServeProcess {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// A raw connection, once the server accepts them (it may still be starting).
-    func connect() async throws -> RawConnection {
+    /// What it has logged so far, with `keepingLog`.
+    func log() -> String {
+        (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+    }
+
+    /// A raw connection to `port` (the plain HTTP one by default), once the server accepts them
+    /// (it may still be starting).
+    func connect(port: Int? = nil) async throws -> RawConnection {
         for _ in 0..<100 {
-            if let connection = try? RawConnection(port: port) { return connection }
+            if let connection = try? RawConnection(port: port ?? self.port) { return connection }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw POSIXError(.ECONNREFUSED)

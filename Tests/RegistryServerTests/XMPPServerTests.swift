@@ -66,9 +66,9 @@ struct XMPPFixture: Sendable {
     /// A connection that has logged in with `authzid NUL authcid NUL key` and bound `resource`.
     func login(
         authzid: String = "", authcid: String = "123456789012", mechanism: String = "PLAIN", resource: String = "app1",
-        session: Bool = true, secret: String? = nil
+        session: Bool = true, secret: String? = nil, receiveBuffer: Int32? = nil
     ) async throws -> RawConnection {
-        let connection = try RawConnection(port: port)
+        let connection = try RawConnection(port: port, receiveBuffer: receiveBuffer)
         await connection.send(Self.header)
         #expect(await connection.read(until: "</stream:features>").contains("<mechanism>PLAIN</mechanism>"))
         let credentials = Data("\(authzid)\0\(authcid)\0\(secret ?? fixture.key)".utf8).base64EncodedString()
@@ -450,6 +450,43 @@ struct XMPPServerTests {
             #expect(xmpp.hub.sessions(of: xmpp.fixture.project).isEmpty)
             let (_, closed) = await connection.readUntilClosed()
             #expect(closed)
+        }
+    }
+
+    @Test("A client that keeps its stream alive but reads nothing is closed once a write has waited the idle timeout")
+    func aliveButNotReading() async throws {
+        try await XMPPFixture.run(configure: {
+            $0.xmpp.idleTimeout = .seconds(1)
+            $0.xmpp.outboxBytes = 64 << 20
+        }) { xmpp in
+            let connection = try await xmpp.login(receiveBuffer: 8192)
+            let pings = String(repeating: #"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#, count: 1000)
+            // About 8 MB of answers: more than the socket buffers hold, far less than the outbox.
+            for _ in 0..<150 where await connection.send(pings) {}
+            // Whitespace keepalives keep the read side fresh; the write side waits for good.
+            for _ in 0..<100 where !xmpp.hub.sessions(of: xmpp.fixture.project).isEmpty {
+                await connection.send(" ")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(xmpp.hub.sessions(of: xmpp.fixture.project).isEmpty)
+        }
+    }
+
+    @Test("After ten failed logins from one address, its logins are refused for a while, the right key too")
+    func failedLoginsHeldBack() async throws {
+        try await XMPPFixture.run { xmpp in
+            func attempt(_ secret: String) async throws -> String {
+                let connection = try RawConnection(port: xmpp.port)
+                await connection.send(XMPPFixture.header)
+                _ = await connection.read(until: "</stream:features>")
+                let credentials = Data("\0123456789012\0\(secret)".utf8).base64EncodedString()
+                await connection.send(#"<auth xmlns="urn:ietf:params:xml:ns:xmpp-sasl" mechanism="PLAIN">\#(credentials)</auth>"#)
+                return await connection.read(until: "</failure>")
+            }
+            for _ in 0..<10 { #expect(try await attempt("wrong").contains("<not-authorized/>")) }
+            let refused = try await attempt(xmpp.fixture.key)
+            #expect(refused.contains("<temporary-auth-failure/>"))
+            #expect(refused.contains("too many failed logins from this address: try again in"))
         }
     }
 

@@ -18,11 +18,18 @@ struct XMPPConnection {
     let hub: XMPPHub
     let settings: XMPPSettings
     let logger: Logger
+    /// Failed logins by client address, shared by the listener's connections.
+    let loginFailures = LoginFailures()
+    /// Refusals and timeouts, logged once per interval for each kind however many connections
+    /// earn them: a client can open connections as fast as they are refused.
+    let refusalLog = LogThrottle()
 
     private enum Role { case reader, writer, watchdog }
 
     /// What the reader knows about the session.
     private struct Session {
+        /// The client's IP address, for counting its failed logins.
+        var address: String
         var domain = CCSWire.domain
         var project: Project?
         var id: String?
@@ -58,6 +65,7 @@ struct XMPPConnection {
                         switch item {
                         case .stanza(let text):
                             do {
+                                outbox.writing()
                                 try await outbound.write(ByteBuffer(string: text))
                             } catch {
                                 outbox.abort(condition: nil)
@@ -75,7 +83,7 @@ struct XMPPConnection {
                     return .writer
                 }
                 group.addTask {
-                    await read(inbound, outbox: outbox, activity: activity)
+                    await read(inbound, from: connection.remoteAddress?.ipAddress ?? "?", outbox: outbox, activity: activity)
                     outbox.send(.end)
                     return .reader
                 }
@@ -102,8 +110,9 @@ struct XMPPConnection {
         }
     }
 
-    /// Closes a connection that has not logged in within the login timeout, or has sent nothing
-    /// for the idle timeout.
+    /// Closes a connection that has not logged in within the login timeout, has sent nothing for
+    /// the idle timeout, or has read nothing for as long while the server had something to write
+    /// (its memory is bounded by the outbox, but it would hold a connection for good).
     private func watch(_ activity: Activity, outbox: XMPPOutbox) async {
         let started = ContinuousClock.now
         let tick = min(settings.loginTimeout, settings.idleTimeout, .seconds(1))
@@ -111,26 +120,35 @@ struct XMPPConnection {
             let (lastRead, loggedIn) = activity.state.withLock { ($0.lastRead, $0.session != nil) }
             let now = ContinuousClock.now
             if !loggedIn && now - started > settings.loginTimeout {
-                logger.info("xmpp connection closed: no login in time")
-                outbox.abort(condition: "connection-timeout", text: "log in within \(settings.loginTimeout)")
-                return
+                return close(outbox, "no login in time", text: "log in within \(settings.loginTimeout)")
             }
             if now - lastRead > settings.idleTimeout {
-                logger.info("xmpp connection closed: idle")
-                outbox.abort(condition: "connection-timeout", text: "idle for \(settings.idleTimeout)")
-                return
+                return close(outbox, "idle", text: "idle for \(settings.idleTimeout)")
+            }
+            if let waiting = outbox.writeWaiting(), waiting > settings.idleTimeout {
+                return close(outbox, "not reading", text: "read nothing for \(settings.idleTimeout)")
             }
         }
+    }
+
+    /// Ends the connection with a `connection-timeout` stream error, and says so in the log once
+    /// per interval for each reason.
+    private func close(_ outbox: XMPPOutbox, _ reason: String, text: String) {
+        if let closed = refusalLog.event(reason) {
+            logger.info("xmpp connection closed", metadata: ["reason": "\(reason)", "closed": "\(closed)"])
+        }
+        outbox.abort(condition: "connection-timeout", text: text)
     }
 
     // MARK: - Reading
 
     private func read(
-        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbox: XMPPOutbox, activity: Activity
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, from address: String, outbox: XMPPOutbox,
+        activity: Activity
     ) async {
         // Before login only the stream header and `<auth>` are expected: a small budget.
         var parser = XMLStreamParser(limits: .init(stanzaBytes: min(settings.loginStanzaBytes, settings.stanzaBytes)))
-        var session = Session()
+        var session = Session(address: address)
         await withDiscardingTaskGroup { sends in
             do {
                 for try await buffer in inbound {
@@ -141,9 +159,14 @@ struct XMPPConnection {
                         do {
                             event = try parser.next()
                         } catch let error as XMLStreamError {
-                            logger.info(
-                                "xmpp stream refused",
-                                metadata: ["xmpp.condition": "\(error.condition.rawValue)", "xmpp.text": "\(error.message)"])
+                            if let times = refusalLog.event("stream refused") {
+                                logger.info(
+                                    "xmpp stream refused",
+                                    metadata: [
+                                        "xmpp.condition": "\(error.condition.rawValue)", "xmpp.text": "\(error.message)",
+                                        "times": "\(times)",
+                                    ])
+                            }
                             outbox.abort(condition: error.condition.rawValue, text: error.message)
                             return
                         }
@@ -207,6 +230,15 @@ struct XMPPConnection {
             outbox.send("<failure xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><invalid-mechanism/></failure>")
             return false
         }
+        if let wait = loginFailures.refusal(of: session.address) {
+            if let times = refusalLog.event("login held back") {
+                logger.notice(
+                    "xmpp login refused: too many failed logins from this address",
+                    metadata: ["peer": "\(session.address)", "times": "\(times)"])
+            }
+            outbox.send(CCSWire.saslTemporaryFailure(retryAfterSeconds: Int(wait.components.seconds) + 1))
+            return false
+        }
         let credentials = SASLCredentials(base64: stanza.text)
         var project: Project?
         if let credentials, let sender = credentials.senderID, !credentials.secret.isEmpty {
@@ -218,9 +250,17 @@ struct XMPPConnection {
             if let found = found ?? nil, found.senderId == sender { project = found }
         }
         guard let project else {
-            logger.notice(
-                "xmpp login refused",
-                metadata: ["xmpp.user": "\(credentials?.authenticationIdentity.prefix(64) ?? "(unreadable)")"])
+            loginFailures.failed(session.address)
+            // Only a well-formed sender id is named: whatever else a client put in the user
+            // field may be a key typed in the wrong place.
+            if let times = refusalLog.event("login refused") {
+                logger.notice(
+                    "xmpp login refused",
+                    metadata: [
+                        "xmpp.sender": "\(credentials?.senderID ?? "(no sender id)")", "peer": "\(session.address)",
+                        "times": "\(times)",
+                    ])
+            }
             outbox.send(CCSWire.saslFailure)
             return false
         }
@@ -319,7 +359,8 @@ struct XMPPConnection {
                 do {
                     answer = try await XMPPDownstream.answer(to: fields, registry: registry, project: project, dryRun: false)
                 } catch {
-                    logger.error("xmpp send failed", metadata: ["error": "\(error)", "xmpp.message_id": "\(messageID)"])
+                    logger.error(
+                        "xmpp send failed", metadata: ["error": "\(error)", "xmpp.message_id": "\(messageID.prefix(100))"])
                     var busy = false
                     if case .storeBusy? = error as? RegistryError { busy = true }
                     hub.answerDownstream(

@@ -88,12 +88,16 @@ public struct XMPPListener: Service {
                     for try await client in connections {
                         guard open.value.wrappingAdd(1, ordering: .relaxed).newValue <= maximumConnections else {
                             open.value.wrappingSubtract(1, ordering: .relaxed)
+                            ClosedBecause.overLimit.count()
                             if let times = refusals.event() {
                                 logger.warning(
                                     "xmpp connection limit reached: connection refused",
                                     metadata: ["limit": "\(maximumConnections)", "times": "\(times)"])
                             }
-                            client.channel.close(promise: nil)
+                            // Closed through the async channel, which finishes its writer (one
+                            // dropped with its writer open stops the process), in a task of its
+                            // own so that a slow close never holds up accepting.
+                            group.addTask { try? await client.executeThenClose { _, _ in } }
                             continue
                         }
                         group.addTask {

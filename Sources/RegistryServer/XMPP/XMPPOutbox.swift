@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import XMPP
 
@@ -16,6 +17,9 @@ final class XMPPOutbox: Sendable {
     private let opened = Atomic<Bool>(false)
     /// Writes bytes directly to the channel and closes it.
     private let closeChannel: @Sendable (String) -> Void
+    /// When the write under way began (uptime nanoseconds), 0 while none is: the writer waits on
+    /// a write for as long as the client reads nothing.
+    private let writeBegan = Atomic<UInt64>(0)
 
     init(limitBytes: Int, closeChannel: @escaping @Sendable (String) -> Void) {
         (stream, continuation) = AsyncStream.makeStream(of: XMPPOutgoing.self)
@@ -51,9 +55,22 @@ final class XMPPOutbox: Sendable {
         opened.store(true, ordering: .relaxed)
     }
 
+    /// The writer is about to write a stanza.
+    func writing() {
+        writeBegan.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
     /// The writer wrote `item`.
     func written(_ item: XMPPOutgoing) {
+        writeBegan.store(0, ordering: .relaxed)
         if case .stanza(let text) = item { backlogBytes.wrappingSubtract(text.utf8.count, ordering: .relaxed) }
+    }
+
+    /// How long the write under way has waited for the client to read, or `nil` when none waits.
+    func writeWaiting() -> Duration? {
+        let began = writeBegan.load(ordering: .relaxed)
+        guard began != 0 else { return nil }
+        return .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- began))
     }
 
     /// The writer ends the connection in order, after what is queued; should it be stuck behind a

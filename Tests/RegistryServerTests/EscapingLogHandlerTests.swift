@@ -1,0 +1,26 @@
+import Logging
+@testable import RegistryServer
+import Testing
+
+@Suite("Log escaping")
+struct EscapingLogHandlerTests {
+    @Test(
+        "A value cannot start a line, pass for another field, or run long",
+        arguments: [
+            ("123456789012", "123456789012"),
+            ("a\nforged line", #""a\nforged line""#),
+            ("x project.id=other", #""x project.id=other""#),
+            (#"say "hi""#, #""say \"hi\"""#),
+            ("back\\slash\r\u{1B}[31m", #"back\\slash\r\u{1b}[31m"#),
+            ("", #""""#),
+        ])
+    func values(raw: String, logged: String) {
+        #expect(EscapingLogHandler.escaped(raw) == logged)
+    }
+
+    @Test("A long value keeps its first 256 bytes and says how many it left out")
+    func bounded() {
+        let logged = EscapingLogHandler.escaped(String(repeating: "k", count: 10_000))
+        #expect(logged == "\"" + String(repeating: "k", count: 256) + "…(+9744 bytes)\"")
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import RegistryServer
+import Testing
+
+/// `serve` as a process, its listeners (XMPP, TLS) pushed to their limits over real sockets.
+@Suite("Listener limits", .serialized)
+struct ListenerLimitTests {
+    /// A local CA and server certificate in a folder of their own, removed with it.
+    final class Certificates {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("certs-\(UUID())").path
+        let files: LocalCertificates.Files
+
+        init() throws {
+            files = try LocalCertificates.create(in: folder)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: folder) }
+
+        /// `serve`'s options for a TLS listener on `port`, without the XMPP listener TLS would bring.
+        func options(tlsPort port: Int) -> [String] {
+            ["--tls-cert", files.serverCertificate, "--tls-key", files.serverKey, "--tls-port", "\(port)", "--xmpp-port", "off"]
+        }
+    }
+
+    /// A value of `/metrics`, read over a connection of its own.
+    static func metric(_ line: String, of server: ServeProcess) async throws -> Int? {
+        let client = try await server.connect()
+        await client.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return await client.readUntilClosed().text.split(separator: "\n")
+            .first { $0.hasPrefix(line + " ") }
+            .flatMap { Int($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test(
+        "XMPP connections past the limit are closed at once, however many come back, and the process serves on",
+        .enabled(if: ServeProcess.available))
+    func xmppPastTheLimit() async throws {
+        let xmppPort = ServeProcess.freePort()
+        let server = try ServeProcess(["--xmpp-plaintext", "--xmpp-port", "\(xmppPort)", "--max-connections", "4"])
+        var held: [RawConnection] = []
+        for _ in 0..<4 { held.append(try await server.connect(port: xmppPort)) }
+        var closedAtOnce = 0
+        for _ in 0..<200 {
+            guard let extra = try? RawConnection(port: xmppPort) else { break }
+            if await extra.readUntilClosed().closed { closedAtOnce += 1 }
+        }
+        #expect(closedAtOnce == 200)
+        #expect(server.process.isRunning)
+        #expect(try await Self.metric(#"fcm_registry_connections_closed_total{reason="over_limit"}"#, of: server) == 200)
+        // The connections within the limit were left alone.
+        await held[0].send(XMPPFixture.header)
+        #expect(await held[0].read(until: "</stream:features>").contains("<mechanism>PLAIN</mechanism>"))
+        try await server.terminate(waiting: 10)
+    }
+
+    @Test(
+        "TLS: a connection that never starts its handshake, or never sends the HTTP/2 preface, is closed at the header timeout",
+        .enabled(if: ServeProcess.available))
+    func tlsSilentConnectionsClosed() async throws {
+        let certificates = try Certificates()
+        let tlsPort = ServeProcess.freePort()
+        let server = try ServeProcess(certificates.options(tlsPort: tlsPort) + ["--header-timeout", "1s", "--log-level", "debug"], keepingLog: true)
+        defer { print(server.log()) }
+        let silent = try await server.connect(port: tlsPort)
+        let (bytes, closed) = await silent.readUntilClosed()
+        #expect(bytes.isEmpty && closed)
+
+        let noPreface = try await TLSTestClient.exchange(
+            port: tlsPort, trusting: certificates.files.caCertificate, alpn: ["h2"], request: nil, seconds: 8)
+        #expect(noPreface != nil)
+
+        // A client that asks in time is served, over HTTP/1.1 as over HTTP/2.
+        let answer = try await TLSTestClient.exchange(
+            port: tlsPort, trusting: certificates.files.caCertificate, alpn: ["http/1.1"],
+            request: "GET /health HTTP/1.1\r\nHost: fcm.googleapis.com\r\nConnection: close\r\n\r\n")
+        #expect(answer?.hasPrefix("HTTP/1.1 200") == true)
+        #expect(try await Self.metric(#"fcm_registry_connections_closed_total{reason="header_timeout"}"#, of: server) == 2)
+        try await server.terminate(waiting: 10)
+    }
+
+    /// Without room made, the newcomer would wait in the accept queue until a header timeout (10
+    /// minutes here) freed a slot.
+    @Test(
+        "TLS at the connection limit: a connection silent since it connected gives way to a new client",
+        .enabled(if: ServeProcess.available))
+    func tlsMakingRoom() async throws {
+        let certificates = try Certificates()
+        let tlsPort = ServeProcess.freePort()
+        let server = try ServeProcess(
+            certificates.options(tlsPort: tlsPort) + [
+                "--max-connections", "3", "--header-timeout", "10m", "--body-timeout", "10m", "--idle-timeout", "10m",
+            ])
+        var silent: [RawConnection] = []
+        for _ in 0..<3 { silent.append(try await server.connect(port: tlsPort)) }
+        // Long enough for them to be allowed to give way (`SilentConnections.grace`).
+        try await Task.sleep(for: .milliseconds(1200))
+        let answer = try await TLSTestClient.exchange(
+            port: tlsPort, trusting: certificates.files.caCertificate, alpn: ["http/1.1"],
+            request: "GET /health HTTP/1.1\r\nHost: fcm.googleapis.com\r\nConnection: close\r\n\r\n")
+        #expect(answer?.hasPrefix("HTTP/1.1 200") == true)
+        #expect((try await Self.metric(#"fcm_registry_connections_closed_total{reason="making_room"}"#, of: server) ?? 0) >= 1)
+        try await server.terminate(waiting: 10)
+    }
+
+    @Test(
+        "XMPP: a refused login's log line names a sender id or nothing, never what else the user field held, and comes once per interval",
+        .enabled(if: ServeProcess.available))
+    func xmppRefusedLoginLog() async throws {
+        let xmppPort = ServeProcess.freePort()
+        let server = try ServeProcess(
+            ["--xmpp-plaintext", "--xmpp-port", "\(xmppPort)", "--log-level", "info"], keepingLog: true)
+        let key = try await server.key()
+        let forged = "2026-01-01T00:00:00+0000 critical fcm-registry: forged"
+        // A key typed into the user field, then a user name carrying a log line of its own.
+        for user in [key] + Array(repeating: "123\n\(forged)", count: 5) {
+            let connection = try await server.connect(port: xmppPort)
+            await connection.send(XMPPFixture.header)
+            _ = await connection.read(until: "</stream:features>")
+            let credentials = Data("\0\(user)\0wrong".utf8).base64EncodedString()
+            await connection.send(#"<auth xmlns="urn:ietf:params:xml:ns:xmpp-sasl" mechanism="PLAIN">\#(credentials)</auth>"#)
+            #expect(await connection.read(until: "</failure>").contains("<not-authorized/>"))
+        }
+        try await server.terminate(waiting: 10)
+        let log = server.log()
+        #expect(!log.contains(key))
+        #expect(!log.split(separator: "\n").contains { $0.hasPrefix(forged.prefix(20)) })
+        #expect(log.components(separatedBy: "xmpp login refused").count - 1 == 1)
+    }
+}
