@@ -1152,14 +1152,14 @@ async def run(args) -> None:
                          await scenario_hostile("idle", low, args, args.idle_sockets)))
             low.stop()
         for server in servers:
-            xmpp = server.log_count("xmpp connection limit reached")
+            xmpp = server.log_count("xmpp connection closed")
             closes = server.log_count("closing a slow connection")
             room = server.log_count("closing silent connections to make room")
             limit = server.log_count("connection limit reached")
             errors = server.log_count(" error ") + server.log_count(" critical ")
             info.append(f"  log lines of {os.path.basename(server.directory)}: {closes} 'closing a slow connection', "
                         f"{room} 'closing silent connections to make room', {limit} 'connection limit reached', "
-                        f"{xmpp} 'xmpp connection limit reached', {errors} error/critical")
+                        f"{xmpp} 'xmpp connection closed', {errors} error/critical")
         quiet_stop = main.stop()
         print(f"[{time.strftime('%X')}] SIGTERM test", flush=True)
         try:

@@ -39,7 +39,7 @@ public func buildApplication(
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "fcm-registry",
             availableConnectionsDelegate: ConnectionLimit(
-                configuration.maximumConnections, makingRoomIn: silent, logger: logger)),
+                configuration.maximumConnections, makingRoomIn: silent, listener: "http", logger: logger)),
         logger: logger)
     for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {
         application.addServices(service)
@@ -95,7 +95,7 @@ public func buildServices(
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.tlsPort), serverName: "fcm-registry",
                 availableConnectionsDelegate: ConnectionLimit(
-                    configuration.maximumConnections, makingRoomIn: silent, logger: logger)),
+                    configuration.maximumConnections, makingRoomIn: silent, listener: "https", logger: logger)),
             logger: logger)
         if !configuration.plainHTTP {
             for service in backgroundServices(registry: registry, configuration: configuration, logger: logger) {

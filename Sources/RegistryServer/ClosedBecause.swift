@@ -12,8 +12,6 @@ enum ClosedBecause: String, Sendable {
     case makingRoom = "making_room"
     /// Answered before its body was read (401, 404, 413): closed rather than drained.
     case answeredEarly = "answered_early"
-    /// Accepted past the listener's connection limit, and closed at once (the XMPP listener).
-    case overLimit = "over_limit"
 
     /// Adds one to the reason's count.
     func count() {

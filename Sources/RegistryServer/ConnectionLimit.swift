@@ -3,21 +3,28 @@ import Logging
 import NIOCore
 
 /// A listener's connection limit. At `maximum` open connections it stops accepting (new
-/// connections wait in the operating system's queue) and says so, at most every 10 seconds.
+/// connections wait in the operating system's queue, as HAProxy's `maxconn` has them do) and
+/// says so, at most every 10 seconds. Every listener has one: plain HTTP and TLS through
+/// Hummingbird's `availableConnectionsDelegate`, XMPP on its server channel.
 /// With `silent`, each connection accepted within a 32nd of the limit has one silent connection
 /// give way (see ``SilentConnections``), so that silent sockets cannot keep new clients out; no
-/// more than a 32nd of the limit are wanted at once.
+/// more are wanted at once than it takes to get back below that band. The server socket accepts
+/// a few connections for each read it is allowed, so open connections can pass the limit by a
+/// few; the room wanted then covers those too.
 struct ConnectionLimit: AvailableConnectionsDelegate {
     private var open = 0
     let maximum: Int
     let silent: SilentConnections?
+    /// Which listener, in the log line.
+    let listener: String
     let logger: Logger
     /// A limit reached again and again (silent sockets cycling through) is logged every 10 s at most.
     private let warnings = LogThrottle()
 
-    init(_ maximum: Int, makingRoomIn silent: SilentConnections? = nil, logger: Logger) {
+    init(_ maximum: Int, makingRoomIn silent: SilentConnections? = nil, listener: String, logger: Logger) {
         self.maximum = maximum
         self.silent = silent
+        self.listener = listener
         self.logger = logger
     }
 
@@ -26,11 +33,11 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
 
     mutating func connectionOpened() {
         open += 1
-        if open > crowded { silent?.wantRoom(atMost: maximum - crowded) }
+        if open > crowded { silent?.wantRoom(atMost: open - crowded) }
         if open == maximum, let times = warnings.event() {
             logger.warning(
                 "connection limit reached: not accepting until one closes",
-                metadata: ["limit": "\(maximum)", "times": "\(times)"])
+                metadata: ["listener": "\(listener)", "limit": "\(maximum)", "times": "\(times)"])
         }
     }
 

@@ -10,7 +10,8 @@ import NIOCore
 ///
 /// It sits first in the connection's pipeline, before TLS, and leaves once the first request
 /// head has arrived on the connection (on any of its HTTP/2 streams). Until then the connection
-/// counts as silent for making room near the connection limit (``SilentConnections``).
+/// counts as silent for making room near the connection limit (``SilentConnections``), and a
+/// graceful shutdown closes it at once: it has no request to finish.
 final class FirstRequestDeadline: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
@@ -43,6 +44,14 @@ final class FirstRequestDeadline: ChannelInboundHandler, RemovableChannelHandler
 
     func handlerRemoved(context: ChannelHandlerContext) {
         stop(context.channel)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     private func start(_ context: ChannelHandlerContext) {
@@ -87,7 +96,8 @@ final class FirstRequestDeadline: ChannelInboundHandler, RemovableChannelHandler
 }
 
 /// A listener's connection setup with a handler put first in every connection's pipeline, before
-/// whatever `base` adds (TLS, ALPN, HTTP).
+/// whatever `base` adds (TLS, ALPN, HTTP). Cancelled (past the shutdown deadline), a connection
+/// is closed: one still in its TLS handshake waits on a future that nothing else would end.
 struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     typealias Value = Base.Value
 
@@ -104,6 +114,10 @@ struct GuardedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await base.handle(value: value, logger: logger)
+        await withTaskCancellationHandler {
+            await base.handle(value: value, logger: logger)
+        } onCancel: {
+            value.channel.close(promise: nil)
+        }
     }
 }

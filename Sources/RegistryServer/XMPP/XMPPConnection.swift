@@ -17,6 +17,8 @@ struct XMPPConnection {
     let registry: RegistryService
     let hub: XMPPHub
     let settings: XMPPSettings
+    /// Connections not logged in yet, which give way near the connection limit.
+    let silent: SilentConnections?
     let logger: Logger
     /// Failed logins by client address, shared by the listener's connections.
     let loginFailures = LoginFailures()
@@ -58,6 +60,8 @@ struct XMPPConnection {
         let activity = Activity()
         let started = ContinuousClock.now
         let peer = connection.remoteAddress?.description ?? "?"
+        silent?.fellSilent(connection)
+        defer { silent?.spoke(connection) }
         try? await channel.executeThenClose { inbound, outbound in
             await withTaskGroup(of: Role.self) { group in
                 group.addTask {
@@ -83,7 +87,7 @@ struct XMPPConnection {
                     return .writer
                 }
                 group.addTask {
-                    await read(inbound, from: connection.remoteAddress?.ipAddress ?? "?", outbox: outbox, activity: activity)
+                    await read(inbound, of: connection, outbox: outbox, activity: activity)
                     outbox.send(.end)
                     return .reader
                 }
@@ -143,12 +147,12 @@ struct XMPPConnection {
     // MARK: - Reading
 
     private func read(
-        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, from address: String, outbox: XMPPOutbox,
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, of channel: any Channel, outbox: XMPPOutbox,
         activity: Activity
     ) async {
         // Before login only the stream header and `<auth>` are expected: a small budget.
         var parser = XMLStreamParser(limits: .init(stanzaBytes: min(settings.loginStanzaBytes, settings.stanzaBytes)))
-        var session = Session(address: address)
+        var session = Session(address: channel.remoteAddress?.ipAddress ?? "?")
         await withDiscardingTaskGroup { sends in
             do {
                 for try await buffer in inbound {
@@ -174,7 +178,12 @@ struct XMPPConnection {
                         let keepGoing = await handle(
                             event, session: &session, parser: &parser, outbox: outbox, sends: &sends)
                         if let id = session.id, let project = session.project {
-                            activity.state.withLock { if $0.session == nil { $0.session = (id, project) } }
+                            let first = activity.state.withLock { state in
+                                defer { if state.session == nil { state.session = (id, project) } }
+                                return state.session == nil
+                            }
+                            // Logged in: no longer one to give way near the limit.
+                            if first { silent?.spoke(channel) }
                         }
                         guard keepGoing else { return }
                     }

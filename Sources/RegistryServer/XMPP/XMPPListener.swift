@@ -1,3 +1,4 @@
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -24,6 +25,11 @@ public struct XMPPSettings: Sendable {
 
 /// The XMPP connection server: accepts client streams on `port`, with TLS from the first byte
 /// (CCS never used STARTTLS) unless `tls` is `nil`, and serves each as an `XMPPConnection`.
+///
+/// At `maximumConnections` it stops accepting, as the HTTP listeners do, and connections that
+/// have not logged in a second after connecting give way to newcomers (``SilentConnections``):
+/// sockets that never log in cannot keep an app server out, and a flood of them costs the server
+/// no more accepts and closes than the login timeout alone would.
 ///
 /// On graceful shutdown it stops accepting, drains every session (`CONNECTION_DRAINING`), and
 /// returns once they have closed; the service group's deadline cancels what is left.
@@ -64,7 +70,17 @@ public struct XMPPListener: Service {
 
     public func run() async throws {
         let tls = tls
+        let silent = SilentConnections(
+            spacing: SilentConnections.spacing(
+                headerTimeout: settings.loginTimeout, maximumConnections: maximumConnections),
+            logger: logger)
+        let limit = ConnectionLimit(maximumConnections, makingRoomIn: silent, listener: "xmpp", logger: logger)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AvailableConnectionsChannelHandler(delegate: limit))
+                }
+            }
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -78,32 +94,12 @@ public struct XMPPListener: Service {
         logger.info(
             "xmpp listening", metadata: ["xmpp.port": "\(boundPort)", "xmpp.tls": "\(tls == nil ? "off" : "on")"])
         await onListening(boundPort)
-        let open = ConnectionCount()
-        /// Clients refused at the limit, logged every 10 s at most: they can come back as fast as they are refused.
-        let refusals = LogThrottle()
-        let connection = XMPPConnection(registry: registry, hub: hub, settings: settings, logger: logger)
+        let connection = XMPPConnection(registry: registry, hub: hub, settings: settings, silent: silent, logger: logger)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { connections in
                     for try await client in connections {
-                        guard open.value.wrappingAdd(1, ordering: .relaxed).newValue <= maximumConnections else {
-                            open.value.wrappingSubtract(1, ordering: .relaxed)
-                            ClosedBecause.overLimit.count()
-                            if let times = refusals.event() {
-                                logger.warning(
-                                    "xmpp connection limit reached: connection refused",
-                                    metadata: ["limit": "\(maximumConnections)", "times": "\(times)"])
-                            }
-                            // Closed through the async channel, which finishes its writer (one
-                            // dropped with its writer open stops the process), in a task of its
-                            // own so that a slow close never holds up accepting.
-                            group.addTask { try? await client.executeThenClose { _, _ in } }
-                            continue
-                        }
-                        group.addTask {
-                            await connection.run(client)
-                            open.value.wrappingSubtract(1, ordering: .relaxed)
-                        }
+                        group.addTask { await connection.run(client) }
                     }
                 }
             }
@@ -112,9 +108,4 @@ public struct XMPPListener: Service {
             hub.drainAll()
         }
     }
-}
-
-/// Open XMPP connections, shared by the accept loop and the connections' tasks.
-private final class ConnectionCount: Sendable {
-    let value = Atomic<Int>(0)
 }
