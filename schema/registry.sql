@@ -150,6 +150,7 @@ CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);
 
 CREATE TABLE usedAssertion (
   hash BLOB PRIMARY KEY,
+  firstUsedAt INTEGER NOT NULL,
   expiresAt INTEGER NOT NULL
 ) WITHOUT ROWID;
 

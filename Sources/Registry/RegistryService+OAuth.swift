@@ -51,6 +51,11 @@ extension RegistryService {
     public static let accessTokenPrefix = AccessTokenCodec.prefix
     /// Access tokens live an hour, as Google's do (`expires_in` 3599).
     static let accessTokenLifetime: TimeInterval = 3600
+    /// How long after its first exchange an assertion is answered again, with the same token.
+    /// google-auth signs with a deterministic key and a whole-second `iat`, so a client whose
+    /// credentials refresh twice in one second (firebase-admin's messaging and topic clients
+    /// at start, say) sends the very same JWT twice; later, the same JWT is a replay.
+    public static let repeatedAssertionWindow: TimeInterval = 10
 
     // MARK: - Service accounts
 
@@ -95,7 +100,8 @@ extension RegistryService {
     /// for an access token. Checks the signature against the account's stored key (by `kid`),
     /// the issuer, the audience (Google's token URL or the account's own `token_uri`), `iat`/`exp`
     /// (at most an hour apart, with some clock skew) and the scope, and that the assertion was
-    /// never exchanged before: one read off the wire, or out of a log, opens nothing.
+    /// not exchanged before, but in the last ``repeatedAssertionWindow`` (then the answer is the
+    /// token already issued for it): one read off the wire, or out of a log, opens nothing.
     public func exchange(assertion: String, now: Date = Date()) async throws -> AccessToken {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
@@ -159,11 +165,16 @@ extension RegistryService {
             )
         }
         // Kept until it could no longer be taken anyway: its expiry, plus the clock skew allowed.
+        let hash = Array(SHA256.hash(data: Array(assertion.utf8)))
         let firstUse = try await store.markAssertionUsed(
-            hash: Array(SHA256.hash(data: Array(assertion.utf8))),
-            expiresAt: Date(timeIntervalSince1970: expires + Self.clockSkew), now: now)
-        guard firstUse else { throw OAuthError.invalidGrant("Invalid JWT: the assertion has been used before.") }
-        return accessTokens.issue(for: project, expiresAt: now.addingTimeInterval(Self.accessTokenLifetime))
+            hash: hash, expiresAt: Date(timeIntervalSince1970: expires + Self.clockSkew), now: now)
+        guard now.timeIntervalSince(firstUse) <= Self.repeatedAssertionWindow else {
+            throw OAuthError.invalidGrant("Invalid JWT: the assertion has been used before.")
+        }
+        // Derived from the assertion and its first use alone, so a repeat gets the same token.
+        return accessTokens.issue(
+            for: project, expiresAt: firstUse.addingTimeInterval(Self.accessTokenLifetime),
+            nonce: Array(hash.prefix(8)), now: now)
     }
 
     /// The project an access token opens, or `nil` for a token that is malformed, forged,
@@ -189,15 +200,16 @@ struct AccessTokenCodec: Sendable {
     let secret: [UInt8]
     var key: SymmetricKey { SymmetricKey(data: secret) }
 
-    func issue(for project: Project, expiresAt: Date) -> AccessToken {
+    /// - Parameter nonce: 8 bytes that tell tokens of one project and expiry apart.
+    func issue(for project: Project, expiresAt: Date, nonce: [UInt8], now: Date = Date()) -> AccessToken {
         var payload: [UInt8] = []
         withUnsafeBytes(of: UInt64(bitPattern: project.rowID).littleEndian) { payload += $0 }
         withUnsafeBytes(of: UInt64(expiresAt.timeIntervalSince1970).littleEndian) { payload += $0 }
-        payload += (0..<8).map { _ in UInt8.random(in: 0...255) }
+        payload += nonce
         let mac = Array(HMAC<SHA256>.authenticationCode(for: payload, using: key))
         let token = Self.prefix + Base64URL.encode(payload) + "." + Base64URL.encode(mac)
         // Google answers 3599 for its hour: the second in flight is already spent.
-        return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSinceNow.rounded()) - 1)
+        return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSince(now).rounded()) - 1)
     }
 
     func projectRowID(of token: String, now: Date) -> Int64? {

@@ -27,9 +27,9 @@ public protocol RegistryStore: Sendable {
     /// - Throws: `RegistryError.serviceAccountNotFound` when no active account has that key id.
     func revokeServiceAccount(keyID: String) async throws
     /// Records an exchanged assertion (by its hash) until it expires, forgetting those expired
-    /// before `now`; `false` when it was recorded already. One transaction, so that of two
-    /// servers given the same assertion at once, one wins.
-    func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Bool
+    /// before `now`; returns when it was first exchanged (`now` for a new one). One transaction,
+    /// so that servers given the same assertion at once agree on its first use.
+    func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Date
     /// The secret stored under `name`, created from `make()` the first time it is asked for.
     func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
 

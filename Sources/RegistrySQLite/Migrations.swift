@@ -180,12 +180,13 @@ enum Migrations {
         """
 
     /// The token URI each service account's file names (NULL: Google's, as before), and the
-    /// assertions already exchanged, kept until they expire so that none is taken twice.
+    /// assertions already exchanged, with when they first were, kept until they expire.
     private static let v4 = """
         ALTER TABLE serviceAccount ADD COLUMN tokenUri TEXT;
 
         CREATE TABLE usedAssertion (
           hash BLOB PRIMARY KEY,
+          firstUsedAt INTEGER NOT NULL,
           expiresAt INTEGER NOT NULL
         ) WITHOUT ROWID;
         CREATE INDEX usedAssertion_expiresAt ON usedAssertion(expiresAt);

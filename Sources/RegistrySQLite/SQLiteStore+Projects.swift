@@ -141,13 +141,15 @@ extension SQLiteStore {
         }
     }
 
-    public func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Bool {
+    public func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Date {
         try await write { db, _ in
             try db.execute(sql: "DELETE FROM usedAssertion WHERE expiresAt < ?", arguments: [Clock.milliseconds(now)])
             try db.execute(
-                sql: "INSERT OR IGNORE INTO usedAssertion (hash, expiresAt) VALUES (?, ?)",
-                arguments: [Data(hash), Clock.milliseconds(expiresAt)])
-            return db.changesCount > 0
+                sql: "INSERT OR IGNORE INTO usedAssertion (hash, firstUsedAt, expiresAt) VALUES (?, ?, ?)",
+                arguments: [Data(hash), Clock.milliseconds(now), Clock.milliseconds(expiresAt)])
+            let first = try Int64.fetchOne(
+                db, sql: "SELECT firstUsedAt FROM usedAssertion WHERE hash = ?", arguments: [Data(hash)])
+            return Clock.date(first ?? Clock.milliseconds(now))
         }
     }
 

@@ -132,7 +132,9 @@ struct XMPPServerTests {
     @Test("An OAuth2 access token is accepted as the password (X-OAUTH2)")
     func accessToken() async throws {
         try await XMPPFixture.run { xmpp in
-            let token = xmpp.fixture.registry.accessTokens.issue(for: xmpp.fixture.project, expiresAt: Date() + 3600).token
+            let token = xmpp.fixture.registry.accessTokens.issue(
+                for: xmpp.fixture.project, expiresAt: Date() + 3600, nonce: Array(repeating: 7, count: 8)
+            ).token
             let connection = try await xmpp.login(
                 authcid: "123456789012@gcm.googleapis.com", mechanism: "X-OAUTH2", secret: token)
             await connection.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
