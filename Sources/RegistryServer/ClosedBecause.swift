@@ -1,4 +1,6 @@
+import Logging
 import Metrics
+import NIOCore
 
 /// Why the server closed a connection its client had not closed, counted in
 /// `fcm_registry_connections_closed_total{reason}`: under attack, these counts are exact where the
@@ -16,5 +18,25 @@ enum ClosedBecause: String, Sendable {
     /// Adds one to the reason's count.
     func count() {
         Counter(label: "fcm_registry_connections_closed_total", dimensions: [("reason", rawValue)]).increment()
+    }
+
+    /// Closes the connection of `context` once `delay` has passed, for this reason: counted, and
+    /// logged as a slow connection through `log` (a line per interval for each reason).
+    func close(_ context: ChannelHandlerContext, after delay: TimeAmount, log: LogThrottle, logger: Logger)
+        -> Scheduled<Void>
+    {
+        let bound = context.loopBound
+        return context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
+            count()
+            if let closed = log.event(rawValue) {
+                logger.notice(
+                    "closing a slow connection",
+                    metadata: [
+                        "reason": "\(rawValue)", "peer": "\(bound.value.channel.remoteAddress?.description ?? "?")",
+                        "closed": "\(closed)",
+                    ])
+            }
+            bound.value.close(promise: nil)
+        }
     }
 }

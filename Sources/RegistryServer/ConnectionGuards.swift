@@ -56,21 +56,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func arm(_ context: ChannelHandlerContext, _ timeout: TimeAmount, _ reason: ClosedBecause) {
         timer?.cancel()
-        let bound = context.loopBound
-        let (logger, slowLog) = (logger, slowLog)
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-            reason.count()
-            if let closed = slowLog.event(reason.rawValue) {
-                logger.notice(
-                    "closing a slow connection",
-                    metadata: [
-                        "reason": "\(reason.rawValue)",
-                        "peer": "\(bound.value.channel.remoteAddress?.description ?? "?")",
-                        "closed": "\(closed)",
-                    ])
-            }
-            bound.value.close(promise: nil)
-        }
+        timer = reason.close(context, after: timeout, log: slowLog, logger: logger)
     }
 
     private func disarm() {

@@ -56,21 +56,7 @@ final class FirstRequestDeadline: ChannelInboundHandler, RemovableChannelHandler
 
     private func start(_ context: ChannelHandlerContext) {
         guard timer == nil else { return }
-        let bound = context.loopBound
-        let (logger, slowLog) = (logger, slowLog)
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: headerTimeout) {
-            ClosedBecause.headerTimeout.count()
-            if let closed = slowLog.event(ClosedBecause.headerTimeout.rawValue) {
-                logger.notice(
-                    "closing a slow connection",
-                    metadata: [
-                        "reason": "\(ClosedBecause.headerTimeout.rawValue)",
-                        "peer": "\(bound.value.channel.remoteAddress?.description ?? "?")",
-                        "closed": "\(closed)",
-                    ])
-            }
-            bound.value.close(promise: nil)
-        }
+        timer = ClosedBecause.headerTimeout.close(context, after: headerTimeout, log: slowLog, logger: logger)
         silent?.fellSilent(context.channel)
     }
 
