@@ -143,8 +143,8 @@ extension RegistryService {
         guard claims.iss == account.clientEmail else {
             throw OAuthError.invalidGrant("Invalid JWT: the issuer is not the key's service account.")
         }
-        guard let audience = claims.aud, audience == Self.googleTokenURL || audience == account.tokenURI else {
-            throw OAuthError.invalidGrant("Invalid JWT: the audience must be \(account.tokenURI).")
+        guard let audience = claims.aud, audience == Self.googleTokenURL || account.accepts(audience: audience) else {
+            throw OAuthError.invalidGrant("Invalid JWT: the audience must be \(account.tokenURI ?? Self.googleTokenURL).")
         }
         guard let issued = claims.iat, let expires = claims.exp else {
             throw OAuthError.invalidGrant("Invalid JWT: iat and exp are required.")

@@ -11,13 +11,15 @@ public struct ServiceAccount: Sendable, Hashable, Codable {
     public var clientID: String
     /// The public key, PEM (SubjectPublicKeyInfo).
     public var publicKey: String
-    /// The `token_uri` its file names: besides Google's, the one audience its assertions may have.
-    public var tokenURI: String
+    /// The `token_uri` its file names: besides Google's, the one audience its assertions may
+    /// have. `nil` for an account made before token URIs were kept, whose assertions may name
+    /// any URL ending in `/token`, as every account's could then.
+    public var tokenURI: String?
     public var createdAt: Date
     public var revokedAt: Date?
 
     public init(
-        keyID: String, clientEmail: String, clientID: String, publicKey: String, tokenURI: String, createdAt: Date,
+        keyID: String, clientEmail: String, clientID: String, publicKey: String, tokenURI: String?, createdAt: Date,
         revokedAt: Date? = nil
     ) {
         self.keyID = keyID
@@ -27,6 +29,13 @@ public struct ServiceAccount: Sendable, Hashable, Codable {
         self.tokenURI = tokenURI
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+    }
+}
+
+extension ServiceAccount {
+    /// Whether an assertion may name `audience` besides Google's token URL.
+    func accepts(audience: String) -> Bool {
+        tokenURI.map { audience == $0 } ?? audience.hasSuffix("/token")
     }
 }
 

@@ -165,7 +165,7 @@ extension SQLiteStore {
     private static func serviceAccount(_ row: Row) -> ServiceAccount {
         ServiceAccount(
             keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
-            publicKey: row["publicKey"], tokenURI: row["tokenUri"] ?? RegistryService.googleTokenURL,
+            publicKey: row["publicKey"], tokenURI: row["tokenUri"],
             createdAt: Clock.date(row["createdAt"]),
             revokedAt: (row["revokedAt"] as Int64?).map(Clock.date))
     }

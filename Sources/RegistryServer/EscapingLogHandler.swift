@@ -24,12 +24,12 @@ public struct EscapingLogHandler: LogHandler {
 
     public var metadata: Logger.Metadata {
         get { inner.metadata }
-        set { inner.metadata = newValue.mapValues(Self.escaped) }
+        set { inner.metadata = Self.escaped(newValue) }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue.map(Self.escaped) }
+        get { inner[metadataKey: Self.escaped(key)] }
+        set { inner[metadataKey: Self.escaped(key)] = newValue.map(Self.escaped) }
     }
 
     public func log(event: LogEvent) {
@@ -40,39 +40,50 @@ public struct EscapingLogHandler: LogHandler {
             metadata["error"] = "\(error)"
             event.error = nil
         }
-        event.metadata = metadata.isEmpty ? nil : metadata.mapValues(Self.escaped)
+        event.metadata = metadata.isEmpty ? nil : Self.escaped(metadata)
         event.message = "\(Self.escapedMessage(event.message.description))"
         inner.log(event: event)
     }
 
     // MARK: - Escaping
 
-    /// A value as one token of the line: control characters escaped, quoted when it holds a
-    /// space, `=` or `"` (so that it cannot pass for another field), and bounded in length.
+    /// Every key and value escaped: a key is written as a value would be.
+    static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        Dictionary(metadata.map { (escaped($0.key), escaped($0.value)) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// A value as one token of the line: control, format and separator characters escaped,
+    /// quoted when it holds a space, `=` or `"` (so that it cannot pass for another field), and
+    /// bounded in length. Arrays and dictionaries are written as one such value.
     static func escaped(_ value: Logger.Metadata.Value) -> Logger.Metadata.Value {
         switch value {
         case .string(let text): .string(escaped(text))
         case .stringConvertible(let convertible): .string(escaped(convertible.description))
-        case .array(let values): .array(values.map(escaped))
-        case .dictionary(let values): .dictionary(values.mapValues(escaped))
+        case .array, .dictionary: .string(escaped(value.description))
         }
     }
 
+    /// Decided scalar by scalar, never by `Character`: a space followed by a combining mark is
+    /// one `Character`, yet it writes a space into the line all the same.
     static func escaped(_ text: String) -> String {
-        let body = escapedCharacters(of: text, limit: valueBytes)
-        let quoted = body.isEmpty || body.contains(where: { $0 == " " || $0 == "=" || $0 == "\"" })
-        return quoted ? "\"" + body.replacingOccurrences(of: "\"", with: "\\\"") + "\"" : body
+        // A cut value ends in a note with a space: quoted too.
+        let quoted =
+            text.isEmpty || text.utf8.count > valueBytes
+            || text.unicodeScalars.contains { $0 == " " || $0 == "=" || $0 == "\"" }
+        let body = escapedScalars(of: text, limit: valueBytes, quotes: quoted)
+        return quoted ? "\"" + body + "\"" : body
     }
 
     /// A message keeps its spaces: only control characters are escaped, and its length bounded.
     static func escapedMessage(_ text: String) -> String {
-        escapedCharacters(of: text, limit: messageBytes)
+        escapedScalars(of: text, limit: messageBytes, quotes: false)
     }
 
-    /// `text` with backslashes and control characters (C0, DEL, C1, and the Unicode line and
-    /// paragraph separators) written as escapes, cut after `limit` UTF-8 bytes with a note of
-    /// how many more there were.
-    private static func escapedCharacters(of text: String, limit: Int) -> String {
+    /// `text` with backslashes, `"` (when `quotes`), and control, format and separator
+    /// characters other than the plain space (C0, DEL, C1, bidirectional overrides, the Unicode
+    /// line and paragraph separators, …) written as escapes; cut after `limit` UTF-8 bytes, with
+    /// a note of how many more there were.
+    private static func escapedScalars(of text: String, limit: Int, quotes: Bool) -> String {
         var out = ""
         var bytes = 0
         for scalar in text.unicodeScalars {
@@ -84,12 +95,19 @@ public struct EscapingLogHandler: LogHandler {
             bytes += length
             switch scalar {
             case "\\": out += "\\\\"
+            case "\"" where quotes: out += "\\\""
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "\u{0}"..."\u{1F}", "\u{7F}"..."\u{9F}", "\u{2028}", "\u{2029}":
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
+            case " ": out += " "
+            default:
+                switch scalar.properties.generalCategory {
+                case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .surrogate,
+                    .privateUse, .unassigned:
+                    out += "\\u{\(String(scalar.value, radix: 16))}"
+                default:
+                    out.unicodeScalars.append(scalar)
+                }
             }
         }
         return out

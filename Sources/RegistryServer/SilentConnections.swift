@@ -19,8 +19,9 @@ import Synchronization
 /// costs the server an accept and a close (about half a millisecond of CPU, measured).
 final class SilentConnections: Sendable {
     /// How long a connection must have been silent before it can give way: a client that
-    /// connects and then sends its request takes milliseconds.
-    static let grace = TimeAmount.seconds(1)
+    /// connects and then sends its request takes milliseconds (1 s by default); an XMPP client
+    /// shakes hands and opens its stream before it logs in, and is given longer.
+    let grace: TimeAmount
     /// The least time between two connections giving way (see ``spacing(headerTimeout:maximumConnections:)``).
     let spacing: TimeAmount
 
@@ -59,8 +60,9 @@ final class SilentConnections: Sendable {
     private let closeLog = LogThrottle()
     private let logger: Logger
 
-    init(spacing: TimeAmount, logger: Logger) {
+    init(spacing: TimeAmount, grace: TimeAmount = .seconds(1), logger: Logger) {
         self.spacing = spacing
+        self.grace = grace
         self.logger = logger
     }
 
@@ -124,7 +126,7 @@ final class SilentConnections: Sendable {
                 state.closing = false
                 return nil
             }
-            return (oldest, max(oldest.since + Self.grace, state.nextClose))
+            return (oldest, max(oldest.since + self.grace, state.nextClose))
         }
         guard let (next, at) = next else { return }
         next.channel.eventLoop.scheduleTask(deadline: at) {

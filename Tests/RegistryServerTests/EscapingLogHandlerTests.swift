@@ -24,3 +24,21 @@ struct EscapingLogHandlerTests {
         #expect(logged == "\"" + String(repeating: "k", count: 256) + "…(+9744 bytes)\"")
     }
 }
+
+@Suite("Log escaping, Unicode")
+struct EscapingUnicodeTests {
+    /// A space or a quote followed by a combining mark is one `Character`: compared character by
+    /// character, neither would be found, yet the line gets the raw byte.
+    @Test(
+        "Spaces, quotes and separators are found scalar by scalar; format and separator characters are escaped",
+        arguments: [
+            ("a b\"\u{301} peer=evil", "\"a b\\\"\u{301} peer=evil\""),
+            (" \u{301}x", "\" \u{301}x\""),
+            ("x\u{202E}y", #"x\u{202e}y"#),
+            ("no\u{A0}break", #"no\u{a0}break"#),
+            ("caf\u{E9}", "caf\u{E9}"),
+        ])
+    func scalars(raw: String, logged: String) {
+        #expect(EscapingLogHandler.escaped(raw) == logged)
+    }
+}

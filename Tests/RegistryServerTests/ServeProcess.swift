@@ -62,6 +62,16 @@ final class ServeProcess {
         throw POSIXError(.ECONNREFUSED)
     }
 
+    /// A value of `/metrics` (the line starting with `name`, labels included), read over a
+    /// connection of its own.
+    func metric(_ name: String) async throws -> Int? {
+        let client = try await connect()
+        await client.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return await client.readUntilClosed().text.split(separator: "\n")
+            .first { $0.hasPrefix(name + " ") }
+            .flatMap { Int($0.split(separator: " ").last ?? "") }
+    }
+
     /// The server key `serve` wrote to its key file.
     func key() async throws -> String {
         let file = folder.appendingPathComponent("key.json")

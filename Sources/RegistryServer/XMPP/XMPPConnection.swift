@@ -30,8 +30,9 @@ struct XMPPConnection {
 
     /// What the reader knows about the session.
     private struct Session {
+        let connection: any Channel
         /// The client's IP address, for counting its failed logins.
-        var address: String
+        var address: String { connection.remoteAddress?.ipAddress ?? "?" }
         var domain = CCSWire.domain
         var project: Project?
         var id: String?
@@ -152,7 +153,7 @@ struct XMPPConnection {
     ) async {
         // Before login only the stream header and `<auth>` are expected: a small budget.
         var parser = XMLStreamParser(limits: .init(stanzaBytes: min(settings.loginStanzaBytes, settings.stanzaBytes)))
-        var session = Session(address: channel.remoteAddress?.ipAddress ?? "?")
+        var session = Session(connection: channel)
         await withDiscardingTaskGroup { sends in
             do {
                 for try await buffer in inbound {
@@ -178,12 +179,7 @@ struct XMPPConnection {
                         let keepGoing = await handle(
                             event, session: &session, parser: &parser, outbox: outbox, sends: &sends)
                         if let id = session.id, let project = session.project {
-                            let first = activity.state.withLock { state in
-                                defer { if state.session == nil { state.session = (id, project) } }
-                                return state.session == nil
-                            }
-                            // Logged in: no longer one to give way near the limit.
-                            if first { silent?.spoke(channel) }
+                            activity.state.withLock { if $0.session == nil { $0.session = (id, project) } }
                         }
                         guard keepGoing else { return }
                     }
@@ -239,16 +235,22 @@ struct XMPPConnection {
             outbox.send("<failure xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><invalid-mechanism/></failure>")
             return false
         }
-        if let wait = loginFailures.refusal(of: session.address) {
+        // A login under way is no longer one to give way near the connection limit.
+        silent?.spoke(session.connection)
+        let credentials = SASLCredentials(base64: stanza.text)
+        let failures = LoginFailures.key(address: session.address, sender: credentials?.senderID)
+        if let wait = loginFailures.refusal(of: failures) {
             if let times = refusalLog.event("login held back") {
                 logger.notice(
                     "xmpp login refused: too many failed logins from this address",
-                    metadata: ["peer": "\(session.address)", "times": "\(times)"])
+                    metadata: [
+                        "xmpp.sender": "\(credentials?.senderID ?? "(no sender id)")", "peer": "\(session.address)",
+                        "times": "\(times)",
+                    ])
             }
             outbox.send(CCSWire.saslTemporaryFailure(retryAfterSeconds: Int(wait.components.seconds) + 1))
             return false
         }
-        let credentials = SASLCredentials(base64: stanza.text)
         var project: Project?
         if let credentials, let sender = credentials.senderID, !credentials.secret.isEmpty {
             let secret = credentials.secret
@@ -259,7 +261,7 @@ struct XMPPConnection {
             if let found = found ?? nil, found.senderId == sender { project = found }
         }
         guard let project else {
-            loginFailures.failed(session.address)
+            loginFailures.failed(failures)
             // Only a well-formed sender id is named: whatever else a client put in the user
             // field may be a key typed in the wrong place.
             if let times = refusalLog.event("login refused") {
@@ -273,6 +275,7 @@ struct XMPPConnection {
             outbox.send(CCSWire.saslFailure)
             return false
         }
+        loginFailures.succeeded(failures)
         let jid = "\(project.senderId)@\(CCSWire.domain)"
         switch hub.register(project: project, jid: jid, outbox: outbox) {
         case .registered(let id):

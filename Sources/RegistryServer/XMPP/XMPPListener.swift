@@ -27,7 +27,8 @@ public struct XMPPSettings: Sendable {
 /// (CCS never used STARTTLS) unless `tls` is `nil`, and serves each as an `XMPPConnection`.
 ///
 /// At `maximumConnections` it stops accepting, as the HTTP listeners do, and connections that
-/// have not logged in a second after connecting give way to newcomers (``SilentConnections``):
+/// have not begun to log in a third of the login timeout after connecting give way to newcomers
+/// (``SilentConnections``):
 /// sockets that never log in cannot keep an app server out, and a flood of them costs the server
 /// no more accepts and closes than the login timeout alone would.
 ///
@@ -73,7 +74,7 @@ public struct XMPPListener: Service {
         let silent = SilentConnections(
             spacing: SilentConnections.spacing(
                 headerTimeout: settings.loginTimeout, maximumConnections: maximumConnections),
-            logger: logger)
+            grace: TimeAmount(settings.loginTimeout / 3), logger: logger)
         let limit = ConnectionLimit(maximumConnections, makingRoomIn: silent, listener: "xmpp", logger: logger)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelInitializer { channel in

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 import XMPP
 
@@ -17,9 +16,9 @@ final class XMPPOutbox: Sendable {
     private let opened = Atomic<Bool>(false)
     /// Writes bytes directly to the channel and closes it.
     private let closeChannel: @Sendable (String) -> Void
-    /// When the write under way began (uptime nanoseconds), 0 while none is: the writer waits on
-    /// a write for as long as the client reads nothing.
-    private let writeBegan = Atomic<UInt64>(0)
+    /// When the write under way began, `nil` while none is: the writer waits on a write for as
+    /// long as the client reads nothing.
+    private let writeBegan = Mutex<ContinuousClock.Instant?>(nil)
 
     init(limitBytes: Int, closeChannel: @escaping @Sendable (String) -> Void) {
         (stream, continuation) = AsyncStream.makeStream(of: XMPPOutgoing.self)
@@ -57,20 +56,18 @@ final class XMPPOutbox: Sendable {
 
     /// The writer is about to write a stanza.
     func writing() {
-        writeBegan.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        writeBegan.withLock { $0 = .now }
     }
 
     /// The writer wrote `item`.
     func written(_ item: XMPPOutgoing) {
-        writeBegan.store(0, ordering: .relaxed)
+        writeBegan.withLock { $0 = nil }
         if case .stanza(let text) = item { backlogBytes.wrappingSubtract(text.utf8.count, ordering: .relaxed) }
     }
 
     /// How long the write under way has waited for the client to read, or `nil` when none waits.
     func writeWaiting() -> Duration? {
-        let began = writeBegan.load(ordering: .relaxed)
-        guard began != 0 else { return nil }
-        return .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- began))
+        writeBegan.withLock { $0.map { .now - $0 } }
     }
 
     /// The writer ends the connection in order, after what is queued; should it be stuck behind a
