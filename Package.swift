@@ -1,13 +1,22 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// Every target's settings: `any` spelled out for existentials, and a file sees only the members
+/// of the modules it imports itself.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
 let package = Package(
     name: "fcm-registry",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "fcm-registry", targets: ["fcm-registry"]),
         .library(name: "Conditions", targets: ["Conditions"]),
+        .library(name: "Audience", targets: ["Audience"]),
         .library(name: "Registry", targets: ["Registry"]),
+        .library(name: "FCMWire", targets: ["FCMWire"]),
         .library(name: "XMPP", targets: ["XMPP"]),
     ],
     dependencies: [
@@ -29,87 +38,172 @@ let package = Package(
     ],
     targets: [
         /// The topic-condition language: lexer, parser, diagnostics, dialects, evaluation. Standard library only.
-        .target(name: "Conditions"),
-        /// The domain: projects, tokens, groups, notification keys, topics, limits, and the store interface.
+        .target(name: "Conditions", swiftSettings: strict),
+        /// The audience engine: Roaring bitmaps, condition evaluation over them, the in-memory
+        /// index with its change feed and cursor, its checkpoint file, and the threads costly
+        /// work runs on. Knows projects only by row id, tokens only by id.
+        .target(
+            name: "Audience",
+            dependencies: ["Conditions", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        /// The domain: projects, keys, tokens, groups, notification keys, topics, limits, the
+        /// message pipeline, OAuth for service accounts, and the storage seams a backend implements.
         .target(
             name: "Registry",
             dependencies: [
                 "Conditions",
+                "Audience",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: strict
         ),
+        /// FCM's wire formats without a web framework: the legacy and HTTP v1 message codecs, the
+        /// one table of problem wordings, and JSON request decoding with errors that name the field.
+        .target(name: "FCMWire", dependencies: ["Conditions", "Registry"], swiftSettings: strict),
         /// The XMPP wire: a bounded stream parser for hostile XML, SASL PLAIN credentials, and the
         /// exact stanzas of FCM's XMPP connection server. Foundation only.
-        .target(name: "XMPP"),
-        /// The store on SQLite through GRDB, with its migrations.
+        .target(name: "XMPP", swiftSettings: strict),
+        /// The store on SQLite through GRDB: its migrations, group commit, the change feed in SQL.
         .target(
             name: "RegistrySQLite",
             dependencies: [
+                "Audience",
                 "Registry",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
-            ]
+            ],
+            swiftSettings: strict
         ),
-        /// The Hummingbird application: FCM-compatible routes, native routes, auth, error envelopes.
+        /// What every listener does to hostile or silent connections: deadlines, limits, making
+        /// room, throttled log lines. Knows nothing of the registry.
         .target(
-            name: "RegistryServer",
+            name: "ConnectionGuards",
             dependencies: [
-                "Conditions",
-                "Registry",
-                "XMPP",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ],
+            swiftSettings: strict
+        ),
+        /// FCM's XMPP connection server: the listener, sessions, the hub that routes upstream
+        /// messages and receipts, acks and nacks through the message pipeline.
+        .target(
+            name: "XMPPServer",
+            dependencies: [
+                "ConnectionGuards",
+                "FCMWire",
+                "Registry",
+                "XMPP",
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        /// The Hummingbird application: FCM-compatible and native controllers, auth, error
+        /// envelopes, access log, metrics.
+        .target(
+            name: "RegistryServer",
+            dependencies: [
+                "Conditions",
+                "ConnectionGuards",
+                "FCMWire",
+                "Registry",
+                "XMPP",
+                "XMPPServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: strict
         ),
-        /// The command line: parses and dispatches, nothing more.
+        /// The composition root: the configuration and its option table, the store factory, and
+        /// the one service group every long-running part of `serve` is a peer in.
+        .target(
+            name: "RegistryApp",
+            dependencies: [
+                "Audience",
+                "Registry",
+                "RegistrySQLite",
+                "RegistryServer",
+                "XMPPServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        /// The command line: parses and dispatches; also makes the local CA and certificates.
         .executableTarget(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
+                "Audience",
                 "Registry",
                 "RegistrySQLite",
-                "RegistryServer",
+                "RegistryApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "ConditionsTests",
             dependencies: [
                 "Conditions",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            swiftSettings: strict
         ),
-        .testTarget(name: "XMPPTests", dependencies: ["XMPP"]),
+        .testTarget(name: "XMPPTests", dependencies: ["XMPP"], swiftSettings: strict),
         .testTarget(
             name: "RegistryTests",
-            dependencies: ["Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "Audience", "Conditions", "Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
+                "Audience",
+                "Conditions",
+                "ConnectionGuards",
+                "FCMWire",
                 "Registry",
+                "RegistryApp",
                 "RegistrySQLite",
                 "RegistryServer",
                 "XMPP",
+                "XMPPServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -119,7 +213,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: strict
         ),
     ]
 )

@@ -1,3 +1,4 @@
+import Audience
 import Conditions
 
 /// What an audience is asked for: exactly one way of naming a set of tokens.

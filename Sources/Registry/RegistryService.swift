@@ -1,3 +1,4 @@
+import Audience
 import Crypto
 import Conditions
 
@@ -18,20 +19,17 @@ public struct RegistryService: Sendable {
     let databaseID: [UInt8]
     /// Issues and reads the access tokens of the OAuth 2.0 token endpoint.
     let accessTokens: AccessTokenCodec
-    /// How the audience index was loaded; `nil` when it was not asked for.
-    public let startup: AudienceStartup?
 
-    /// Opens the registry over `store`, creating the notification-key secret on first use.
+    /// Opens the registry over `store`, reading (and on first use creating) its secrets. The
+    /// audience index starts empty: ``startAudience()`` fills it, as a start-up step of its own,
+    /// for the server and the commands that need it (the others look at a few rows and need not
+    /// spend the seconds it takes on a large registry).
     /// - Parameters:
     ///   - sink: where accepted messages go; the store's message log unless said otherwise.
-    ///   - loadAudience: fill the audience index from the store and keep it current with this
-    ///     process's writes (the server does; commands that only look at a few rows need not
-    ///     spend the second it takes on a large registry).
     ///   - checkpoint: a file to load the index from at start (then the feed is replayed from
     ///     its position) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
     public init(
-        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, loadAudience: Bool = true,
-        checkpoint: String? = nil
+        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, checkpoint: String? = nil
     ) async throws {
         self.store = store
         self.limits = limits
@@ -44,15 +42,20 @@ public struct RegistryService: Sendable {
             secret: try await store.secret(named: "accessToken") {
                 SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
             })
-        if loadAudience {
-            startup = try await Self.startAudience(audience, store: store, checkpoint: checkpoint, databaseID: databaseID)
-            store.attach(audience)
-        } else {
-            startup = nil
-        }
     }
 
     // MARK: - Start-up and checkpoints
+
+    /// Fills the audience index (from the checkpoint when it can be trusted, else from the tables)
+    /// and keeps it current with this process's writes from then on.
+    /// - Returns: where the index came from and how long it took, for the start-up log line.
+    @discardableResult
+    public func startAudience() async throws -> AudienceStartup {
+        let startup = try await Self.startAudience(
+            audience, store: store, checkpoint: checkpointPath, databaseID: databaseID)
+        store.attach(audience)
+        return startup
+    }
 
     /// Loads `index` from the checkpoint when it can be trusted, then replays the feed after its
     /// position; otherwise from the tables.

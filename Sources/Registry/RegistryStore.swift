@@ -1,3 +1,4 @@
+import Audience
 import Foundation
 
 /// Where the registry keeps its state: the narrow interface a backend implements.

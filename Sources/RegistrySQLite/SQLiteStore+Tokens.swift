@@ -1,3 +1,4 @@
+import Audience
 import GRDB
 import Registry
 

@@ -1,3 +1,4 @@
+import Audience
 import Foundation
 import GRDB
 import Registry

@@ -1,3 +1,4 @@
+import Audience
 import Foundation
 import GRDB
 import Registry
@@ -43,7 +44,7 @@ public struct SyntheticRegistry: Sendable {
     )
         async throws -> (Project, serverKey: String)
     {
-        let registry = try await RegistryService(store: SQLiteStore(database), loadAudience: false)
+        let registry = try await RegistryService(store: SQLiteStore(database))
         let (project, key) = try await registry.createProject(projectId: projectId, senderId: senderId)
         var random = SplitMix64(seed: seed)
         let (tokens, topics, seed) = (tokens, topics, seed)

@@ -90,16 +90,3 @@ struct GoogleError: Encodable {
 
     var error: Body
 }
-
-/// A request that cannot be understood: bad JSON, a missing field, a wrong type.
-/// The message says what is wrong; each family wraps it in its own envelope.
-struct BadRequest: Error, Sendable {
-    var message: String
-    /// The request field at fault, for Google's `fieldViolations`.
-    var field: String?
-
-    init(_ message: String, field: String? = nil) {
-        self.message = message
-        self.field = field
-    }
-}

@@ -1,3 +1,4 @@
+import FCMWire
 import Hummingbird
 import Logging
 import NIOCore

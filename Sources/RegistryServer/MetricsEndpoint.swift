@@ -1,3 +1,5 @@
+import XMPPServer
+import Audience
 import Hummingbird
 import Prometheus
 import Registry

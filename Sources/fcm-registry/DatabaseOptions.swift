@@ -1,3 +1,4 @@
+import RegistryApp
 import ArgumentParser
 import Foundation
 import Registry
@@ -14,8 +15,9 @@ struct DatabaseOptions: ParsableArguments {
 
     /// - Parameter loadAudience: load the audience index (the server and `audience` need it).
     func openRegistry(loadAudience: Bool = false, limits: Limits = Limits()) async throws -> RegistryService {
-        let database = try RegistryDatabase.open(path: resolvedPath)
-        return try await RegistryService(store: SQLiteStore(database), limits: limits, loadAudience: loadAudience)
+        let registry = try await RegistryService(store: try StoreFactory.open(resolvedPath), limits: limits)
+        if loadAudience { try await registry.startAudience() }
+        return registry
     }
 }
 

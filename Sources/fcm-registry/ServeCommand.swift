@@ -1,3 +1,5 @@
+import RegistryApp
+import Audience
 import ArgumentParser
 import Foundation
 import Logging
@@ -38,68 +40,17 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = configuration.logLevel
         let metrics = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
-        let descriptors = FileDescriptorLimit.raiseToHard()
-        logger.info(
-            "file descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
-        // Condition checks and audience algebra yield to every other request while they queue up,
-        // where the process may take a thread out of SCHED_IDLE again (CAP_SYS_NICE, or ulimit -e ≥ 1).
-        logger.info(
-            "costly work", metadata: ["priority": "\(CostlyWork.yieldsWhenFlooded ? "nice 19, SCHED_IDLE while queued up" : "nice 19")"])
-        // Every connection holds a descriptor, and so do the database and its readers: past the
-        // limit, opening files fails (SQLite answers "unable to open database file", and the
-        // system's thread pool gives up). Keep connections well below it.
-        // The limit applies to each listener (plain HTTP, TLS, XMPP): share the descriptors out.
-        let reserve = 128
-        let listeners = max(
-            1,
-            (configuration.plainHTTP ? 1 : 0) + (configuration.tlsCertificate != nil ? 1 : 0)
-                + (configuration.xmppListening ? 1 : 0))
-        let share = (Int(descriptors.soft) - reserve) / listeners
-        if descriptors.soft > 0, configuration.maximumConnections > share {
-            let capped = max(1, share)
-            logger.warning(
-                "connection limit lowered to fit the file descriptor limit",
-                metadata: ["configured": "\(configuration.maximumConnections)", "limit": "\(capped)"])
-            configuration.maximumConnections = capped
+        do {
+            try await Serve.run(configuration, logger: logger, metrics: metrics) { project, key in
+                try FirstKey.announce(ProjectCommand.Created(project: project, serverKey: key), to: configuration.keyFile)
+            }
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            throw ExitCode(2)
+        } catch let error as StoreError {
+            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            throw ExitCode(1)
         }
-
-        let started = ContinuousClock.now
-        let database = try RegistryDatabase.open(path: configuration.databasePath)
-        let registry = try await RegistryService(
-            store: SQLiteStore(database, feedRetention: configuration.limits.feedRetention),
-            limits: configuration.limits, checkpoint: configuration.resolvedCheckpointPath)
-        let size = registry.audience.size()
-        var loaded: Logger.Metadata = [
-            "subscriptions": "\(size.subscriptions)", "tokens": "\(size.registered)", "index.bytes": "\(size.bytes)",
-            "duration": "\(ContinuousClock.now - started)",
-        ]
-        switch registry.startup?.source {
-        case .checkpoint(let position, let replayed)?:
-            loaded["from"] = "checkpoint"
-            loaded["feed.position"] = "\(position)"
-            loaded["feed.replayed"] = "\(replayed)"
-        case .tables(let reason)?:
-            loaded["from"] = "tables"
-            if let reason { loaded["checkpoint.unused"] = "\(reason)" }
-        case nil:
-            break
-        }
-        logger.info("audience index loaded", metadata: loaded)
-        if try await registry.projects().isEmpty {
-            let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
-            try FirstKey.announce(ProjectCommand.Created(project: project, serverKey: key), to: configuration.keyFile)
-        }
-        logger.info(
-            "serving",
-            metadata: [
-                "db.path": "\(configuration.databasePath)", "http.host": "\(configuration.host)",
-                "http.port": "\(configuration.plainHTTP ? String(configuration.port) : "off")",
-                "https.port": "\(configuration.tlsCertificate == nil ? "off" : String(configuration.tlsPort))",
-                "xmpp.port": "\(configuration.xmppListening ? String(configuration.xmppPort) : "off")",
-            ])
-        let services = try buildServices(
-            registry: registry, configuration: configuration, logger: logger, metrics: metrics)
-        try await runServer(services, configuration: configuration, logger: logger)
     }
 
     /// `--name value` and `--name=value` pairs by name.

@@ -1,3 +1,5 @@
+import Logging
+import RegistryApp
 import RegistryServer
 import Testing
 
@@ -8,10 +10,11 @@ struct ConfigurationTests {
         let configuration = try ServerConfiguration.resolve(
             flags: ["port": "9000", "idle-timeout": "250ms"],
             environment: ["FCM_REGISTRY_PORT": "9001", "FCM_REGISTRY_DB": "/tmp/x.sqlite", "LOG_LEVEL": "debug"])
-        #expect(configuration.port == 9000)
-        #expect(configuration.databasePath == "/tmp/x.sqlite")
+        #expect(configuration.http?.port == 9000)
+        #expect(configuration.storage.database == "/tmp/x.sqlite")
         #expect(configuration.logLevel == .debug)
-        #expect(configuration.idleTimeout == .milliseconds(250))
+        #expect(configuration.http?.idleTimeout == .milliseconds(250))
+        #expect(configuration.tls.settings.idleTimeout == .milliseconds(250))
         #expect(configuration.shutdownDeadline == .seconds(10))
         #expect(configuration.host == "127.0.0.1")
     }
@@ -43,15 +46,15 @@ struct ConfigurationTests {
         let plain = try ServerConfiguration.resolve(flags: [:], environment: [:])
         #expect(!plain.xmppListening)
         let tls = try ServerConfiguration.resolve(flags: ["tls-cert": "c.pem", "tls-key": "k.pem"], environment: [:])
-        #expect(tls.xmppListening && tls.xmppPort == 5235)
+        #expect(tls.xmppListening && tls.xmpp.port == 5235)
         let off = try ServerConfiguration.resolve(
             flags: ["tls-cert": "c.pem", "tls-key": "k.pem", "xmpp-port": "off"], environment: [:])
         #expect(!off.xmppListening)
         let debugging = try ServerConfiguration.resolve(
             flags: ["xmpp-port": "15235"], environment: ["FCM_REGISTRY_XMPP_PLAINTEXT": "1"])
-        #expect(debugging.xmppListening && debugging.xmppPlaintext && debugging.xmppPort == 15235)
+        #expect(debugging.xmppListening && debugging.xmpp.plaintext && debugging.xmpp.port == 15235)
         let noHTTP = try ServerConfiguration.resolve(flags: ["port": "off", "tls-cert": "c", "tls-key": "k"], environment: [:])
-        #expect(!noHTTP.plainHTTP)
+        #expect(noHTTP.http == nil)
     }
 
     @Test("Every option has a flag, a variable and help, and no two share a name")

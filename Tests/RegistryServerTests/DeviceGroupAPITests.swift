@@ -1,3 +1,4 @@
+import Registry
 import Hummingbird
 import Testing
 

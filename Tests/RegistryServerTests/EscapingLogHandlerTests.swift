@@ -1,3 +1,5 @@
+@testable import RegistryApp
+
 import Logging
 @testable import RegistryServer
 import Testing

@@ -1,3 +1,6 @@
+@testable import ConnectionGuards
+import RegistryApp
+
 import Foundation
 import NIOCore
 import Hummingbird
@@ -98,6 +101,7 @@ struct HostileInputTests {
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let registry = try await RegistryService(
             store: SQLiteStore(RegistryDatabase.open(path: path, busyTimeout: 0.2)))
+        try await registry.startAudience()
         let (_, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: try await registry.projects()[0], key: key)
         try await fixture.test { client in
@@ -134,6 +138,7 @@ struct HostileInputTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("mode-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path)))
+        try await registry.startAudience()
         _ = try await registry.createProject(projectId: "p", senderId: "1")
         for suffix in ["", "-wal", "-shm"] {
             let attributes = try FileManager.default.attributesOfItem(atPath: path + suffix)
@@ -253,12 +258,12 @@ struct ConnectionTests {
         deadlines: Duration = .seconds(30), _ body: @escaping @Sendable (Int, String) async throws -> Void
     ) async throws {
         let fixture = try await Fixture.make()
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.headerTimeout = deadlines
-        configuration.bodyTimeout = deadlines
-        configuration.idleTimeout = .seconds(5)
-        let app = buildApplication(registry: fixture.registry, configuration: configuration, logger: Logger(label: "test"))
+        var settings = HTTPSettings()
+        settings.port = 0
+        settings.headerTimeout = deadlines
+        settings.bodyTimeout = deadlines
+        settings.idleTimeout = .seconds(5)
+        let app = buildApplication(registry: fixture.registry, settings: settings, logger: Logger(label: "test"))
         try await app.test(.live) { client in
             try await body(try #require(client.port), fixture.key)
         }

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Registry
 import RegistrySQLite
@@ -10,6 +11,7 @@ struct InstanceIDAPITests {
         var limits = Limits()
         limits.topicsPerToken = 1
         let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+        try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: project, key: key)
         _ = try await registry.subscribe([token(3)], to: "other", in: project)

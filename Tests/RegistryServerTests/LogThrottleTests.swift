@@ -1,3 +1,4 @@
+import ConnectionGuards
 import NIOCore
 import Testing
 

@@ -1,3 +1,5 @@
+import HummingbirdTesting
+import Foundation
 import Hummingbird
 import Testing
 

@@ -1,3 +1,5 @@
+@testable import ConnectionGuards
+
 import Logging
 import NIOCore
 import NIOEmbedded

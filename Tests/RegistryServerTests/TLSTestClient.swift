@@ -3,16 +3,33 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import RegistryServer
 import Synchronization
 
-/// A local CA and server certificate in a folder of their own, removed with it.
+/// A local CA and server certificate in a folder of their own, made by `fcm-registry tls init`
+/// (tests that use them need the built executable), removed with it.
 final class TestCertificates {
+    struct Files {
+        var caCertificate: String
+        var serverCertificate: String
+        var serverKey: String
+    }
+
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("certs-\(UUID())").path
-    let files: LocalCertificates.Files
+    var files: Files {
+        Files(
+            caCertificate: folder + "/ca.pem", serverCertificate: folder + "/server.pem",
+            serverKey: folder + "/server-key.pem")
+    }
 
     init() throws {
-        files = try LocalCertificates.create(in: folder)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServeProcess.binary)
+        process.arguments = ["tls", "init", "--dir", folder]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw POSIXError(.EIO) }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: folder) }

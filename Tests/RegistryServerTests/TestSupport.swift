@@ -1,3 +1,4 @@
+import RegistryApp
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -68,16 +69,17 @@ struct Fixture: Sendable {
     let key: String
 
     static func make() async throws -> Fixture {
-        let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()))
+        let registry = try await RegistryService(store: StoreFactory.inMemory())
+        try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         return Fixture(registry: registry, project: project, key: key)
     }
 
     /// Runs `body` against the application through Hummingbird's router test client.
     func test(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        let app = buildApplication(registry: registry, configuration: configuration, logger: Logger(label: "test"))
+        var settings = HTTPSettings()
+        settings.port = 0
+        let app = buildApplication(registry: registry, settings: settings, logger: Logger(label: "test"))
         try await app.test(mode) { client in
             try await body(Client(client: client, key: key))
         }

@@ -1,3 +1,5 @@
+@testable import XMPPServer
+import RegistryApp
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -28,7 +30,7 @@ struct XMPPFixture: Sendable {
     ) async throws {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
-        configuration.shutdownDeadline = .seconds(2)
+        configuration.xmpp.hub.drainTimeout = .seconds(2)
         configure(&configuration)
         let (hub, listener, ports) = listener(over: fixture, configuration: configuration, tls: tls)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -44,10 +46,10 @@ struct XMPPFixture: Sendable {
     static func listener(over fixture: Fixture, configuration: ServerConfiguration, tls: NIOSSLContext? = nil)
         -> (XMPPHub, XMPPListener, AsyncStream<Int>)
     {
-        let hub = XMPPHub(configuration: configuration)
+        let hub = XMPPHub(limits: configuration.xmpp.hub)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let listener = XMPPListener(
-            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp,
+            registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp.settings,
             maximumConnections: 100, logger: Logger(label: "test")
         ) { continuation.yield($0) }
         return (hub, listener, ports)
@@ -55,10 +57,9 @@ struct XMPPFixture: Sendable {
 
     /// The native HTTP API over the same hub.
     func http(_ body: @escaping @Sendable (Fixture.Client) async throws -> Void) async throws {
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        let app = buildApplication(
-            registry: fixture.registry, configuration: configuration, logger: Logger(label: "test"), xmpp: hub)
+        var settings = HTTPSettings()
+        settings.port = 0
+        let app = buildApplication(registry: fixture.registry, settings: settings, logger: Logger(label: "test"), xmpp: hub)
         try await app.test(.router) { client in try await body(Fixture.Client(client: client, key: fixture.key)) }
     }
 
@@ -372,7 +373,7 @@ struct XMPPServerTests {
     func shutdownDrains() async throws {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
-        configuration.shutdownDeadline = .seconds(5)
+        configuration.xmpp.hub.drainTimeout = .seconds(5)
         let (hub, listener, ports) = XMPPFixture.listener(over: fixture, configuration: configuration)
         let group = ServiceGroup(services: [listener], logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -412,7 +413,7 @@ struct XMPPServerTests {
 
     @Test("A connection that does not log in within the login timeout is closed")
     func loginTimeout() async throws {
-        try await XMPPFixture.run(configure: { $0.xmpp.loginTimeout = .milliseconds(300) }) { xmpp in
+        try await XMPPFixture.run(configure: { $0.xmpp.settings.loginTimeout = .milliseconds(300) }) { xmpp in
             let connection = try RawConnection(port: xmpp.port)
             await connection.send(XMPPFixture.header)
             let (answer, closed) = await connection.readUntilClosed()
@@ -423,7 +424,7 @@ struct XMPPServerTests {
 
     @Test("Past the per-sender connection limit, a login is refused")
     func connectionLimit() async throws {
-        try await XMPPFixture.run(configure: { $0.xmppConnectionsPerProject = 1 }) { xmpp in
+        try await XMPPFixture.run(configure: { $0.xmpp.hub.connectionsPerProject = 1 }) { xmpp in
             let first = try await xmpp.login()
             let second = try RawConnection(port: xmpp.port)
             await second.send(XMPPFixture.header)
@@ -439,7 +440,7 @@ struct XMPPServerTests {
 
     @Test("A client that sends without reading what it is answered is closed")
     func nonReadingClient() async throws {
-        try await XMPPFixture.run(configure: { $0.xmpp.outboxBytes = 64 * 1024 }) { xmpp in
+        try await XMPPFixture.run(configure: { $0.xmpp.settings.outboxBytes = 64 * 1024 }) { xmpp in
             let connection = try await xmpp.login()
             let pings = String(repeating: #"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#, count: 1000)
             // About 8 MB of answers: more than the socket buffers and the 64 KiB backlog hold.
@@ -457,8 +458,8 @@ struct XMPPServerTests {
     @Test("A client that keeps its stream alive but reads nothing is closed once a write has waited the idle timeout")
     func aliveButNotReading() async throws {
         try await XMPPFixture.run(configure: {
-            $0.xmpp.idleTimeout = .seconds(3)
-            $0.xmpp.outboxBytes = 64 << 20
+            $0.xmpp.settings.idleTimeout = .seconds(3)
+            $0.xmpp.settings.outboxBytes = 64 << 20
         }) { xmpp in
             let connection = try await xmpp.login(receiveBuffer: 8192)
             let pings = String(repeating: #"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#, count: 1000)
@@ -495,23 +496,23 @@ struct XMPPServerTests {
         }
     }
 
-    @Test("A TLS handshake that never starts is closed at the login timeout")
+    @Test("A TLS handshake that never starts is closed at the login timeout", .enabled(if: ServeProcess.available))
     func silentTLS() async throws {
         let certificates = try TestCertificates()
         let files = certificates.files
-        let context = try XMPPListener.tlsContext(certificate: files.serverCertificate, key: files.serverKey)
-        try await XMPPFixture.run(configure: { $0.xmpp.loginTimeout = .milliseconds(300) }, tls: context) { xmpp in
+        let context = try XMPPListener.tlsContext(.server(certificate: files.serverCertificate, key: files.serverKey))
+        try await XMPPFixture.run(configure: { $0.xmpp.settings.loginTimeout = .milliseconds(300) }, tls: context) { xmpp in
             let connection = try RawConnection(port: xmpp.port)
             let (_, closed) = await connection.readUntilClosed()
             #expect(closed)
         }
     }
 
-    @Test("TLS from the first byte, with the ALPN protocol xmpp-client")
+    @Test("TLS from the first byte, with the ALPN protocol xmpp-client", .enabled(if: ServeProcess.available))
     func tls() async throws {
         let certificates = try TestCertificates()
         let files = certificates.files
-        let context = try XMPPListener.tlsContext(certificate: files.serverCertificate, key: files.serverKey)
+        let context = try XMPPListener.tlsContext(.server(certificate: files.serverCertificate, key: files.serverKey))
         try await XMPPFixture.run(tls: context) { xmpp in
             let answer = try #require(
                 try await TLSTestClient.exchange(
@@ -559,8 +560,8 @@ struct XMPPHubTests {
     func pendingLimit() async throws {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
-        configuration.xmppPending = 2
-        let hub = XMPPHub(configuration: configuration)
+        configuration.xmpp.hub.pendingPerConnection = 2
+        let hub = XMPPHub(limits: configuration.xmpp.hub)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")

@@ -1,3 +1,4 @@
+@testable import Audience
 import Conditions
 import Foundation
 @testable import Registry
@@ -160,6 +161,7 @@ struct AudienceTests {
         let world = try await Self.world(seed: 99)
         let store = try #require(world.registry.store as? SQLiteStore)
         let reopened = try await RegistryService(store: SQLiteStore(store.database))
+        try await reopened.startAudience()
         let live = world.registry.audience.snapshot(of: world.project.rowID)
         let loaded = reopened.audience.snapshot(of: world.project.rowID)
         for topic in Self.topics {

@@ -1,3 +1,4 @@
+@testable import Audience
 import Foundation
 import GRDB
 import Registry
@@ -17,7 +18,10 @@ struct ChangeFeedTests {
         }
 
         func open(retention: Int = 100_000) async throws -> RegistryService {
-            try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path), feedRetention: retention))
+            let registry = try await RegistryService(
+                store: SQLiteStore(RegistryDatabase.open(path: path), feedRetention: retention))
+            try await registry.startAudience()
+            return registry
         }
     }
 

@@ -1,3 +1,5 @@
+import GRDB
+@testable import Audience
 import Foundation
 @testable import Registry
 @testable import RegistrySQLite
@@ -16,9 +18,16 @@ struct CheckpointTests {
             }
         }
 
+        /// The registry on the file, its audience index started.
         func open(checkpoint: Bool = true) async throws -> RegistryService {
-            try await RegistryService(
+            try await start(checkpoint: checkpoint).registry
+        }
+
+        /// The registry on the file, and how its audience index started.
+        func start(checkpoint: Bool = true) async throws -> (registry: RegistryService, startup: AudienceStartup) {
+            let registry = try await RegistryService(
                 store: SQLiteStore(RegistryDatabase.open(path: path)), checkpoint: checkpoint ? self.checkpoint : nil)
+            return (registry, try await registry.startAudience())
         }
     }
 
@@ -45,9 +54,9 @@ struct CheckpointTests {
         // Written after the checkpoint: the next start must replay it.
         try await Self.fill(first, project, from: 40, to: 60)
 
-        let restarted = try await files.open()
-        guard case .checkpoint(let position, let replayed)? = restarted.startup?.source else {
-            Issue.record("expected a start from the checkpoint, got \(String(describing: restarted.startup?.source))")
+        let (restarted, restartedStart) = try await files.start()
+        guard case .checkpoint(let position, let replayed) = restartedStart.source else {
+            Issue.record("expected a start from the checkpoint, got \(String(describing: restartedStart.source))")
             return
         }
         #expect(position == saved.position)
@@ -60,8 +69,8 @@ struct CheckpointTests {
     @Test("A missing, damaged, older, foreign or stale checkpoint falls back to the tables and says why")
     func fallbacks() async throws {
         let files = Files()
-        let registry = try await files.open()
-        guard case .tables(let missing?)? = registry.startup?.source else { Issue.record("expected tables"); return }
+        let (registry, registryStart) = try await files.start()
+        guard case .tables(let missing?) = registryStart.source else { Issue.record("expected tables"); return }
         #expect(missing.contains("no checkpoint file"))
         let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
         try await Self.fill(registry, project, from: 0, to: 20)
@@ -72,15 +81,15 @@ struct CheckpointTests {
         let original = bytes
         bytes[bytes.count / 2] ^= 0xFF
         try Data(bytes).write(to: URL(fileURLWithPath: files.checkpoint))
-        let damaged = try await files.open()
-        guard case .tables(let reason?)? = damaged.startup?.source else { Issue.record("expected tables"); return }
+        let (damaged, damagedStart) = try await files.start()
+        guard case .tables(let reason?) = damagedStart.source else { Issue.record("expected tables"); return }
         #expect(reason.contains("damaged"))
         #expect(Self.contents(damaged, project) == Self.contents(registry, project))
 
         // One written by an earlier version, in its format.
         try Data(Array("FCMRAUD1".utf8) + original.dropFirst(8)).write(to: URL(fileURLWithPath: files.checkpoint))
-        let older = try await files.open()
-        guard case .tables(let olderWhy?)? = older.startup?.source else { Issue.record("expected tables"); return }
+        let (older, olderStart) = try await files.start()
+        guard case .tables(let olderWhy?) = olderStart.source else { Issue.record("expected tables"); return }
         #expect(olderWhy.contains("older format"))
         #expect(Self.contents(older, project) == Self.contents(registry, project))
 
@@ -89,8 +98,8 @@ struct CheckpointTests {
         let foreign = try await other.open()
         _ = try await foreign.createProject(projectId: "app", senderId: "1")
         try Data(original).write(to: URL(fileURLWithPath: other.checkpoint))
-        let reopened = try await other.open()
-        guard case .tables(let why?)? = reopened.startup?.source else { Issue.record("expected tables"); return }
+        let (reopened, reopenedStart) = try await other.start()
+        guard case .tables(let why?) = reopenedStart.source else { Issue.record("expected tables"); return }
         #expect(why.contains("another database"))
 
         // Stale: the feed was pruned past the checkpoint's position.
@@ -98,8 +107,8 @@ struct CheckpointTests {
         try await Self.fill(registry, project, from: 20, to: 30)
         let store = try #require(registry.store as? SQLiteStore)
         try await store.database.writer.write { db in try ChangeFeedSQL.prune(db, keeping: 1) }
-        let stale = try await files.open()
-        guard case .tables(let staleWhy?)? = stale.startup?.source else { Issue.record("expected tables"); return }
+        let (stale, staleStart) = try await files.start()
+        guard case .tables(let staleWhy?) = staleStart.source else { Issue.record("expected tables"); return }
         #expect(staleWhy.contains("older than the feed keeps"))
         #expect(Self.contents(stale, project) == Self.contents(registry, project))
     }

@@ -1,3 +1,4 @@
+@testable import Audience
 import Dispatch
 import Foundation
 #if canImport(Glibc)

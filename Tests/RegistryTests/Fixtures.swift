@@ -5,6 +5,7 @@ import RegistrySQLite
 /// A registry over a private in-memory database, with one project.
 func makeRegistry(limits: Limits = Limits()) async throws -> (RegistryService, Project) {
     let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+    try await registry.startAudience()
     let (project, _) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
     return (registry, project)
 }

@@ -1,3 +1,4 @@
+@testable import Audience
 import RegistrySQLite
 import Testing
 

@@ -22,6 +22,7 @@ struct SyntheticRegistryTests {
             let generator = SyntheticRegistry(tokens: 300, topics: 12, subscriptions: 900, seed: seed)
             let (project, _) = try await generator.generate(into: database)
             let registry = try await RegistryService(store: SQLiteStore(database))
+            try await registry.startAudience()
             var counts: [Int] = []
             for topic in 1...12 {
                 counts.append(

@@ -1,0 +1,143 @@
+import Conditions
+import Synchronization
+
+/// The process's in-memory index of who is subscribed to what: per project, each topic's token
+/// ids and the set of registered tokens (what `!` ranges over).
+///
+/// SQLite stays the source of truth. The index is loaded from the tables with the feed position
+/// they reflect, then changed only through the change feed (`apply`): by the store right after
+/// this process's own commits, and by the follower for everyone else's. Entries at or before the
+/// index's position are skipped, so the two paths may overlap in any order.
+///
+/// Readers take a snapshot and compute outside the lock. Members are kept in `RoaringBitmap`s,
+/// whose copy-on-write is per 65,536-id container: a change applied while a reader holds a
+/// snapshot copies one container, never a whole topic.
+public final class AudienceIndex: FeedListener {
+    /// One project's part of the index.
+    public struct Snapshot: Sendable {
+        public internal(set) var topics: [String: TopicMembers] = [:]
+        public internal(set) var registered = RoaringBitmap()
+
+        /// The token ids subscribed to `topic`.
+        public func members(of topic: String) -> TopicMembers {
+            topics[topic] ?? .small([])
+        }
+
+        /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
+        public func evaluate(_ expression: Expression) -> RoaringBitmap {
+            WordwiseAlgebra(universe: registered, topics: topics).evaluate(expression)
+        }
+
+        /// How many tokens `expression` reaches, without building the set.
+        public func count(_ expression: Expression) -> Int {
+            WordwiseAlgebra(universe: registered, topics: topics).count(expression)
+        }
+
+        /// Up to `limit` ids `expression` reaches, greater than `after`, ascending; computed one
+        /// 65,536-id chunk at a time and only as far as the page needs, so a page costs what it
+        /// covers, not what the whole audience would.
+        public func ids(of expression: Expression, after: UInt32?, limit: Int) -> [UInt32] {
+            WordwiseAlgebra(universe: registered, topics: topics).ids(of: expression, after: after, limit: limit)
+        }
+    }
+
+    /// Everything the index holds; what a checkpoint saves.
+    public struct State: Sendable {
+        public var projects: [Int64: Snapshot] = [:]
+        public var position: Int64 = 0
+        /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
+        public var stale = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A copy of the whole index, taken under the lock (copy-on-write: it costs nothing until
+    /// the next change) and read outside it.
+    public func copyState() -> State {
+        state.withLock { $0 }
+    }
+
+    /// Replaces the whole index, as a checkpoint had it.
+    public func restore(_ restored: State) {
+        state.withLock { $0 = restored }
+    }
+
+    /// A consistent view of one project's index.
+    public func snapshot(of project: Int64) -> Snapshot {
+        state.withLock { $0.projects[project] ?? Snapshot() }
+    }
+
+    public var position: Int64 {
+        state.withLock { $0.position }
+    }
+
+    /// Whether the index missed changes and must be reloaded from the tables.
+    public var isStale: Bool {
+        state.withLock { $0.stale }
+    }
+
+    /// Replaces the whole index with what the tables hold at `load.position`.
+    public func load(_ load: AudienceLoad) {
+        var projects: [Int64: Snapshot] = [:]
+        for (project, audience) in load.projects {
+            var snapshot = Snapshot()
+            for (topic, ids) in audience.topics { snapshot.topics[topic] = TopicMembers(sortedIDs: ids) }
+            snapshot.registered = RoaringBitmap(sortedIDs: audience.registered)
+            projects[project] = snapshot
+        }
+        state.withLock { state in
+            state = State(projects: projects, position: load.position, stale: false)
+        }
+    }
+
+    public func apply(_ read: FeedRead) {
+        state.withLock { state in
+            if read.truncated {
+                state.stale = true
+                return
+            }
+            for entry in read.entries where entry.position > state.position {
+                state.position = entry.position
+                switch entry.change {
+                case .subscribed(let project, let topic, let tokens):
+                    state.projects[project, default: Snapshot()].topics[topic, default: .small([])]
+                        .insert(contentsOf: tokens)
+                case .unsubscribed(let project, let topic, let tokens):
+                    state.projects[project, default: Snapshot()].remove(tokens, from: topic)
+                case .registered(let project, let tokens):
+                    state.projects[project, default: Snapshot()].registered.insert(contentsOf: tokens)
+                case .unregistered(let project, let tokens):
+                    state.projects[project, default: Snapshot()].registered.remove(contentsOf: tokens)
+                case .reset:
+                    state.stale = true
+                }
+            }
+        }
+    }
+
+    /// Subscriptions and registered tokens held, and an estimate of the heap bytes they take.
+    public func size() -> (subscriptions: Int, registered: Int, bytes: Int) {
+        state.withLock { state in
+            var result = (subscriptions: 0, registered: 0, bytes: 0)
+            for snapshot in state.projects.values {
+                result.registered += snapshot.registered.count
+                result.bytes += snapshot.registered.byteCount
+                for (name, members) in snapshot.topics {
+                    result.subscriptions += members.count
+                    result.bytes += members.byteCount + name.utf8.count
+                }
+            }
+            return result
+        }
+    }
+}
+
+extension AudienceIndex.Snapshot {
+    fileprivate mutating func remove(_ tokens: [UInt32], from topic: String) {
+        guard topics[topic] != nil else { return }
+        topics[topic]!.remove(contentsOf: tokens)
+        if topics[topic]!.isEmpty { topics[topic] = nil }
+    }
+}

@@ -1,0 +1,375 @@
+import Logging
+import Registry
+import RegistryServer
+import XMPPServer
+
+/// Everything `serve` can be told, typed and grouped by concern. Built from flags and environment
+/// variables by `ServerConfiguration.resolve`, which checks every value; the command line's other
+/// commands read the storage part from the same table.
+public struct ServerConfiguration: Sendable {
+    public var storage = StorageConfiguration()
+    /// The plain HTTP listener; `nil` with `--port off` (TLS only).
+    public var http: HTTPSettings? = HTTPSettings()
+    public var tls = TLSListenerConfiguration()
+    public var xmpp = XMPPConfiguration()
+    /// How often the server reads the change feed for other processes' writes, when nothing
+    /// rings its doorbell sooner.
+    public var feedInterval = Duration.milliseconds(10)
+    public var limits = Limits()
+    /// Where the first server key of a new database goes; `nil` prints it on stdout.
+    public var keyFile: String?
+    public var logLevel = Logger.Level.info
+    /// On SIGTERM: how long requests in flight may take to finish before the rest are closed.
+    public var shutdownDeadline = Duration.seconds(10)
+
+    /// The address every listener binds to.
+    public var host: String {
+        get { listening.host }
+        set {
+            http?.host = newValue
+            tls.settings.host = newValue
+        }
+    }
+
+    /// The connection limit of each listener.
+    public var maximumConnections: Int {
+        get { listening.maximumConnections }
+        set {
+            http?.maximumConnections = newValue
+            tls.settings.maximumConnections = newValue
+            xmpp.maximumConnections = newValue
+        }
+    }
+
+    /// The listener settings every HTTP listener shares (the TLS one's, with its port).
+    var listening: HTTPSettings { http ?? tls.settings }
+
+    /// Whether the XMPP listener runs: whenever TLS is configured (or with `plaintext`), unless off.
+    public var xmppListening: Bool {
+        !xmpp.off && (tls.isConfigured || xmpp.plaintext)
+    }
+
+    /// The listeners that run, each with the connection limit to itself.
+    public var listenerCount: Int {
+        (http == nil ? 0 : 1) + (tls.isConfigured ? 1 : 0) + (xmppListening ? 1 : 0)
+    }
+
+    public init() {}
+}
+
+/// Where the registry is kept.
+public struct StorageConfiguration: Sendable {
+    /// The SQLite file.
+    public var database = "./registry.sqlite"
+    /// Where the audience index is saved between runs; `nil` is the database's path with
+    /// `.audience` appended, and `off` in the option turns checkpoints off.
+    public var checkpointPath: String?
+    public var checkpointsEnabled = true
+    /// How often the index is saved while the feed moves (and always at shutdown).
+    public var checkpointInterval = Duration.seconds(300)
+
+    /// The checkpoint file in effect, or `nil` when checkpoints are off.
+    public var resolvedCheckpointPath: String? {
+        checkpointsEnabled ? checkpointPath ?? database + ".audience" : nil
+    }
+
+    public init() {}
+}
+
+/// The TLS listener: HTTP/2 and HTTP/1.1 by ALPN, when both files are given.
+public struct TLSListenerConfiguration: Sendable {
+    public var certificate: String?
+    public var key: String?
+    /// Its port and connection bounds (the host and bounds are every listener's).
+    public var settings: HTTPSettings = {
+        var settings = HTTPSettings()
+        settings.port = 8443
+        return settings
+    }()
+
+    public var isConfigured: Bool { certificate != nil && key != nil }
+
+    public init() {}
+}
+
+/// The XMPP connection server.
+public struct XMPPConfiguration: Sendable {
+    public var port = 5235
+    public var off = false
+    /// XMPP without TLS, for local debugging.
+    public var plaintext = false
+    public var settings = XMPPSettings()
+    public var hub = XMPPHub.Limits()
+    public var maximumConnections = 4096
+
+    public init() {}
+}
+
+/// A bad value for an option: names the flag and the environment variable.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
+}
+
+/// One option of `serve`: its flag, its environment variable, what it sets and how it is read.
+public struct ConfigurationOption: Sendable {
+    /// Without the leading dashes: `port`.
+    public var flag: String
+    public var variable: String
+    public var help: String
+    /// Reads a value into the configuration; `nil` back means the value is not acceptable, and
+    /// the text says what is.
+    let apply: @Sendable (String, inout ServerConfiguration) -> String?
+
+    /// The default, as the documentation shows it.
+    public var defaultValue: String
+    /// A switch: `--flag` alone means `true`.
+    public var isSwitch = false
+}
+
+extension ServerConfiguration {
+    /// Every option of `serve`, in the order `--help` and `docs/operations.md` list them.
+    public static let options: [ConfigurationOption] = [
+        text("host", "FCM_REGISTRY_HOST", "Address to listen on.", "127.0.0.1") { $1.host = $0 },
+        portOrOff(
+            "port", "FCM_REGISTRY_PORT", "Plain HTTP port (0 picks a free one; off: TLS only).", 8080,
+            off: { $0.http = nil }, set: { $1.http?.port = $0 }),
+        integer("tls-port", "FCM_REGISTRY_TLS_PORT", "TLS port (443 for clients that map Google's host names).", 8443, 0...65535) {
+            $1.tls.settings.port = $0
+        },
+        text("tls-cert", "FCM_REGISTRY_TLS_CERT", "PEM certificate chain for the TLS listener (see tls init).", "") {
+            $1.tls.certificate = $0.isEmpty ? nil : $0
+        },
+        text("tls-key", "FCM_REGISTRY_TLS_KEY", "PEM private key for the TLS listener.", "") {
+            $1.tls.key = $0.isEmpty ? nil : $0
+        },
+        text("db", "FCM_REGISTRY_DB", "The SQLite file.", "./registry.sqlite") { $1.storage.database = $0 },
+        text("key-file", "FCM_REGISTRY_KEY_FILE", "Write a new database's first server key here (mode 0600) instead of stdout.", "")
+        { $1.keyFile = $0.isEmpty ? nil : $0 },
+        ConfigurationOption(
+            flag: "log-level", variable: "LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical.",
+            apply: { value, configuration in
+                guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                    return "one of trace, debug, info, notice, warning, error, critical"
+                }
+                configuration.logLevel = level
+                return nil
+            }, defaultValue: "info"),
+        integer("group-members", "FCM_REGISTRY_GROUP_MEMBERS", "Members per device group.", 20, 1...1_000_000) {
+            $1.limits.membersPerGroup = $0
+        },
+        integer("batch-tokens", "FCM_REGISTRY_BATCH_TOKENS", "Tokens per batchAdd/batchRemove call.", 1000, 1...1_000_000) {
+            $1.limits.tokensPerBatch = $0
+        },
+        integer("topics-per-token", "FCM_REGISTRY_TOPICS_PER_TOKEN", "Topics one token may hold.", 2000, 1...1_000_000) {
+            $1.limits.topicsPerToken = $0
+        },
+        integer("body-bytes", "FCM_REGISTRY_BODY_BYTES", "Largest request body, in bytes.", 1 << 20, 1024...(64 << 20)) {
+            $1.limits.requestBodyBytes = $0
+        },
+        integer(
+            "message-log-entries", "FCM_REGISTRY_MESSAGE_LOG_ENTRIES", "Messages kept in each project's message log.",
+            1000, 1...10_000_000
+        ) { $1.limits.messageLogEntries = $0 },
+        integer(
+            "message-log-bytes", "FCM_REGISTRY_MESSAGE_LOG_BYTES", "Bytes kept in each project's message log.",
+            64 << 20, 4096...(1 << 40)
+        ) { $1.limits.messageLogBytes = $0 },
+        integer(
+            "feed-retention", "FCM_REGISTRY_FEED_RETENTION", "Change-feed entries kept for servers that fall behind.",
+            100_000, 1000...100_000_000
+        ) { $1.limits.feedRetention = $0 },
+        duration(
+            "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
+            "10ms"
+        ) { $1.feedInterval = $0 },
+        text(
+            "checkpoint", "FCM_REGISTRY_CHECKPOINT",
+            "File the audience index is saved to and started from; off turns checkpoints off.", "<db>.audience"
+        ) { value, configuration in
+            configuration.storage.checkpointsEnabled = value != "off"
+            configuration.storage.checkpointPath = value == "off" || value.isEmpty ? nil : value
+        },
+        duration(
+            "checkpoint-interval", "FCM_REGISTRY_CHECKPOINT_INTERVAL",
+            "How often the audience index is saved while it changes (and at shutdown).", "5m"
+        ) { $1.storage.checkpointInterval = $0 },
+        duration("idle-timeout", "FCM_REGISTRY_IDLE_TIMEOUT", "Close a connection idle this long.", "60s") {
+            $1.http?.idleTimeout = $0
+            $1.tls.settings.idleTimeout = $0
+        },
+        duration(
+            "header-timeout", "FCM_REGISTRY_HEADER_TIMEOUT", "A request's head must arrive within this time.", "10s"
+        ) {
+            $1.http?.headerTimeout = $0
+            $1.tls.settings.headerTimeout = $0
+        },
+        duration("body-timeout", "FCM_REGISTRY_BODY_TIMEOUT", "A request's body must arrive within this time.", "30s") {
+            $1.http?.bodyTimeout = $0
+            $1.tls.settings.bodyTimeout = $0
+        },
+        integer(
+            "max-connections", "FCM_REGISTRY_MAX_CONNECTIONS", "Open connections at most.", 4096, 1...1_000_000
+        ) { $1.maximumConnections = $0 },
+        duration(
+            "shutdown-deadline", "FCM_REGISTRY_SHUTDOWN_DEADLINE",
+            "On SIGTERM, how long requests in flight may take before the rest are closed.", "10s"
+        ) {
+            $1.shutdownDeadline = $0
+            $1.xmpp.hub.drainTimeout = $0
+        },
+        portOrOff(
+            "xmpp-port", "FCM_REGISTRY_XMPP_PORT",
+            "XMPP connection server port; it listens whenever TLS is configured (off: never).", 5235,
+            off: { $0.xmpp.off = true }, set: { $1.xmpp.port = $0 }),
+        ConfigurationOption(
+            flag: "xmpp-plaintext", variable: "FCM_REGISTRY_XMPP_PLAINTEXT",
+            help: "Serve XMPP without TLS, for local debugging only.",
+            apply: { value, configuration in
+                guard let flag = parseSwitch(value) else { return "true or false" }
+                configuration.xmpp.plaintext = flag
+                return nil
+            }, defaultValue: "false", isSwitch: true),
+        integer(
+            "xmpp-stanza-bytes", "FCM_REGISTRY_XMPP_STANZA_BYTES", "Largest XMPP stanza, in bytes.", 64 * 1024,
+            1024...(16 << 20)
+        ) { $1.xmpp.settings.stanzaBytes = $0 },
+        integer(
+            "xmpp-pending", "FCM_REGISTRY_XMPP_PENDING",
+            "Messages awaiting their ack on one XMPP connection, each way (FCM's 100).", 100, 1...100_000
+        ) { $1.xmpp.hub.pendingPerConnection = $0 },
+        integer(
+            "xmpp-connections", "FCM_REGISTRY_XMPP_CONNECTIONS", "XMPP connections per sender (FCM's 1000).", 1000,
+            1...1_000_000
+        ) { $1.xmpp.hub.connectionsPerProject = $0 },
+        integer(
+            "xmpp-upstream-queue", "FCM_REGISTRY_XMPP_UPSTREAM_QUEUE",
+            "Upstream messages kept per project while no XMPP session can take them.", 10_000, 1...10_000_000
+        ) { $1.xmpp.hub.waitingPerProject = $0 },
+        duration(
+            "xmpp-login-timeout", "FCM_REGISTRY_XMPP_LOGIN_TIMEOUT", "An XMPP client must log in within this time.",
+            "10s"
+        ) { $1.xmpp.settings.loginTimeout = $0 },
+        duration(
+            "xmpp-idle-timeout", "FCM_REGISTRY_XMPP_IDLE_TIMEOUT",
+            "Close an XMPP connection that sends nothing (not even a ping) this long.", "5m"
+        ) { $1.xmpp.settings.idleTimeout = $0 },
+    ]
+
+    /// The configuration from `flags` (by flag name, without dashes), then the environment, then
+    /// the defaults.
+    /// - Throws: `ConfigurationError` naming the first option whose value is not acceptable.
+    public static func resolve(flags: [String: String], environment: [String: String]) throws(ConfigurationError)
+        -> ServerConfiguration
+    {
+        var configuration = ServerConfiguration()
+        for option in options {
+            let (value, source): (String?, String) =
+                flags[option.flag].map { ($0, "--\(option.flag)") } ?? (environment[option.variable], option.variable)
+            guard let value else { continue }
+            if let expected = option.apply(value, &configuration) {
+                throw ConfigurationError(
+                    description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
+            }
+        }
+        guard (configuration.tls.certificate == nil) == (configuration.tls.key == nil) else {
+            throw ConfigurationError(description: "--tls-cert and --tls-key (FCM_REGISTRY_TLS_CERT, FCM_REGISTRY_TLS_KEY) go together")
+        }
+        guard !configuration.xmpp.plaintext || !configuration.xmpp.off else {
+            throw ConfigurationError(description: "--xmpp-plaintext and --xmpp-port off contradict each other")
+        }
+        guard configuration.http != nil || configuration.tls.isConfigured else {
+            throw ConfigurationError(description: "--port off leaves no listener: give --tls-cert and --tls-key")
+        }
+        return configuration
+    }
+
+    // MARK: - Option kinds
+
+    private static func text(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: String,
+        _ set: @escaping @Sendable (String, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                set(value, &configuration)
+                return nil
+            }, defaultValue: fallback)
+    }
+
+    /// A port, 0–65535, or `off` for a listener that should not run.
+    private static func portOrOff(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: Int,
+        off: @escaping @Sendable (inout ServerConfiguration) -> Void,
+        set: @escaping @Sendable (Int, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                if value == "off" {
+                    off(&configuration)
+                    return nil
+                }
+                guard let port = Int(value), (0...65535).contains(port) else {
+                    return "an integer from 0 to 65535, or off"
+                }
+                set(port, &configuration)
+                return nil
+            }, defaultValue: String(fallback))
+    }
+
+    private static func integer(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: Int, _ range: ClosedRange<Int>,
+        _ set: @escaping @Sendable (Int, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                guard let number = Int(value), range.contains(number) else {
+                    return "an integer from \(range.lowerBound) to \(range.upperBound)"
+                }
+                set(number, &configuration)
+                return nil
+            }, defaultValue: String(fallback))
+    }
+
+    private static func duration(
+        _ flag: String, _ variable: String, _ help: String, _ fallback: String,
+        _ set: @escaping @Sendable (Duration, inout ServerConfiguration) -> Void
+    ) -> ConfigurationOption {
+        ConfigurationOption(
+            flag: flag, variable: variable, help: help,
+            apply: { value, configuration in
+                guard let duration = parseDuration(value) else {
+                    return "a duration such as 250ms, 10s or 2m, from 1ms to 24h"
+                }
+                set(duration, &configuration)
+                return nil
+            }, defaultValue: fallback)
+    }
+
+    /// `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`.
+    static func parseSwitch(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "1", "yes", "on": true
+        case "false", "0", "no", "off": false
+        default: nil
+        }
+    }
+
+    /// `250ms`, `10s`, `2m`, `1h`: a whole number and a unit, 1 ms to 24 h.
+    static func parseDuration(_ text: String) -> Duration? {
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        for (unit, milliseconds) in units where text.hasSuffix(unit) {
+            guard let number = Int64(text.dropLast(unit.count)), number > 0 else { return nil }
+            let total = number.multipliedReportingOverflow(by: milliseconds)
+            guard !total.overflow, total.partialValue <= 86_400_000 else { return nil }
+            return .milliseconds(total.partialValue)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,120 @@
+import ConnectionGuards
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOSSL
+import Prometheus
+import Registry
+import XMPPServer
+
+/// The plain HTTP listener over `registry`: HTTP/1.1 with the connection guards (header, body and
+/// idle timeouts, early answers) and a connection limit near which silent connections give way.
+///
+/// - Parameters:
+///   - metrics: the registry `GET /metrics` shows; the process's swift-metrics factory should
+///     write into it (`serve` bootstraps one).
+///   - xmpp: the XMPP hub the native upstream and drain routes reach.
+public func buildApplication(
+    registry: RegistryService, settings: HTTPSettings, logger: Logger,
+    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), xmpp: XMPPHub = XMPPHub()
+) -> Application<RouterResponder<RegistryRequestContext>> {
+    let silent = SilentConnections(
+        spacing: SilentConnections.spacing(
+            headerTimeout: settings.headerTimeout, maximumConnections: settings.maximumConnections),
+        logger: logger)
+    let slowLog = LogThrottle()
+    let guardLogger = logger
+    return Application(
+        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(
+                        headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout, slowLog: slowLog,
+                        silent: silent, logger: guardLogger)
+                ],
+                idleTimeout: TimeAmount(settings.idleTimeout))),
+        configuration: .init(
+            address: .hostname(settings.host, port: settings.port), serverName: "fcm-registry",
+            availableConnectionsDelegate: ConnectionLimit(
+                settings.maximumConnections, makingRoomIn: silent, listener: "http", logger: logger)),
+        logger: logger)
+}
+
+/// The TLS listener over `registry`: HTTP/2 and HTTP/1.1 by ALPN, with the same guards per request
+/// or stream, and a deadline from the connection's first byte to its first request head (TLS
+/// handshake and HTTP/2 preface included) until which the connection may give way near the limit.
+public func buildTLSApplication(
+    registry: RegistryService, settings: HTTPSettings, tls: TLSConfiguration, logger: Logger,
+    metrics: PrometheusCollectorRegistry, xmpp: XMPPHub
+) throws -> Application<RouterResponder<RegistryRequestContext>> {
+    let silent = SilentConnections(
+        spacing: SilentConnections.spacing(
+            headerTimeout: settings.headerTimeout, maximumConnections: settings.maximumConnections),
+        logger: logger)
+    let slowLog = LogThrottle()
+    let guardLogger = logger
+    let (headerTimeout, bodyTimeout) = (settings.headerTimeout, settings.bodyTimeout)
+    let http2 = HTTP2UpgradeChannel.Configuration(
+        idleTimeout: settings.idleTimeout,
+        streamConfiguration: .init(
+            additionalChannelHandlers: [
+                ConnectionGuard(
+                    headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, slowLog: slowLog,
+                    announcesFirstRequest: true, logger: guardLogger)
+            ],
+            idleTimeout: TimeAmount(settings.idleTimeout)))
+    let server = HTTPServerBuilder { responder in
+        GuardedChildChannel(
+            base: try HTTP2UpgradeChannel(tlsConfiguration: tls, configuration: http2, responder: responder)
+        ) {
+            FirstRequestDeadline(headerTimeout: headerTimeout, slowLog: slowLog, silent: silent, logger: guardLogger)
+        }
+    }
+    return Application(
+        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
+        server: server,
+        configuration: .init(
+            address: .hostname(settings.host, port: settings.port), serverName: "fcm-registry",
+            availableConnectionsDelegate: ConnectionLimit(
+                settings.maximumConnections, makingRoomIn: silent, listener: "https", logger: logger)),
+        logger: logger)
+}
+
+/// Every route, behind the access log and the error envelope; every route but `/health`,
+/// `/metrics` and `/token` behind the server key.
+public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> Router<
+    RegistryRequestContext
+> {
+    let router = Router(context: RegistryRequestContext.self)
+    let serverMetrics = ServerMetrics(registry: metrics)
+    router.add(middleware: AccessLogMiddleware(metrics: serverMetrics))
+    router.add(middleware: ErrorEnvelopeMiddleware())
+    let open = RouteRecorder(router.group())
+    open.on("/health", .get) { _, _ in try JSONResponse.make(["status": "ok"]) }
+    open.on("/metrics", .get) { _, _ in
+        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, xmpp: xmpp)
+    }
+    let oauth = OAuthController(registry: registry)
+    oauth.addOpenRoutes(to: open)
+    open.addMethodNotAllowed(to: router)
+
+    let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))
+    // FCM's own APIs, byte for byte.
+    DeviceGroupController(registry: registry).addRoutes(to: routes)
+    InstanceIDController(registry: registry).addRoutes(to: routes)
+    TopicSubscriptionController(registry: registry).addRoutes(to: routes)
+    LegacySendController(registry: registry).addRoutes(to: routes)
+    V1SendController(registry: registry).addRoutes(to: routes)
+    oauth.addRoutes(to: routes)
+    // The native API under /api.
+    TokenController(registry: registry).addRoutes(to: routes)
+    AudienceController(registry: registry).addRoutes(to: routes)
+    InspectionController(registry: registry).addRoutes(to: routes)
+    MessageController(registry: registry).addRoutes(to: routes)
+    XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
+    routes.addMethodNotAllowed(to: router)
+    return router
+}

@@ -1,0 +1,103 @@
+import FCMWire
+import Conditions
+import Foundation
+import Hummingbird
+import Registry
+
+/// The legacy HTTP protocol's `POST /fcm/send`, JSON and plain text: a thin codec over the
+/// message pipeline, answering as tables 4–9 of the HTTP reference say.
+struct LegacySendController {
+    let registry: RegistryService
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/fcm/send", .post, use: send)
+    }
+
+    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        var request = request
+        let buffer = try await request.collectBody(upTo: registry.limits.requestBodyBytes)
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        if contentType.hasPrefix("application/x-www-form-urlencoded") || contentType.hasPrefix("text/plain") {
+            return try await sendPlainText(String(decoding: buffer.readableBytesView, as: UTF8.self), project: project)
+        }
+        let fields = try JSONBody.object(buffer)
+        let message: Message
+        do {
+            message = try LegacyCodec.message(json: fields)
+        } catch {
+            throw Self.refusal(error)
+        }
+        let result = try await registry.send(message, via: .legacy, in: project)
+        return try Self.answer(result, to: message)
+    }
+
+    /// Tables 5 and 6 for JSON requests; 400 `InvalidParameters` for a request FCM could not take.
+    static func answer(_ result: SendResult, to message: Message) throws -> Response {
+        if let problem = result.problem, problem.wording.legacyRefusesRequest { throw refusal(problem) }
+        if result.isDeviceGroup {
+            guard let problem = result.problem else {
+                return try JSONResponse.any(["success": result.recipientCount, "failure": 0])
+            }
+            return try JSONResponse.any([
+                "success": 0, "failure": result.refusedMembers.count,
+                "failed_registration_ids": result.refusedMembers, "error": problem.wording.legacy,
+            ])
+        }
+        switch message.target {
+        case .topic, .condition:
+            if let problem = result.problem { return try JSONResponse.any(["error": problem.wording.legacy]) }
+            return try JSONResponse.any(["message_id": message.options.dryRun ? -1 : Int64.random(in: 1...Int64.max)])
+        case .token, .notificationKey, .registrationIDs:
+            var problems = result.tokenProblems
+            if problems.isEmpty, let problem = result.problem { problems = [problem] }
+            return try multicast(problems, messageID: result.messageID)
+        }
+    }
+
+    /// Table 5: one result per recipient, in order.
+    private static func multicast(_ problems: [MessageProblem?], messageID: String) throws -> Response {
+        let results: [[String: String]] = problems.map { problem in
+            problem.map { ["error": $0.wording.legacy] } ?? ["message_id": messageID]
+        }
+        let failures = problems.filter { $0 != nil }.count
+        return try JSONResponse.any([
+            "multicast_id": Int64.random(in: 1...Int64.max), "success": problems.count - failures, "failure": failures,
+            "canonical_ids": 0, "results": results,
+        ])
+    }
+
+    /// A 400 for a request FCM could not take: `{"error":"InvalidParameters: …"}`.
+    static func refusal(_ problem: MessageProblem) -> APIError {
+        switch problem {
+        case .invalidCondition(let diagnostic, let source):
+            return .plain(
+                .badRequest,
+                "InvalidParameters: Invalid condition expression provided.\n" + diagnostic.rendered(in: source))
+        case .invalidParameters(let text, _), .invalidTTL(let text):
+            return .plain(.badRequest, "InvalidParameters: \(text)")
+        default:
+            return .plain(.badRequest, "InvalidParameters: \(problem.wording.legacy)")
+        }
+    }
+
+    // MARK: - Plain text
+
+    /// Table 3 in, tables 7 and 8 out: `id=…` or `Error=…`.
+    private func sendPlainText(_ body: String, project: Project) async throws -> Response {
+        let message: Message
+        do {
+            message = try LegacyCodec.message(form: body)
+        } catch {
+            return JSONResponse.text("Error=\(error.wording.legacy)")
+        }
+        guard case .token(let token) = message.target, !token.isEmpty else {
+            return JSONResponse.text("Error=MissingRegistration")
+        }
+        let result = try await registry.send(message, via: .legacy, in: project)
+        if let problem = result.tokenProblems.first ?? nil ?? result.problem {
+            return JSONResponse.text("Error=\(problem.wording.legacy)")
+        }
+        return JSONResponse.text("id=\(result.messageID)")
+    }
+}

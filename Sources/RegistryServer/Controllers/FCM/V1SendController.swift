@@ -1,0 +1,65 @@
+import FCMWire
+import Conditions
+import Hummingbird
+import Registry
+
+/// HTTP v1 `POST /v1/projects/{p}/messages:send`, with `validate_only`: a thin codec over the
+/// message pipeline. Failures are Google's envelope with `fieldViolations` and FCM's error code.
+struct V1SendController {
+    let registry: RegistryService
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/v1/projects/:project/messages:send", .post, use: send)
+    }
+
+    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let named = try request.pathValue("project", context: context)
+        guard project.isNamed(named) else {
+            throw APIError.google(
+                .forbidden, "PERMISSION_DENIED",
+                "The caller does not have permission: the server key belongs to another project")
+        }
+        let body = try await JSONBody.decode(
+            [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
+        let message: Message
+        do {
+            message = try V1Codec.message(body)
+        } catch {
+            throw Self.invalid(error.description, field: error.field)
+        }
+        let result = try await registry.send(message, via: .v1, in: project)
+        if let problem = result.tokenProblems.first ?? nil ?? result.problem { throw Self.refusal(problem) }
+        return try JSONResponse.make(["name": "projects/\(named)/messages/\(result.messageID)"])
+    }
+
+    static func invalid(_ description: String, field: String) -> APIError {
+        .google(
+            .badRequest, "INVALID_ARGUMENT", description, fieldViolations: [(field, description)],
+            fcmErrorCode: "INVALID_ARGUMENT")
+    }
+
+    /// A pipeline problem in v1's words.
+    static func refusal(_ problem: MessageProblem) -> APIError {
+        let wording = problem.wording
+        switch problem {
+        case .notRegistered:
+            return .google(
+                HTTPResponse.Status(code: wording.v1.status), wording.v1.name, "Requested entity was not found.", fcmErrorCode: wording.v1.fcmCode)
+        case .invalidRegistration:
+            return invalid("The registration token is not a valid FCM registration token", field: problem.v1Field)
+        case .invalidCondition(let diagnostic, let source):
+            return .google(
+                .badRequest, "INVALID_ARGUMENT", "Request contains an invalid argument.",
+                fieldViolations: [(problem.v1Field, "Invalid condition expression provided.")],
+                fcmErrorCode: wording.v1.fcmCode,
+                extraDetails: [
+                    .init(
+                        type: "type.googleapis.com/fcm_registry.ConditionDiagnostic",
+                        diagnostic: .init(diagnostic, in: source))
+                ])
+        default:
+            return invalid(wording.description, field: problem.v1Field)
+        }
+    }
+}

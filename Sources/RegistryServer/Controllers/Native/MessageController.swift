@@ -1,0 +1,85 @@
+import XMPPServer
+import FCMWire
+import Foundation
+import Hummingbird
+import Registry
+
+/// XMPP validation, and what the message log recorded.
+struct MessageController {
+    let registry: RegistryService
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/messages:validate", .post, use: validate)
+        routes.on("/api/messages", .get, use: list)
+        routes.on("/api/tokens/:token/messages", .get, use: listForToken)
+    }
+
+    struct ValidateRequest: Decodable {
+        var `protocol`: String
+        var message: [String: JSONValue]
+    }
+
+    /// `POST /api/messages:validate` with `{"protocol":"xmpp","message":{…}}`: the ack or nack body
+    /// an XMPP connection server would send for that message. Nothing is recorded.
+    @Sendable func validate(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONBody.decode(ValidateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard body.protocol == "xmpp" else {
+            throw BadRequest(
+                "protocol must be \"xmpp\"; validate legacy messages with dry_run on /fcm/send and v1 messages with validate_only",
+                field: "protocol")
+        }
+        return try JSONResponse.any(
+            await XMPPDownstream.answer(to: body.message, registry: registry, project: project, dryRun: true).json)
+    }
+
+    // MARK: - The message log
+
+    struct Logged: Encodable {
+        var id: String
+        var `protocol`: String
+        var target: String
+        var receivedAt: Date
+        var recipientCount: Int
+        /// The normalized message, as JSON text.
+        var payload: String
+    }
+
+    struct LoggedList: Encodable {
+        var messages: [Logged]
+        var nextPageToken: String?
+    }
+
+    static func list(_ page: Page<LoggedMessage>) throws -> Response {
+        try JSONResponse.make(
+            LoggedList(
+                messages: page.items.map {
+                    Logged(
+                        id: $0.id, protocol: $0.via.rawValue, target: $0.target, receivedAt: $0.receivedAt,
+                        recipientCount: $0.recipientCount, payload: $0.body)
+                },
+                nextPageToken: page.nextAfter))
+    }
+
+    static func paging(_ request: Request) throws -> (after: String?, size: Int) {
+        var size = 100
+        if let text = request.query("pageSize") {
+            guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }
+            size = min(value, 1000)
+        }
+        return (request.query("pageToken"), size)
+    }
+
+    @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let (after, size) = try Self.paging(request)
+        return try Self.list(try await registry.loggedMessages(.all, in: project, after: after, limit: size))
+    }
+
+    @Sendable func listForToken(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        let (after, size) = try Self.paging(request)
+        return try Self.list(try await registry.loggedMessages(to: token, in: project, after: after, limit: size))
+    }
+}

@@ -1,0 +1,85 @@
+import FCMWire
+import Foundation
+import Hummingbird
+import Registry
+
+/// Native token endpoints: look a token up, register it, or report it dead.
+struct TokenController {
+    let registry: RegistryService
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/tokens/:token", .get, use: show)
+        routes.on("/api/tokens/:token", .put, use: register)
+        routes.on("/api/tokens/:token", .delete, use: unregister)
+        routes.on("/api/tokens/:token/topics", .put, use: setTopics)
+    }
+
+    struct TopicChanges: Encodable {
+        var added: [String]
+        var removed: [String]
+    }
+
+    struct TopicsRequest: Decodable {
+        var topics: [String]?
+    }
+
+    /// `PUT /api/tokens/{token}/topics` with `{"topics":[…]}`: exactly these topics, in one transaction.
+    @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        let body = try await JSONBody.decode(TopicsRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let topics = body.topics else {
+            throw BadRequest("topics is required: an array of topic names")
+        }
+        let (added, removed) = try await registry.setTopics(topics, ofToken: token, in: project)
+        return try JSONResponse.make(TopicChanges(added: added, removed: removed))
+    }
+
+    struct TokenResponse: Encodable {
+        var token: String
+        var state: TokenState
+        var createdAt: Date
+        var updatedAt: Date
+        var groups: [Membership]
+        var topics: [Membership]
+    }
+
+    private func token(_ request: Request, _ context: RegistryRequestContext) throws -> (Project, String) {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        guard RegistrationToken.isWellFormed(token) else {
+            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+        }
+        return (project, token)
+    }
+
+    private func details(_ info: TokenInfo, _ project: Project) async throws -> TokenResponse {
+        let groups = try await registry.groups(ofToken: info.token, in: project)
+        let topics = (try await registry.allSubscriptions(ofToken: info.token, in: project) ?? [])
+            .map { Membership(name: $0.topic, since: $0.createdAt) }
+        return TokenResponse(
+            token: info.token, state: info.state, createdAt: info.createdAt, updatedAt: info.updatedAt, groups: groups,
+            topics: topics)
+    }
+
+    @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        guard let info = try await registry.token(token, in: project) else {
+            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+        }
+        return try JSONResponse.make(try await details(info, project))
+    }
+
+    @Sendable func register(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        let info = try await registry.registerToken(token, in: project)
+        return try JSONResponse.make(try await details(info, project))
+    }
+
+    @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        guard let info = try await registry.unregisterToken(token, in: project) else {
+            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+        }
+        return try JSONResponse.make(try await details(info, project))
+    }
+}

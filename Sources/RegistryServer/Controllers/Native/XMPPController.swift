@@ -1,0 +1,124 @@
+import XMPPServer
+import FCMWire
+import Foundation
+import Hummingbird
+import Registry
+import XMPP
+
+/// Native endpoints for the XMPP side: an emulated device sends upstream, an operator sees and
+/// drains the project's sessions.
+struct XMPPController {
+    let registry: RegistryService
+    let hub: XMPPHub
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/tokens/:token/upstream", .post, use: upstream)
+        routes.on("/api/xmpp/connections", .get, use: connections)
+        routes.on("/api/xmpp/connections:drain", .post, use: drain)
+    }
+
+    /// Upstream data is what an Android app passes to `FirebaseMessaging.send`: string values,
+    /// at most 4 KB in all.
+    static let upstreamDataBytes = 4096
+
+    struct UpstreamRequest: Decodable {
+        var category: String
+        var data: [String: String]
+        /// Chosen by the caller, or generated.
+        var message_id: String?
+        var time_to_live: Int?
+    }
+
+    struct UpstreamResponse: Encodable {
+        var messageId: String
+        /// `sent` to a session, or `waiting` for one to connect or to have room.
+        var status: String
+        var connection: String?
+        var waiting: Int?
+    }
+
+    /// `POST /api/tokens/{token}/upstream` with `{"category":"com.example.app","data":{…}}`: the
+    /// device `token` sends an upstream message, which one of the project's XMPP sessions
+    /// receives (or which waits, in memory, for one).
+    @Sendable func upstream(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let token = try request.pathValue("token", context: context)
+        guard RegistrationToken.isWellFormed(token) else {
+            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+        }
+        let body = try await JSONBody.decode(UpstreamRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard (1...256).contains(body.category.utf8.count) else {
+            throw BadRequest("category is the app's package name: 1 to 256 bytes", field: "category")
+        }
+        let size = body.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard size <= Self.upstreamDataBytes else {
+            throw BadRequest("upstream data is at most \(Self.upstreamDataBytes) bytes of keys and values", field: "data")
+        }
+        if let id = body.message_id, !(1...256).contains(id.utf8.count) {
+            throw BadRequest("message_id is 1 to 256 bytes", field: "message_id")
+        }
+        guard let info = try await registry.token(token, in: project), info.state == .registered else {
+            throw RegistryError.tokenNotFound
+        }
+        let messageID = body.message_id ?? "u-" + UUID().uuidString.lowercased()
+        var json: [String: Any] = [
+            "category": body.category, "data": body.data, "message_id": messageID, "from": token,
+        ]
+        if let ttl = body.time_to_live { json["time_to_live"] = ttl }
+        let message = UpstreamMessage(messageID: messageID, json: CCSWire.json(json), isReceipt: false)
+        switch hub.deliver(message, to: project) {
+        case .sent(let connection):
+            return try JSONResponse.make(UpstreamResponse(messageId: messageID, status: "sent", connection: connection))
+        case .waiting(let position):
+            return try JSONResponse.make(
+                UpstreamResponse(messageId: messageID, status: "waiting", waiting: position), status: .accepted)
+        case .queueFull:
+            throw ErrorEnvelope.unavailable(
+                .native, "\(hub.limits.waitingPerProject) upstream messages already wait for an XMPP session")
+        }
+    }
+
+    struct Connection: Encodable {
+        var id: String
+        var jid: String
+        var connectedAt: Date
+        var draining: Bool
+        var pendingDownstream: Int
+        var unackedUpstream: Int
+    }
+
+    struct ConnectionList: Encodable {
+        var connections: [Connection]
+        var waitingUpstream: Int
+    }
+
+    /// `GET /api/xmpp/connections`: the project's XMPP sessions and the upstream messages waiting.
+    @Sendable func connections(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        return try JSONResponse.make(
+            ConnectionList(
+                connections: hub.sessions(of: project).map {
+                    Connection(
+                        id: $0.id, jid: $0.jid, connectedAt: $0.connectedAt, draining: $0.draining,
+                        pendingDownstream: $0.pendingDownstream, unackedUpstream: $0.unackedUpstream)
+                },
+                waitingUpstream: hub.waitingCount(of: project)))
+    }
+
+    struct DrainRequest: Decodable {
+        /// One connection's id; all of the project's when absent.
+        var connection: String?
+    }
+
+    /// `POST /api/xmpp/connections:drain` (`{"connection":"c1"}` or `{}` for all): sends
+    /// `CONNECTION_DRAINING`; each drained connection answers what is in flight, then closes.
+    @Sendable func drain(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONBody.decode(DrainRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        let drained = hub.drain(project: project, session: body.connection)
+        if let id = body.connection, drained.isEmpty {
+            throw ErrorEnvelope.notFound(.native, "no connection \(id) that is not already draining")
+        }
+        return try JSONResponse.make(["drained": drained])
+    }
+}
