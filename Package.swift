@@ -14,7 +14,7 @@ let package = Package(
     products: [
         .executable(name: "fcm-registry", targets: ["fcm-registry"]),
         .library(name: "Conditions", targets: ["Conditions"]),
-        .library(name: "Audience", targets: ["Audience"]),
+        .library(name: "AudienceEngine", targets: ["AudienceEngine"]),
         .library(name: "Registry", targets: ["Registry"]),
         .library(name: "FCMWire", targets: ["FCMWire"]),
         .library(name: "XMPP", targets: ["XMPP"]),
@@ -43,7 +43,7 @@ let package = Package(
         /// index with its change feed and cursor, its checkpoint file, and the threads costly
         /// work runs on. Knows projects only by row id, tokens only by id.
         .target(
-            name: "Audience",
+            name: "AudienceEngine",
             dependencies: ["Conditions", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
@@ -53,7 +53,7 @@ let package = Package(
             name: "Registry",
             dependencies: [
                 "Conditions",
-                "Audience",
+                "AudienceEngine",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -69,8 +69,9 @@ let package = Package(
         .target(
             name: "RegistrySQLite",
             dependencies: [
-                "Audience",
+                "AudienceEngine",
                 "Registry",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -138,7 +139,7 @@ let package = Package(
         .target(
             name: "RegistryApp",
             dependencies: [
-                "Audience",
+                "AudienceEngine",
                 "Registry",
                 "RegistrySQLite",
                 "RegistryServer",
@@ -158,7 +159,7 @@ let package = Package(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
-                "Audience",
+                "AudienceEngine",
                 "Registry",
                 "RegistrySQLite",
                 "RegistryApp",
@@ -184,14 +185,14 @@ let package = Package(
         .testTarget(
             name: "RegistryTests",
             dependencies: [
-                "Audience", "Conditions", "Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                "AudienceEngine", "Conditions", "Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "Audience",
+                "AudienceEngine",
                 "Conditions",
                 "ConnectionGuards",
                 "FCMWire",

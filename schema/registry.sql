@@ -155,3 +155,13 @@ CREATE TABLE usedAssertion (
 ) WITHOUT ROWID;
 
 CREATE INDEX usedAssertion_expiresAt ON usedAssertion(expiresAt);
+
+CREATE TABLE messageRecipientChunk (
+  projectId INTEGER NOT NULL,
+  chunk INTEGER NOT NULL,
+  messageId INTEGER NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+  tokenIds BLOB NOT NULL,
+  PRIMARY KEY (projectId, chunk, messageId)
+) WITHOUT ROWID;
+
+CREATE INDEX messageRecipientChunk_messageId ON messageRecipientChunk(messageId);

@@ -36,16 +36,16 @@ public enum MessageFilter: Sendable, Hashable {
 /// `Limits.messageLogBytes`); the oldest entries go first. An entry costs its normalized JSON
 /// plus its recipient set, compressed.
 public struct StoreMessageLog: MessageSink {
-    let store: any RegistryStore
+    let log: any MessageLogStore
     let limits: Limits
 
-    public init(store: any RegistryStore, limits: Limits) {
-        self.store = store
+    public init(log: any MessageLogStore, limits: Limits) {
+        self.log = log
         self.limits = limits
     }
 
     public func accept(_ message: AcceptedMessage) async throws {
-        try await store.appendMessage(
+        try await log.appendMessage(
             message, body: Self.normalizedJSON(message.message), entries: limits.messageLogEntries,
             bytes: limits.messageLogBytes)
     }
@@ -64,7 +64,7 @@ extension RegistryService {
     public func loggedMessages(_ filter: MessageFilter, in project: Project, after: String?, limit: Int) async throws
         -> Page<LoggedMessage>
     {
-        try await store.messages(
+        try await messageLog.messages(
             filter, in: project, before: after.flatMap(Int64.init), limit: min(max(limit, 1), limits.maximumPageSize),
             bytes: limits.messageLogPageBytes)
     }
@@ -74,7 +74,9 @@ extension RegistryService {
         -> Page<LoggedMessage>
     {
         try checkToken(token)
-        guard let id = try await store.tokenID(token, in: project) else { return Page(items: [], nextAfter: nil) }
+        guard let id = try await store.tokenIDs([token], in: project)[token] else {
+            return Page(items: [], nextAfter: nil)
+        }
         return try await loggedMessages(.reaching(id), in: project, after: after, limit: limit)
     }
 }

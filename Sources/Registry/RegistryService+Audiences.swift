@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Conditions
 
 /// What an audience is asked for: exactly one way of naming a set of tokens.
@@ -69,7 +69,7 @@ extension RegistryService {
             if !countOnly { page = members.ids(after: after, limit: limit + 1) }
         case .token(let token):
             try checkToken(token)
-            let members = try await store.tokenID(token, in: project).map { [$0] } ?? []
+            let members = try await store.tokenIDs([token], in: project)[token].map { [$0] } ?? []
             result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         case .group(let name):

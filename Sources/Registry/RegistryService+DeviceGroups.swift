@@ -6,8 +6,8 @@ extension RegistryService {
         let name = try groupName(name)
         let usable = usableTokens(tokens)
         guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
-        let group = try await store.createGroup(
-            named: name, tokens: usable, memberLimit: limits.membersPerGroup, in: project)
+        let group = applied(
+            try await store.createGroup(named: name, tokens: usable, memberLimit: limits.membersPerGroup, in: project))
         return keys.issue(groupID: group.id, in: project)
     }
 
@@ -17,8 +17,9 @@ extension RegistryService {
         async throws -> GroupRef
     {
         let (id, expectedName, usable) = try memberChange(notificationKey, expectedName, tokens, in: project)
-        return try await store.addMembers(
-            usable, toGroup: id, expectedName: expectedName, memberLimit: limits.membersPerGroup, in: project)
+        return applied(
+            try await store.addMembers(
+                usable, toGroup: id, expectedName: expectedName, memberLimit: limits.membersPerGroup, in: project))
     }
 
     /// `remove`: removes tokens; the group is deleted when its last member leaves.

@@ -36,6 +36,6 @@ extension RegistryService {
 
     /// Entries and bytes of each project's message log, by project id (for metrics).
     public func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)] {
-        try await store.messageLogUsage()
+        try await messageLog.messageLogUsage()
     }
 }

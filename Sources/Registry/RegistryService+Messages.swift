@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Conditions
 import Foundation
 
@@ -138,13 +138,15 @@ extension RegistryService {
     private func tokenRecipients(_ tokens: [String], in project: Project) async throws -> (
         RoaringBitmap, [MessageProblem?]
     ) {
+        // One lookup for the whole multicast, not one per token.
+        let ids = try await store.tokenIDs(tokens.filter(RegistrationToken.isWellFormed), in: project)
         var reached = RoaringBitmap()
         var problems: [MessageProblem?] = []
         problems.reserveCapacity(tokens.count)
         for token in tokens {
             if !RegistrationToken.isWellFormed(token) {
                 problems.append(.invalidRegistration(token))
-            } else if let id = try await store.tokenID(token, in: project) {
+            } else if let id = ids[token] {
                 reached.insert(id)
                 problems.append(nil)
             } else {

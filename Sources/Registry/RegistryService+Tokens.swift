@@ -7,12 +7,12 @@ extension RegistryService {
 
     public func registerToken(_ token: String, in project: Project) async throws -> TokenInfo {
         try checkToken(token)
-        return try await store.registerToken(token, in: project)
+        return applied(try await store.registerToken(token, in: project))
     }
 
     /// Unregisters a dead token: it leaves every group and topic at once.
     public func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo? {
         try checkToken(token)
-        return try await store.unregisterToken(token, in: project)
+        return applied(try await store.unregisterToken(token, in: project))
     }
 }

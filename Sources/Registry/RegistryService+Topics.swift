@@ -5,7 +5,7 @@ extension RegistryService {
     public func subscribe(_ tokens: [String], to topic: String, in project: Project) async throws -> [BatchOutcome] {
         try checkTopicName(topic)
         return try await batch(tokens) { usable in
-            try await store.subscribe(usable, to: topic, topicLimit: limits.topicsPerToken, in: project)
+            applied(try await store.subscribe(usable, to: topic, topicLimit: limits.topicsPerToken, in: project))
         }
     }
 
@@ -14,7 +14,7 @@ extension RegistryService {
     {
         try checkTopicName(topic)
         return try await batch(tokens) { usable in
-            try await store.unsubscribe(usable, from: topic, in: project)
+            applied(try await store.unsubscribe(usable, from: topic, in: project))
         }
     }
 
@@ -34,15 +34,15 @@ extension RegistryService {
     public func createSubscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo {
         try checkToken(token)
         try checkTopicName(topic)
-        return try await store.createSubscription(
-            token: token, topic: topic, topicLimit: limits.topicsPerToken, in: project)
+        return applied(
+            try await store.createSubscription(token: token, topic: topic, topicLimit: limits.topicsPerToken, in: project))
     }
 
     /// Whether a subscription was there to delete.
     public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool {
         try checkToken(token)
         try checkTopicName(topic)
-        return try await store.deleteSubscription(token: token, topic: topic, in: project)
+        return applied(try await store.deleteSubscription(token: token, topic: topic, in: project))
     }
 
     public func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo? {
@@ -61,13 +61,14 @@ extension RegistryService {
 
     /// Sets a token's topics in one transaction; returns what was added and removed.
     public func setTopics(_ topics: [String], ofToken token: String, in project: Project) async throws
-        -> (added: [String], removed: [String])
+        -> TopicChanges
     {
         try checkToken(token)
         for topic in topics { try checkTopicName(topic) }
         var seen = Set<String>()
         let distinct = topics.filter { seen.insert($0).inserted }
-        return try await store.setTopics(distinct, ofToken: token, topicLimit: limits.topicsPerToken, in: project)
+        return applied(
+            try await store.setTopics(distinct, ofToken: token, topicLimit: limits.topicsPerToken, in: project))
     }
 
     /// Every subscription of a token, read page by page; `nil` when the token is unknown or unregistered.

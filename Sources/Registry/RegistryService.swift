@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Crypto
 import Conditions
 
@@ -6,6 +6,9 @@ import Conditions
 /// validated here, keys are issued and read here, and the store does the rest in one transaction.
 public struct RegistryService: Sendable {
     public let store: any RegistryStore
+    /// The change feed the audience index follows.
+    public let feed: any ChangeFeed
+    public let messageLog: any MessageLogStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -26,14 +29,17 @@ public struct RegistryService: Sendable {
     /// spend the seconds it takes on a large registry).
     /// - Parameters:
     ///   - sink: where accepted messages go; the store's message log unless said otherwise.
-    ///   - checkpoint: a file to load the index from at start (then the feed is replayed from
-    ///     its position) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
+    ///   - checkpoint: a file to load the index from at start (then the feed is replayed after
+    ///     its cursor) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
     public init(
-        store: any RegistryStore, limits: Limits = Limits(), sink: (any MessageSink)? = nil, checkpoint: String? = nil
+        store: any RegistryBackend, limits: Limits = Limits(), sink: (any MessageSink)? = nil,
+        checkpoint: String? = nil
     ) async throws {
         self.store = store
+        feed = store
+        messageLog = store
         self.limits = limits
-        self.sink = sink ?? StoreMessageLog(store: store, limits: limits)
+        self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint
         let secret = try await store.secret(named: "notificationKey", orCreate: NotificationKeyCodec.makeSecret)
         keys = NotificationKeyCodec(secret: secret)
@@ -44,55 +50,73 @@ public struct RegistryService: Sendable {
             })
     }
 
+    /// A committed write's value, once its changes are in this process's audience index.
+    func applied<T>(_ committed: Committed<T>) -> T {
+        audience.applyOwn(committed.changes)
+        return committed.value
+    }
+
     // MARK: - Start-up and checkpoints
 
-    /// Fills the audience index (from the checkpoint when it can be trusted, else from the tables)
-    /// and keeps it current with this process's writes from then on.
+    /// Fills the audience index: from the checkpoint when it can be trusted (then the feed is
+    /// replayed after its cursor), else from the tables.
     /// - Returns: where the index came from and how long it took, for the start-up log line.
     @discardableResult
     public func startAudience() async throws -> AudienceStartup {
-        let startup = try await Self.startAudience(
-            audience, store: store, checkpoint: checkpointPath, databaseID: databaseID)
-        store.attach(audience)
-        return startup
-    }
-
-    /// Loads `index` from the checkpoint when it can be trusted, then replays the feed after its
-    /// position; otherwise from the tables.
-    private static func startAudience(
-        _ index: AudienceIndex, store: any RegistryStore, checkpoint: String?, databaseID: [UInt8]
-    ) async throws -> AudienceStartup {
         let started = ContinuousClock.now
         var reason: String?
-        if let checkpoint {
+        if let checkpointPath {
             do {
-                let state = try await CostlyWork.runInBackground {
-                    try AudienceCheckpoint.decode(AudienceCheckpoint.read(from: checkpoint), databaseID: databaseID)
-                }
-                guard try await !store.feed(after: state.position, limit: 1).truncated else {
-                    throw AudienceCheckpoint.Problem.stale(position: state.position)
-                }
-                index.restore(state)
-                var replayed = 0
-                while true {
-                    let read = try await store.feed(after: index.position, limit: 10_000)
-                    index.apply(read)
-                    replayed += read.entries.count
-                    if read.entries.count < 10_000 || index.isStale { break }
-                }
-                if !index.isStale {
-                    return AudienceStartup(
-                        source: .checkpoint(position: state.position, replayed: replayed),
-                        duration: ContinuousClock.now - started)
-                }
-                reason = "the feed asked for a reload while replaying"
+                let (position, replayed) = try await startFromCheckpoint(checkpointPath)
+                return AudienceStartup(
+                    source: .checkpoint(position: position, replayed: replayed), duration: ContinuousClock.now - started)
             } catch {
                 reason = "\(error)"
             }
         }
-        index.load(try await store.loadAudience())
+        audience.load(try await feed.loadAudience())
         return AudienceStartup(source: .tables(reason: reason), duration: ContinuousClock.now - started)
     }
+
+    /// Restores the index from the checkpoint and replays the feed after it.
+    /// - Returns: the checkpoint's feed position, and the number of changes replayed.
+    /// - Throws: `AudienceCheckpoint.Problem` when the checkpoint cannot be trusted.
+    private func startFromCheckpoint(_ path: String) async throws -> (position: Int64, replayed: Int) {
+        let databaseID = databaseID
+        let contents = try await CostlyWork.runInBackground {
+            try AudienceCheckpoint.decode(AudienceCheckpoint.read(from: path), databaseID: databaseID)
+        }
+        let cursor = contents.state.cursor
+        // A restored backup has a feed that ends before the checkpoint, or (once written to
+        // again) one whose entry at the checkpoint's cursor is another: either way, the index
+        // the checkpoint holds is not this database's.
+        let head = try await feed.head()
+        guard head.watermark >= cursor.watermark else {
+            throw AudienceCheckpoint.Problem.ahead(position: cursor.watermark, head: head.watermark)
+        }
+        guard try await !feed.changes(after: cursor, limit: 1).truncated else {
+            throw AudienceCheckpoint.Problem.stale(position: cursor.watermark)
+        }
+        let fingerprint = try await feed.fingerprint(at: cursor) ?? Self.noFingerprint
+        guard fingerprint == contents.fingerprint else {
+            throw AudienceCheckpoint.Problem.otherCopy(position: cursor.watermark)
+        }
+        audience.restore(contents.state)
+        var replayed = 0
+        while true {
+            let read = try await feed.changes(after: audience.cursor, limit: 10_000)
+            audience.apply(read)
+            replayed += read.entries.count
+            if read.entries.count < 10_000 || audience.isStale { break }
+        }
+        guard !audience.isStale else {
+            throw AudienceCheckpoint.Problem.damaged("the feed asked for a reload while replaying")
+        }
+        return (cursor.watermark, replayed)
+    }
+
+    /// What a checkpoint holds for a cursor with no entry at it (an empty feed).
+    static let noFingerprint = [UInt8](repeating: 0, count: AudienceCheckpoint.fingerprintSize)
 
     /// Saves the audience index to the checkpoint file, off the request threads.
     /// - Returns: the bytes written and the feed position saved, or `nil` without a checkpoint path.
@@ -100,25 +124,26 @@ public struct RegistryService: Sendable {
     public func saveCheckpoint() async throws -> (bytes: Int, position: Int64)? {
         guard let checkpointPath else { return nil }
         let state = audience.copyState()
+        let fingerprint = try await feed.fingerprint(at: state.cursor) ?? Self.noFingerprint
         let databaseID = databaseID
         let size = try await CostlyWork.runInBackground {
-            let bytes = AudienceCheckpoint.encode(state, databaseID: databaseID)
+            let bytes = AudienceCheckpoint.encode(.init(state: state, fingerprint: fingerprint), databaseID: databaseID)
             try AudienceCheckpoint.write(bytes, to: checkpointPath)
             return bytes.count
         }
-        return (size, state.position)
+        return (size, state.cursor.watermark)
     }
 
     // MARK: - Following the feed
 
     /// Replaces the audience index with what the tables hold now.
     public func reloadAudience() async throws {
-        audience.load(try await store.loadAudience())
+        audience.load(try await feed.loadAudience())
     }
 
-    /// Applies what other processes committed since the index's position; reloads when the index
-    /// missed entries (it fell behind the feed's retention, or a bulk writer asked for it).
-    /// - Returns: the number of entries applied, or `nil` when the index was reloaded.
+    /// Applies what every process committed since the index's cursor, in the feed's order; reloads
+    /// when the index missed changes (it fell behind the feed's retention, or a bulk writer asked).
+    /// - Returns: the number of changes applied, or `nil` when the index was reloaded.
     @discardableResult
     public func catchUp(batch: Int = 10_000) async throws -> Int? {
         if audience.isStale {
@@ -127,7 +152,7 @@ public struct RegistryService: Sendable {
         }
         var applied = 0
         while true {
-            let read = try await store.feed(after: audience.position, limit: batch)
+            let read = try await feed.changes(after: audience.cursor, limit: batch)
             audience.apply(read)
             if audience.isStale {
                 try await reloadAudience()
@@ -138,9 +163,9 @@ public struct RegistryService: Sendable {
         }
     }
 
-    /// Committed feed entries this process's index has not applied yet.
+    /// Committed changes this process's index has not read from the feed yet (by id).
     public func feedLag() async throws -> Int64 {
-        max(0, try await store.feedHead() - audience.position)
+        max(0, try await feed.head().watermark - audience.position)
     }
 
     /// What following the feed reports beyond the ordinary.
@@ -151,18 +176,35 @@ public struct RegistryService: Sendable {
         case failed(any Error)
     }
 
-    /// Follows the feed until the task is cancelled, catching up every `interval`.
+    /// Follows the feed until the task is cancelled: catches up whenever the feed rings, and at
+    /// least every `interval` (a ring may be missed).
     public func followFeed(every interval: Duration, report: @Sendable (FeedEvent) -> Void = { _ in }) async {
-        while !Task.isCancelled {
-            let started = ContinuousClock.now
-            do {
-                if try await catchUp() == nil { report(.reloaded(ContinuousClock.now - started)) }
-            } catch {
-                // Stopping cancels a read in flight: that is the end of following, not a failure.
-                if Task.isCancelled || error is CancellationError { return }
-                report(.failed(error))
+        let wakeUps = feed.wakeUps()
+        await withTaskGroup(of: Void.self) { group in
+            let (rings, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            group.addTask {
+                for await _ in wakeUps { ring.yield() }
+                ring.finish()
             }
-            try? await Task.sleep(for: interval)
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    ring.yield()
+                }
+                ring.finish()
+            }
+            for await _ in rings {
+                guard !Task.isCancelled else { break }
+                let started = ContinuousClock.now
+                do {
+                    if try await catchUp() == nil { report(.reloaded(ContinuousClock.now - started)) }
+                } catch {
+                    // Stopping cancels a read in flight: that is the end of following, not a failure.
+                    if Task.isCancelled || error is CancellationError { break }
+                    report(.failed(error))
+                }
+            }
+            group.cancelAll()
         }
     }
 

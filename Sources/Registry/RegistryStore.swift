@@ -1,12 +1,38 @@
-import Audience
+import AudienceEngine
 import Foundation
 
-/// Where the registry keeps its state: the narrow interface a backend implements.
+/// A committed write's value and the change-feed entries it committed with it, which the registry
+/// applies to its own audience index at once (read-your-writes); every other process reads them
+/// from the feed.
+public struct Committed<Value: Sendable>: Sendable {
+    public var value: Value
+    public var changes: [FeedEntry]
+
+    public init(_ value: Value, changes: [FeedEntry]) {
+        self.value = value
+        self.changes = changes
+    }
+}
+
+/// A whole backend: the registry's tables, the change feed over them and the message log.
+public typealias RegistryBackend = ChangeFeed & MessageLogStore & RegistryStore
+
+/// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
+/// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.
 ///
 /// Every method that writes is one transaction: it either does all it says or throws and changes
 /// nothing. Rule checks that need the stored state (member limit, topics per token, unique names)
 /// happen inside that transaction and throw `RegistryError`. Tokens passed in are already
 /// well-formed and free of duplicates; names are already valid.
+///
+/// **Isolation.** Each write says what it needs beyond all-or-nothing. "Serialized per group"
+/// (per token, per name) means that two such writes on the same group never interleave between
+/// the read of a count and the write that depends on it, on one server or several. SQLite gets it
+/// from its single writer; a backend with several writers from row locks taken in a fixed order
+/// (project, then group or name, then tokens by id) or serializable transactions retried. A write
+/// that changes whom a topic or `!` reaches records its feed entries in its own transaction, after
+/// its row locks are taken, so two writes to the same token take their feed ids in commit order.
+/// Writes that return ``Committed`` are those that can change the audience.
 public protocol RegistryStore: Sendable {
     // MARK: Projects and keys
 
@@ -37,11 +63,14 @@ public protocol RegistryStore: Sendable {
     // MARK: Device groups
 
     /// Creates a group of the registered ones among `tokens` (unknown tokens are registered; unregistered ones dropped).
+    /// Isolation: serialized per project and name (one group per name).
     func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
-        -> GroupRef
+        -> Committed<GroupRef>
+    /// Isolation: serialized per group (the member limit).
     func addMembers(_ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project)
-        async throws -> GroupRef
+        async throws -> Committed<GroupRef>
     /// Removes members; a group left empty is deleted (`memberCount` 0).
+    /// Isolation: serialized per group (deletion on the last removal).
     func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
         async throws -> GroupRef
     func group(named name: String, in project: Project) async throws -> GroupRef?
@@ -53,49 +82,73 @@ public protocol RegistryStore: Sendable {
     // MARK: Topics
 
     /// One outcome per token, in order: `.ok`, `.notFound` (unregistered) or `.tooManyTopics`.
+    /// Isolation: serialized per token (the topics-per-token limit).
     func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
-        -> [BatchOutcome]
+        -> Committed<[BatchOutcome]>
     /// One outcome per token, in order: `.ok` (also when it was not subscribed) or `.notFound` (unregistered).
-    func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
+    func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws
+        -> Committed<[BatchOutcome]>
     /// Subscribes one token.
     /// - Throws: `.subscriptionExists`, `.tokenNotFound` (unregistered), `.tooManyTopics`.
+    /// Isolation: serialized per token.
     func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
-        -> SubscriptionInfo
+        -> Committed<SubscriptionInfo>
     /// Whether there was a subscription to delete.
-    func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool
+    func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Committed<Bool>
     func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo?
     /// A page of the token's topics by name, or `nil` when the token is unknown or unregistered.
     func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<SubscriptionInfo>?
     /// Makes `topics` (distinct, valid) exactly the token's topics, registering an unknown token.
     /// - Throws: `.tokenNotFound` (unregistered), `.tooManyTopics`.
+    /// Isolation: serialized per token.
     func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
-        -> (added: [String], removed: [String])
+        -> Committed<TopicChanges>
     func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary>
     func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?
 
-    // MARK: Audiences and the change feed
+    // MARK: Tokens
 
-    /// The audience as the tables hold it, with the feed position it reflects (one consistent read).
-    func loadAudience() async throws -> AudienceLoad
-    /// Committed feed entries after `position`, oldest first, at most `limit`.
-    func feed(after position: Int64, limit: Int) async throws -> FeedRead
-    /// The position of the newest committed entry.
-    func feedHead() async throws -> Int64
-    /// Makes `listener` hear of every commit of this store's writes before the writers resume,
-    /// together with whatever other processes committed before it.
-    func attach(_ listener: any FeedListener)
+    func token(_ token: String, in project: Project) async throws -> TokenInfo?
+    /// The groups (by name) a token belongs to.
+    func groups(ofToken token: String, in project: Project) async throws -> [Membership]
+    /// Registers a new token or re-registers an unregistered one.
+    func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo>
+    /// Marks the token unregistered and removes it from every group (deleting groups it empties)
+    /// and topic, all at once. Returns `nil` when the project does not know the token.
+    /// Isolation: serialized per token, and per group it leaves.
+    func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?>
     /// The values of the tokens with these ids, which are ascending, in the same order (ids of
     /// other projects are skipped).
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
-    /// The id of a registered token, or `nil`.
-    func tokenID(_ token: String, in project: Project) async throws -> UInt32?
+    /// The ids of the registered ones among `tokens`, in one lookup (a multicast names up to 1,000).
+    func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32]
     /// The sorted token ids of a group, by id or by name; `nil` when there is no such group.
     func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]?
+}
 
-    // MARK: Message log
+/// The change feed: every committed write's effect on whom a topic or `!` reaches, which each
+/// server's audience index follows. The table is the truth; ``wakeUps()`` is only a doorbell.
+public protocol ChangeFeed: Sendable {
+    /// The audience as the tables hold it, with the cursor it reflects (one consistent read).
+    func loadAudience() async throws -> AudienceLoad
+    /// Changes committed after `cursor`, in the order to apply them, at most `limit`, and the
+    /// cursor after them. A change that commits late under an id lower than one already read is
+    /// returned by a later read (see `FeedCursor`).
+    func changes(after cursor: FeedCursor, limit: Int) async throws -> FeedRead
+    /// The cursor after every change committed so far.
+    func head() async throws -> FeedCursor
+    /// A fingerprint of the entry at `cursor`'s watermark, `nil` when there is none (an empty or
+    /// pruned feed there): it tells one copy of a database from another that went its own way.
+    func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]?
+    /// Rings when there may be something new to read: after this process's commits, and when the
+    /// backend notices another's. A ring may be missed or spurious: readers poll as well.
+    func wakeUps() -> AsyncStream<Void>
+}
 
+/// The emulator's message log: accepted messages and whom they reached, kept per project.
+public protocol MessageLogStore: Sendable {
     /// Appends an accepted message, then drops the project's oldest entries until the log holds
     /// at most `entries` entries and `bytes` bytes.
     func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws
@@ -106,14 +159,15 @@ public protocol RegistryStore: Sendable {
     /// Entries and bytes of each project's message log, by project id.
     func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)]
 
-    // MARK: Tokens
+}
 
-    func token(_ token: String, in project: Project) async throws -> TokenInfo?
-    /// The groups (by name) a token belongs to.
-    func groups(ofToken token: String, in project: Project) async throws -> [Membership]
-    /// Registers a new token or re-registers an unregistered one.
-    func registerToken(_ token: String, in project: Project) async throws -> TokenInfo
-    /// Marks the token unregistered and removes it from every group (deleting groups it empties)
-    /// and topic, all at once. Returns `nil` when the project does not know the token.
-    func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo?
+/// What `setTopics` changed.
+public struct TopicChanges: Sendable, Equatable, Codable {
+    public var added: [String]
+    public var removed: [String]
+
+    public init(added: [String], removed: [String]) {
+        self.added = added
+        self.removed = removed
+    }
 }

@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Logging
 import Registry
 import ServiceLifecycle

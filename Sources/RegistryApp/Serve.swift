@@ -1,5 +1,5 @@
 import RegistryServer
-import Audience
+import AudienceEngine
 import Logging
 import NIOCore
 import NIOPosix

@@ -1,4 +1,6 @@
-import Audience
+import AudienceEngine
+import AudienceEngine
+import Crypto
 import Foundation
 import GRDB
 import Registry
@@ -13,7 +15,7 @@ enum ChangeFeedSQL {
         return try changes.map { change in
             let (project, kind, topic, tokens) = columns(of: change)
             try statement.execute(arguments: [project, kind, topic, Data(encode(tokens)), now])
-            return FeedEntry(position: db.lastInsertedRowID, change: change)
+            return FeedEntry(id: db.lastInsertedRowID, change: change)
         }
     }
 
@@ -21,20 +23,37 @@ enum ChangeFeedSQL {
     static func read(_ db: Database, after position: Int64, limit: Int) throws -> FeedRead {
         let prunedThrough =
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT prunedThrough FROM audienceFeed WHERE id = 1")) ?? 0
-        guard position >= prunedThrough else { return FeedRead(entries: [], truncated: true) }
+        guard position >= prunedThrough else {
+            return FeedRead(entries: [], truncated: true, next: FeedCursor(watermark: position))
+        }
         let rows = try Row.fetchAll(
             db.cachedStatement(
                 sql: "SELECT id, projectId, kind, topic, tokenIds FROM audienceChange WHERE id > ? ORDER BY id LIMIT ?"),
             arguments: [position, limit])
+        let entries = rows.map { row in
+            FeedEntry(
+                id: row["id"],
+                change: change(
+                    project: row["projectId"], kind: row["kind"], topic: row["topic"],
+                    tokens: [UInt8](row["tokenIds"] as Data)))
+        }
         return FeedRead(
-            entries: rows.map { row in
-                FeedEntry(
-                    position: row["id"],
-                    change: change(
-                        project: row["projectId"], kind: row["kind"], topic: row["topic"],
-                        tokens: [UInt8](row["tokenIds"] as Data)))
-            },
-            truncated: false)
+            entries: entries, truncated: false, next: FeedCursor(watermark: entries.last?.id ?? position))
+    }
+
+    /// A SHA-256 of the entry with id `id` (its kind, project, topic, tokens and time), or `nil`
+    /// when there is none.
+    static func fingerprint(_ db: Database, of id: Int64) throws -> [UInt8]? {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT projectId, kind, topic, tokenIds, createdAt FROM audienceChange WHERE id = ?",
+                arguments: [id])
+        else { return nil }
+        var hasher = SHA256()
+        hasher.update(data: Array("\(id) \(row["projectId"] as Int64) \(row["kind"] as String) \(row["createdAt"] as Int64) ".utf8))
+        hasher.update(data: Array((row["topic"] as String? ?? "").utf8))
+        hasher.update(data: [UInt8](row["tokenIds"] as Data))
+        return Array(hasher.finalize())
     }
 
     /// The newest position: the last entry, or the pruning mark when the feed is empty.

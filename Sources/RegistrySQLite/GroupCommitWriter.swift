@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import GRDB
 import Metrics
 import Registry
@@ -12,19 +12,26 @@ import Synchronization
 /// wait for the next one, which carries them all. Each request still gets all-or-nothing: its
 /// savepoint is rolled back when it throws, without touching the others, and it hears of success
 /// only after the shared commit has returned.
+///
+/// There is no task of the writer's own: the first request to find nobody committing commits
+/// for everyone queued, its own request included, and hands the work on to a waiting request
+/// once it has done its share. So nothing needs starting or stopping, and every commit runs on
+/// the task of a request that waits for it.
 final class GroupCommitWriter: Sendable {
     private struct Job: Sendable {
         /// Runs the request's body in a savepoint; returns the feed entries it wrote and what
-        /// resumes its caller after commit.
-        let run: @Sendable (Database) -> (entries: [FeedEntry], resume: @Sendable () -> Void)
-        /// Resumes the caller with the commit's error.
+        /// delivers its outcome to its caller after commit.
+        let run: @Sendable (Database) -> (entries: [FeedEntry], finish: @Sendable ([FeedEntry]) -> Void)
+        /// Delivers the commit's error.
         let fail: @Sendable (any Error) -> Void
+        /// Wakes the job's caller to commit for everyone.
+        let lead: @Sendable () -> Void
     }
 
     private struct Queue {
         var pending: [Job] = []
-        var draining = false
-        var listener: (any FeedListener)?
+        /// Whether some request is committing for everyone.
+        var committing = false
         var lastPrune = ContinuousClock.now
     }
 
@@ -32,42 +39,47 @@ final class GroupCommitWriter: Sendable {
     private let queue = Mutex(Queue())
     /// Entries of the change feed kept for followers.
     private let feedRetention: Int
+    /// Rung after every commit.
+    private let doorbell: FeedDoorbell
+    /// Batches a request commits for others after its own before handing the work on.
+    private static let batchesPerTurn = 4
 
-    init(_ writer: any DatabaseWriter, feedRetention: Int) {
+    init(_ writer: any DatabaseWriter, feedRetention: Int, doorbell: FeedDoorbell) {
         self.writer = writer
         self.feedRetention = feedRetention
+        self.doorbell = doorbell
     }
 
-    /// Makes `listener` hear of each commit (see `RegistryStore.attach`).
-    func attach(_ listener: any FeedListener) {
-        queue.withLock { $0.listener = listener }
-    }
-
-    /// Runs `body` as one all-or-nothing unit and returns its value once it is committed.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let job = Job(
-                run: { db in
-                    do {
-                        let (result, entries) = try Self.inSavepoint(db) { db in
-                            let log = ChangeLog()
-                            let result = try body(db, log)
-                            return (result, try ChangeFeedSQL.insert(log.changes, db, now: Clock.now()))
-                        }
-                        return (entries, { continuation.resume(returning: result) })
-                    } catch {
-                        return ([], { continuation.resume(throwing: error) })
+    /// Runs `body` as one all-or-nothing unit and returns its value, with the feed entries it
+    /// wrote, once it is committed.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> Committed<T> {
+        let waiter = Waiter<T>()
+        let job = Job(
+            run: { db in
+                do {
+                    let (result, entries) = try Self.inSavepoint(db) { db in
+                        let log = ChangeLog()
+                        let result = try body(db, log)
+                        return (result, try ChangeFeedSQL.insert(log.changes, db, now: Clock.now()))
                     }
-                },
-                fail: { continuation.resume(throwing: $0) })
-            let startsDrain = queue.withLock { queue in
-                queue.pending.append(job)
-                guard !queue.draining else { return false }
-                queue.draining = true
-                return true
-            }
-            if startsDrain {
-                Task { await self.drain() }
+                    return (entries, { waiter.finish(.success(Committed(result, changes: $0))) })
+                } catch {
+                    return ([], { _ in waiter.finish(.failure(error)) })
+                }
+            },
+            fail: { waiter.finish(.failure($0)) },
+            lead: { waiter.lead() })
+        let leads = queue.withLock { queue in
+            queue.pending.append(job)
+            guard !queue.committing else { return false }
+            queue.committing = true
+            return true
+        }
+        if leads { await commitForEveryone() }
+        while true {
+            switch await waiter.next() {
+            case .done(let result): return try result.get()
+            case .lead: await commitForEveryone()
             }
         }
     }
@@ -87,43 +99,92 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
-    /// Commits batches until no request is waiting.
-    private func drain() async {
-        while true {
-            let (jobs, listener, prune) = queue.withLock { queue in
+    /// Commits batches until nobody waits, or this turn's share is done; then hands the work to
+    /// the first request still waiting.
+    private func commitForEveryone() async {
+        for _ in 0..<Self.batchesPerTurn {
+            let (jobs, prune) = queue.withLock { queue in
                 let jobs = queue.pending
                 queue.pending = []
-                if jobs.isEmpty { queue.draining = false }
+                if jobs.isEmpty { queue.committing = false }
                 // Pruning is a range delete on the primary key; once a second is plenty.
                 let prune = ContinuousClock.now - queue.lastPrune > .seconds(1)
                 if prune { queue.lastPrune = .now }
-                return (jobs, queue.listener, prune)
+                return (jobs, prune)
             }
             if jobs.isEmpty { return }
-            Recorder(label: "fcm_registry_group_commit_batch_size").record(jobs.count)
-            do {
-                let retention = feedRetention
-                let (others, outcomes) = try await writer.write { db in
-                    // What other processes committed since the listener's position, read under
-                    // the write lock: with this batch's own entries it is a gapless stretch.
-                    let others = try listener.map { try ChangeFeedSQL.read(db, after: $0.position, limit: .max) }
-                    let outcomes = jobs.map { $0.run(db) }
-                    if prune { try ChangeFeedSQL.prune(db, keeping: retention) }
-                    return (others, outcomes)
-                }
-                if let listener, let others {
-                    listener.apply(
-                        FeedRead(entries: others.entries + outcomes.flatMap(\.entries), truncated: others.truncated))
-                }
-                outcomes.forEach { $0.resume() }
-            } catch let error as DatabaseError
-                where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
-            {
-                jobs.forEach { $0.fail(RegistryError.storeBusy) }
-            } catch {
-                jobs.forEach { $0.fail(error) }
+            await commit(jobs, prune: prune)
+        }
+        let next = queue.withLock { queue -> Job? in
+            guard let first = queue.pending.first else {
+                queue.committing = false
+                return nil
             }
+            return first
+        }
+        next?.lead()
+    }
+
+    private func commit(_ jobs: [Job], prune: Bool) async {
+        Recorder(label: "fcm_registry_group_commit_batch_size").record(jobs.count)
+        do {
+            let retention = feedRetention
+            let outcomes = try await writer.write { db in
+                let outcomes = jobs.map { $0.run(db) }
+                if prune { try ChangeFeedSQL.prune(db, keeping: retention) }
+                return outcomes
+            }
+            doorbell.ring()
+            outcomes.forEach { $0.finish($0.entries) }
+        } catch let error as DatabaseError
+            where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+        {
+            jobs.forEach { $0.fail(RegistryError.storeBusy) }
+        } catch {
+            jobs.forEach { $0.fail(error) }
         }
     }
 }
 
+/// Where a request waits for its commit, or to be asked to commit for everyone.
+private final class Waiter<T: Sendable>: Sendable {
+    enum Step: Sendable {
+        case done(Result<Committed<T>, any Error>)
+        case lead
+    }
+
+    private struct State {
+        var steps: [Step] = []
+        var continuation: CheckedContinuation<Step, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func finish(_ result: Result<Committed<T>, any Error>) { deliver(.done(result)) }
+
+    func lead() { deliver(.lead) }
+
+    private func deliver(_ step: Step) {
+        let waiting = state.withLock { state -> CheckedContinuation<Step, Never>? in
+            guard let continuation = state.continuation else {
+                state.steps.append(step)
+                return nil
+            }
+            state.continuation = nil
+            return continuation
+        }
+        waiting?.resume(returning: step)
+    }
+
+    /// The next step, once there is one.
+    func next() async -> Step {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Step? in
+                guard state.steps.isEmpty else { return state.steps.removeFirst() }
+                state.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

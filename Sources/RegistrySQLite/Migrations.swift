@@ -1,3 +1,5 @@
+import AudienceEngine
+import Foundation
 import GRDB
 
 /// The schema, as named migrations. A migration is never edited once it has landed: a change is
@@ -19,6 +21,10 @@ enum Migrations {
         }
         migrator.registerMigration("v4 token URIs, used assertions") { db in
             try db.execute(sql: v4)
+        }
+        migrator.registerMigration("v5 message recipients by chunk") { db in
+            try db.execute(sql: v5)
+            try moveRecipientsIntoChunks(db)
         }
         return migrator
     }
@@ -191,4 +197,30 @@ enum Migrations {
         ) WITHOUT ROWID;
         CREATE INDEX usedAssertion_expiresAt ON usedAssertion(expiresAt);
         """
+
+    /// Whom each logged message reached, one row per 65,536-id chunk of token ids it touched,
+    /// keyed by project and chunk: the messages that reached a token are an index range, and each
+    /// is checked against one chunk's ids, not its whole recipient set. `message.recipients` is
+    /// left empty from now on.
+    private static let v5 = """
+        CREATE TABLE messageRecipientChunk (
+          projectId INTEGER NOT NULL,
+          chunk INTEGER NOT NULL,
+          messageId INTEGER NOT NULL REFERENCES message(id) ON DELETE CASCADE,
+          tokenIds BLOB NOT NULL,
+          PRIMARY KEY (projectId, chunk, messageId)
+        ) WITHOUT ROWID;
+        CREATE INDEX messageRecipientChunk_messageId ON messageRecipientChunk(messageId);
+        """
+
+    /// Moves each logged message's recipients into `messageRecipientChunk`.
+    private static func moveRecipientsIntoChunks(_ db: Database) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT id, projectId, recipients FROM message WHERE length(recipients) > 0")
+        for row in rows {
+            var blob = [UInt8](row["recipients"] as Data)[...]
+            guard let recipients = try? RoaringBitmap(deserializing: &blob) else { continue }
+            try MessageRecipients.insert(recipients, of: row["id"], project: row["projectId"], db)
+            try db.execute(sql: "UPDATE message SET recipients = X'' WHERE id = ?", arguments: [row["id"] as Int64])
+        }
+    }
 }

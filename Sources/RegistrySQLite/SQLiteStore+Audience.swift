@@ -1,8 +1,11 @@
-import Audience
+import AudienceEngine
+import Foundation
 import GRDB
 import Registry
 
-extension SQLiteStore {
+/// The change feed over SQLite: ids are commit-ordered (one writer), so the cursor is only ever a
+/// watermark, and a read under the write lock would see nothing a later read could not.
+extension SQLiteStore: ChangeFeed {
     public func loadAudience() async throws -> AudienceLoad {
         // One read transaction: the tables and the feed position are one consistent state.
         try await read { db in
@@ -27,16 +30,24 @@ extension SQLiteStore {
                 while let id = try cursor.next() { registered.append(UInt32(id)) }
                 projects[project] = (topics, registered)
             }
-            return AudienceLoad(projects: projects, position: position)
+            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: position))
         }
     }
 
-    public func feed(after position: Int64, limit: Int) async throws -> FeedRead {
-        try await read { db in try ChangeFeedSQL.read(db, after: position, limit: limit) }
+    public func changes(after cursor: FeedCursor, limit: Int) async throws -> FeedRead {
+        try await read { db in try ChangeFeedSQL.read(db, after: cursor.watermark, limit: limit) }
     }
 
-    public func feedHead() async throws -> Int64 {
-        try await read { db in try ChangeFeedSQL.head(db) }
+    public func head() async throws -> FeedCursor {
+        FeedCursor(watermark: try await read { db in try ChangeFeedSQL.head(db) })
+    }
+
+    public func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]? {
+        try await read { db in try ChangeFeedSQL.fingerprint(db, of: cursor.watermark) }
+    }
+
+    public func wakeUps() -> AsyncStream<Void> {
+        doorbell.listen()
     }
 
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
@@ -53,10 +64,21 @@ extension SQLiteStore {
         }
     }
 
-    public func tokenID(_ token: String, in project: Project) async throws -> UInt32? {
-        try await read { db in
-            guard let row = try db.tokenRow(token, in: project), row.state == .registered else { return nil }
-            return UInt32(row.id)
+    public func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32] {
+        guard !tokens.isEmpty else { return [:] }
+        // One statement for the whole list: the values travel as one JSON array, bound like any value.
+        let list = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+        return try await read { db in
+            var ids: [String: UInt32] = [:]
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, value FROM token
+                        WHERE projectId = ? AND state = 'registered' AND value IN (SELECT value FROM json_each(?))
+                        """),
+                arguments: [project.rowID, list])
+            while let row = try rows.next() { ids[row["value"]] = UInt32(row["id"] as Int64) }
+            return ids
         }
     }
 

@@ -3,9 +3,9 @@ import Registry
 
 extension SQLiteStore {
     public func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
-        -> GroupRef
+        -> Committed<GroupRef>
     {
-        try await write { db, log in
+        try await committing { db, log in
             let now = Clock.now()
             // The unique index on (projectId, name) is the check: no look-up before the insert.
             do {
@@ -26,8 +26,8 @@ extension SQLiteStore {
 
     public func addMembers(
         _ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project
-    ) async throws -> GroupRef {
-        try await write { db, log in
+    ) async throws -> Committed<GroupRef> {
+        try await committing { db, log in
             let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
             let now = Clock.now()
             let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now, log: log) }

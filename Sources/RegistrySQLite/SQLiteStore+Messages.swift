@@ -1,27 +1,34 @@
-import Audience
+import AudienceEngine
 import Foundation
 import GRDB
 import Registry
 
 /// The message log: one `message` row per accepted message, and per project a `messageLog` row
 /// with the entries and bytes it holds, so that the bounds are checked without a scan.
-extension SQLiteStore {
+extension SQLiteStore: MessageLogStore {
     public func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws {
-        var serialized: [UInt8] = []
-        message.recipients.serialize(into: &serialized)
-        let recipients = Data(serialized)
-        let size = body.utf8.count + recipients.count
+        // Serialized before the write, off the writer's time.
+        let chunks = message.recipients.chunks.map { chunk, ids in
+            var bytes: [UInt8] = []
+            ids.serialize(into: &bytes)
+            return (chunk: Int64(chunk), ids: Data(bytes))
+        }
+        let size = body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count }
         let project = message.project.rowID
         try await write { db, _ in
             try db.cachedStatement(
                 sql: """
                     INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, recipients, bytes, receivedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, X'', ?, ?)
                     """
             ).execute(arguments: [
                 project, message.id, message.via.rawValue, message.message.targetDescription, body,
-                message.recipients.count, recipients, size, Clock.milliseconds(message.receivedAt),
+                message.recipients.count, size, Clock.milliseconds(message.receivedAt),
             ])
+            let id = db.lastInsertedRowID
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO messageRecipientChunk (projectId, chunk, messageId, tokenIds) VALUES (?, ?, ?, ?)")
+            for (chunk, ids) in chunks { try insert.execute(arguments: [project, chunk, id, ids]) }
             try db.cachedStatement(
                 sql: """
                     INSERT INTO messageLog (projectId, entries, bytes) VALUES (?, 1, ?)
@@ -56,26 +63,41 @@ extension SQLiteStore {
         }
     }
 
+    /// Newest first. The messages that reached a token are read through `messageRecipientChunk`:
+    /// only the messages whose recipients touch the token's chunk, each checked against that chunk.
     public func messages(_ filter: MessageFilter, in project: Project, before: Int64?, limit: Int, bytes: Int)
         async throws -> Page<LoggedMessage>
     {
         try await read { db in
-            let rows = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: """
-                        SELECT id, messageId, protocol, target, body, recipientCount, recipients, receivedAt
-                        FROM message WHERE projectId = ? AND id < ? ORDER BY id DESC
-                        """),
-                arguments: [project.rowID, before ?? .max])
+            let columns = """
+                message.id, message.messageId, message.protocol, message.target, message.body,
+                message.recipientCount, message.receivedAt
+                """
+            let rows: RowCursor
+            var token: UInt32?
+            switch filter {
+            case .all:
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: "SELECT \(columns) FROM message WHERE projectId = ? AND id < ? ORDER BY id DESC"),
+                    arguments: [project.rowID, before ?? .max])
+            case .reaching(let id):
+                token = id
+                rows = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT \(columns), chunk.tokenIds FROM messageRecipientChunk AS chunk
+                            JOIN message ON message.id = chunk.messageId
+                            WHERE chunk.projectId = ? AND chunk.chunk = ? AND chunk.messageId < ?
+                            ORDER BY chunk.messageId DESC
+                            """),
+                    arguments: [project.rowID, Int64(RoaringBitmap.chunk(of: id)), before ?? .max])
+            }
             var items: [LoggedMessage] = []
             var size = 0
             var last: Int64 = 0
             while let row = try rows.next() {
-                if case .reaching(let token) = filter {
-                    var blob = [UInt8](row["recipients"] as Data)[...]
-                    guard let recipients = try? RoaringBitmap(deserializing: &blob), recipients.contains(token)
-                    else { continue }
-                }
+                if let token, !MessageRecipients.contains(token, in: row["tokenIds"]) { continue }
                 let body: String = row["body"]
                 if !items.isEmpty && (items.count == limit || size + body.utf8.count > bytes) {
                     return Page(items: items, nextAfter: String(last))

@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import GRDB
 import Registry
 
@@ -22,8 +22,8 @@ extension SQLiteStore {
         }
     }
 
-    public func registerToken(_ token: String, in project: Project) async throws -> TokenInfo {
-        try await write { db, log in
+    public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
+        try await committing { db, log in
             let now = Clock.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             if row.state == .unregistered {
@@ -35,8 +35,8 @@ extension SQLiteStore {
         }
     }
 
-    public func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo? {
-        try await write { db, log in
+    public func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?> {
+        try await committing { db, log in
             guard let row = try db.tokenRow(token, in: project) else { return nil }
             try db.execute(
                 sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",

@@ -1,12 +1,12 @@
-import Audience
+import AudienceEngine
 import GRDB
 import Registry
 
 extension SQLiteStore {
     public func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
-        -> [BatchOutcome]
+        -> Committed<[BatchOutcome]>
     {
-        try await write { db, log in
+        try await committing { db, log in
             let now = Clock.now()
             let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
             let exists = try db.cachedStatement(sql: "SELECT 1 FROM subscription WHERE topicId = ? AND tokenId = ?")
@@ -32,9 +32,10 @@ extension SQLiteStore {
         }
     }
 
-    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
+    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws
+        -> Committed<[BatchOutcome]>
     {
-        try await write { db, log in
+        try await committing { db, log in
             let topicID = try Self.topicID(db, topic, in: project)
             let delete = try db.cachedStatement(sql: "DELETE FROM subscription WHERE topicId = ? AND tokenId = ?")
             var unsubscribed: [UInt32] = []
@@ -54,9 +55,9 @@ extension SQLiteStore {
     }
 
     public func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
-        -> SubscriptionInfo
+        -> Committed<SubscriptionInfo>
     {
-        try await write { db, log in
+        try await committing { db, log in
             let now = Clock.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             guard row.state == .registered else { throw RegistryError.tokenNotFound }
@@ -78,8 +79,8 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool {
-        try await write { db, log in
+    public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Committed<Bool> {
+        try await committing { db, log in
             guard let row = try db.tokenRow(token, in: project), let topicID = try Self.topicID(db, topic, in: project)
             else { return false }
             try db.execute(
@@ -192,9 +193,9 @@ extension SQLiteStore {
 
 extension SQLiteStore {
     public func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
-        -> (added: [String], removed: [String])
+        -> Committed<TopicChanges>
     {
-        try await write { db, log in
+        try await committing { db, log in
             let now = Clock.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             guard row.state == .registered else { throw RegistryError.tokenNotFound }
@@ -222,7 +223,7 @@ extension SQLiteStore {
                     arguments: [topicID, row.id, now])
                 log.record(.subscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
             }
-            return (added.sorted(), removed.map { $0["name"] as String }.sorted())
+            return TopicChanges(added: added.sorted(), removed: removed.map { $0["name"] as String }.sorted())
         }
     }
 }

@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Foundation
 import GRDB
 import Registry
@@ -10,21 +10,26 @@ import Registry
 public struct SQLiteStore: RegistryStore {
     public let database: RegistryDatabase
     let writes: GroupCommitWriter
+    /// Rung after each commit of this process's; the feed follower listens.
+    let doorbell = FeedDoorbell()
 
     /// - Parameter feedRetention: entries of the change feed kept for followers that fall behind.
     public init(_ database: RegistryDatabase, feedRetention: Int = Limits().feedRetention) {
         self.database = database
-        writes = GroupCommitWriter(database.writer, feedRetention: feedRetention)
-    }
-
-    public func attach(_ listener: any FeedListener) {
-        writes.attach(listener)
+        writes = GroupCommitWriter(database.writer, feedRetention: feedRetention, doorbell: doorbell)
     }
 
     /// Runs `body` as one all-or-nothing write; what it records in the log goes to the change
-    /// feed in the same transaction.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
+    /// feed in the same transaction, and comes back with its value.
+    func committing<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws
+        -> Committed<T>
+    {
         try await writes.write(body)
+    }
+
+    /// Runs `body` as one all-or-nothing write that changes nothing in the audience.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database, ChangeLog) throws -> T) async throws -> T {
+        try await writes.write(body).value
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

@@ -1,4 +1,4 @@
-import Audience
+import AudienceEngine
 import Foundation
 import GRDB
 import Registry

@@ -1,5 +1,5 @@
 import XMPPServer
-import Audience
+import AudienceEngine
 import Hummingbird
 import Prometheus
 import Registry

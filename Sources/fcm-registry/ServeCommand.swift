@@ -1,5 +1,5 @@
 import RegistryApp
-import Audience
+import AudienceEngine
 import ArgumentParser
 import Foundation
 import Logging

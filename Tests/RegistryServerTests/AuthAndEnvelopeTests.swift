@@ -166,6 +166,8 @@ struct ObservabilityTests {
             _ = try await client.call(
                 .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":["\#(token(1))"]}"#)
             _ = try await client.call(.post, "/fcm/send", body: #"{"to":"/topics/news","data":{"a":"b"}}"#)
+            // As the feed follower of a running server does.
+            try await fixture.registry.catchUp()
             let reply = try await client.client.execute(uri: "/metrics", method: .get) { response in
                 (response.status, response.headers[.contentType], String(buffer: response.body))
             }

@@ -1,4 +1,4 @@
-@testable import Audience
+@testable import AudienceEngine
 import Conditions
 import Foundation
 @testable import Registry

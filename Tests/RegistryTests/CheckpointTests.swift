@@ -1,5 +1,5 @@
 import GRDB
-@testable import Audience
+@testable import AudienceEngine
 import Foundation
 @testable import Registry
 @testable import RegistrySQLite
@@ -49,7 +49,10 @@ struct CheckpointTests {
         let first = try await files.open()
         let (project, _) = try await first.createProject(projectId: "app", senderId: "1")
         try await Self.fill(first, project, from: 0, to: 40)
+        // As the feed follower of a running server does before each save.
+        try await first.catchUp()
         let saved = try #require(try await first.saveCheckpoint())
+        #expect(saved.position > 0)
         #expect(saved.position == first.audience.position)
         // Written after the checkpoint: the next start must replay it.
         try await Self.fill(first, project, from: 40, to: 60)
@@ -119,12 +122,76 @@ struct CheckpointTests {
         let registry = try await files.open()
         let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
         try await Self.fill(registry, project, from: 0, to: 10)
-        let bytes = AudienceCheckpoint.encode(registry.audience.copyState(), databaseID: registry.databaseID)
+        let bytes = AudienceCheckpoint.encode(
+            .init(state: registry.audience.copyState(), fingerprint: []), databaseID: registry.databaseID)
         #expect(throws: Never.self) { try AudienceCheckpoint.decode(bytes, databaseID: registry.databaseID) }
         for length in stride(from: 0, to: bytes.count, by: 3) {
             #expect(throws: AudienceCheckpoint.Problem.self) {
                 try AudienceCheckpoint.decode(Array(bytes.prefix(length)), databaseID: registry.databaseID)
             }
         }
+    }
+
+    /// The documented backup is `VACUUM INTO` while the server runs; restoring it puts an older
+    /// database under a checkpoint saved later.
+    @Test(
+        "A checkpoint ahead of its database (a backup restored), or of another copy of it, is refused; later writes reach the index"
+    )
+    func restoredBackup() async throws {
+        let files = Files()
+        let backup = files.path + ".backup"
+        defer { try? FileManager.default.removeItem(atPath: backup) }
+        do {
+            let registry = try await files.open()
+            let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
+            try await Self.fill(registry, project, from: 0, to: 20)
+            let store = try #require(registry.store as? SQLiteStore)
+            try await store.database.writer.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM INTO ?", arguments: [backup])
+            }
+            _ = try await registry.unsubscribe([token(1), token(5)], from: "t1", in: project)
+            try await Self.fill(registry, project, from: 20, to: 40)
+            try await registry.catchUp()
+            try await registry.saveCheckpoint()
+        }
+        // The restore: the backup over the database, the checkpoint left as it was.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: files.path + suffix) }
+        try FileManager.default.copyItem(atPath: backup, toPath: files.path)
+        let (restored, start) = try await files.start()
+        guard case .tables(let why?) = start.source else { Issue.record("expected tables, got \(start.source)"); return }
+        #expect(why.contains("ahead of the database"))
+        let project = try #require(try await restored.projects().first)
+        let fromTables = try await files.open(checkpoint: false)
+        #expect(Self.contents(restored, project) == Self.contents(fromTables, project))
+
+        // Written to past the checkpoint's position, the restored copy is another database's history.
+        try await Self.fill(restored, project, from: 100, to: 200)
+        let (later, laterStart) = try await files.start()
+        guard case .tables(let otherWhy?) = laterStart.source else { Issue.record("expected tables"); return }
+        #expect(otherWhy.contains("another copy"))
+        #expect(Self.contents(later, project) == Self.contents(try await files.open(checkpoint: false), project))
+    }
+
+    @Test("Two processes saving one checkpoint at once never leave a damaged file")
+    func concurrentSaves() async throws {
+        let files = Files()
+        let first = try await files.open()
+        let second = try await files.open()
+        let (project, _) = try await first.createProject(projectId: "app", senderId: "1")
+        try await Self.fill(first, project, from: 0, to: 50)
+        try await first.catchUp()
+        try await second.catchUp()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for registry in [first, second] {
+                group.addTask { for _ in 0..<20 { try await registry.saveCheckpoint() } }
+            }
+            try await group.waitForAll()
+        }
+        let (restarted, start) = try await files.start()
+        guard case .checkpoint = start.source else { Issue.record("expected the checkpoint, got \(start.source)"); return }
+        #expect(Self.contents(restarted, project) == Self.contents(first, project))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+            .filter { $0.hasPrefix((files.checkpoint as NSString).lastPathComponent + ".tmp") }
+        #expect(leftovers.isEmpty)
     }
 }

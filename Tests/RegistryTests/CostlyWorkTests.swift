@@ -1,4 +1,4 @@
-@testable import Audience
+@testable import AudienceEngine
 import Dispatch
 import Foundation
 #if canImport(Glibc)

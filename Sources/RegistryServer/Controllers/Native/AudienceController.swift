@@ -1,5 +1,5 @@
 import FCMWire
-import Audience
+import AudienceEngine
 import Conditions
 import Foundation
 import Hummingbird

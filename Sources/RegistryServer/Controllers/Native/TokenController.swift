@@ -14,10 +14,6 @@ struct TokenController {
         routes.on("/api/tokens/:token/topics", .put, use: setTopics)
     }
 
-    struct TopicChanges: Encodable {
-        var added: [String]
-        var removed: [String]
-    }
 
     struct TopicsRequest: Decodable {
         var topics: [String]?
@@ -30,8 +26,7 @@ struct TokenController {
         guard let topics = body.topics else {
             throw BadRequest("topics is required: an array of topic names")
         }
-        let (added, removed) = try await registry.setTopics(topics, ofToken: token, in: project)
-        return try JSONResponse.make(TopicChanges(added: added, removed: removed))
+        return try JSONResponse.make(try await registry.setTopics(topics, ofToken: token, in: project))
     }
 
     struct TokenResponse: Encodable {

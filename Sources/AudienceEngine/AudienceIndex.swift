@@ -4,15 +4,21 @@ import Synchronization
 /// The process's in-memory index of who is subscribed to what: per project, each topic's token
 /// ids and the set of registered tokens (what `!` ranges over).
 ///
-/// SQLite stays the source of truth. The index is loaded from the tables with the feed position
-/// they reflect, then changed only through the change feed (`apply`): by the store right after
-/// this process's own commits, and by the follower for everyone else's. Entries at or before the
-/// index's position are skipped, so the two paths may overlap in any order.
+/// The tables stay the source of truth. The index is loaded from them with the feed cursor they
+/// reflect, then changed two ways:
+/// - this process's own writes, at once, as each commits (``applyOwn(_:)``): a request reads its
+///   own writes;
+/// - the feed, in order, by the one follower (``apply(_:)``), which moves the cursor and carries
+///   every process's writes, this one's included.
+///
+/// Every change is a set operation (insert or remove ids), so applying one twice changes nothing,
+/// and the follower applying the feed in its order leaves the index equal to the tables whatever
+/// the own writes did in between: an own write applied early is applied again at its place.
 ///
 /// Readers take a snapshot and compute outside the lock. Members are kept in `RoaringBitmap`s,
 /// whose copy-on-write is per 65,536-id container: a change applied while a reader holds a
 /// snapshot copies one container, never a whole topic.
-public final class AudienceIndex: FeedListener {
+public final class AudienceIndex: Sendable {
     /// One project's part of the index.
     public struct Snapshot: Sendable {
         public internal(set) var topics: [String: TopicMembers] = [:]
@@ -44,7 +50,7 @@ public final class AudienceIndex: FeedListener {
     /// Everything the index holds; what a checkpoint saves.
     public struct State: Sendable {
         public var projects: [Int64: Snapshot] = [:]
-        public var position: Int64 = 0
+        public var cursor = FeedCursor.start
         /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
         public var stale = false
     }
@@ -69,8 +75,14 @@ public final class AudienceIndex: FeedListener {
         state.withLock { $0.projects[project] ?? Snapshot() }
     }
 
+    /// Where the follower stands in the feed.
+    public var cursor: FeedCursor {
+        state.withLock { $0.cursor }
+    }
+
+    /// The cursor's watermark: every change with an id up to it is applied.
     public var position: Int64 {
-        state.withLock { $0.position }
+        cursor.watermark
     }
 
     /// Whether the index missed changes and must be reloaded from the tables.
@@ -78,7 +90,7 @@ public final class AudienceIndex: FeedListener {
         state.withLock { $0.stale }
     }
 
-    /// Replaces the whole index with what the tables hold at `load.position`.
+    /// Replaces the whole index with what the tables hold at `load.cursor`.
     public func load(_ load: AudienceLoad) {
         var projects: [Int64: Snapshot] = [:]
         for (project, audience) in load.projects {
@@ -88,31 +100,43 @@ public final class AudienceIndex: FeedListener {
             projects[project] = snapshot
         }
         state.withLock { state in
-            state = State(projects: projects, position: load.position, stale: false)
+            state = State(projects: projects, cursor: load.cursor, stale: false)
         }
     }
 
+    /// Applies what the follower read, in order, and moves the cursor past it.
     public func apply(_ read: FeedRead) {
         state.withLock { state in
             if read.truncated {
                 state.stale = true
                 return
             }
-            for entry in read.entries where entry.position > state.position {
-                state.position = entry.position
-                switch entry.change {
-                case .subscribed(let project, let topic, let tokens):
-                    state.projects[project, default: Snapshot()].topics[topic, default: .small([])]
-                        .insert(contentsOf: tokens)
-                case .unsubscribed(let project, let topic, let tokens):
-                    state.projects[project, default: Snapshot()].remove(tokens, from: topic)
-                case .registered(let project, let tokens):
-                    state.projects[project, default: Snapshot()].registered.insert(contentsOf: tokens)
-                case .unregistered(let project, let tokens):
-                    state.projects[project, default: Snapshot()].registered.remove(contentsOf: tokens)
-                case .reset:
-                    state.stale = true
-                }
+            Self.apply(read.entries, to: &state)
+            state.cursor = read.next
+        }
+    }
+
+    /// Applies this process's own committed writes at once, ahead of the follower, which applies
+    /// them again in their place.
+    public func applyOwn(_ entries: [FeedEntry]) {
+        guard !entries.isEmpty else { return }
+        state.withLock { Self.apply(entries, to: &$0) }
+    }
+
+    private static func apply(_ entries: [FeedEntry], to state: inout State) {
+        for entry in entries {
+            switch entry.change {
+            case .subscribed(let project, let topic, let tokens):
+                state.projects[project, default: Snapshot()].topics[topic, default: .small([])]
+                    .insert(contentsOf: tokens)
+            case .unsubscribed(let project, let topic, let tokens):
+                state.projects[project, default: Snapshot()].remove(tokens, from: topic)
+            case .registered(let project, let tokens):
+                state.projects[project, default: Snapshot()].registered.insert(contentsOf: tokens)
+            case .unregistered(let project, let tokens):
+                state.projects[project, default: Snapshot()].registered.remove(contentsOf: tokens)
+            case .reset:
+                state.stale = true
             }
         }
     }

@@ -562,8 +562,10 @@ extension RoaringBitmap {
         case cardinalityMismatch
     }
 
-    /// 2 since arrays hold at most 2,048 values. Version 1 (arrays up to 4,096), in which the
-    /// message log's recipients were written before, is still read.
+    /// The layout below. It does not depend on how the bitmap is tuned in memory: a reader takes
+    /// an array or a bitmap of any size and keeps each chunk in the form its own tuning wants, so
+    /// that changing the in-memory array limit changes no file. Version 1 (written while arrays
+    /// went up to 4,096 values, and by this code a little later) has the same layout.
     static let formatVersion: UInt8 = 2
 
     /// Appends the bitmap to `buffer`, in this little-endian format:
@@ -574,7 +576,8 @@ extension RoaringBitmap {
     /// per container, keys strictly ascending:
     ///   u16 key                   high 16 bits of its ids
     ///   u8  kind                  0 array, 1 bitmap, 2 run
-    ///   u32 cardinality           array 1 ... 2,048; bitmap 2,049 ... 65,536; run 1 ... 65,536
+    ///   u32 cardinality           1 ... 65,536 (the writer uses arrays up to its array limit,
+    ///                             bitmaps above it; a reader takes either at any size)
     ///   payload
     ///     array   cardinality × u16, strictly ascending
     ///     bitmap  1,024 × u64, bit v of word w for low half 64w + v; popcount = cardinality
@@ -609,8 +612,6 @@ extension RoaringBitmap {
         var reader = ByteReader(bytes: bytes)
         let version = try reader.read(UInt8.self)
         guard (1...Self.formatVersion).contains(version) else { throw .unsupportedVersion }
-        // Version 1 let arrays hold up to 4,096 values; such arrays are read into bitmaps.
-        let arrayLimit = version == 1 ? 4096 : RoaringContainer.arrayLimit
         let count = try Int(reader.read(UInt32.self))
         guard count <= RoaringContainer.chunkSize else { throw .tooManyContainers }
         // Each container takes at least 9 bytes: a lying count cannot make us reserve much.
@@ -625,7 +626,7 @@ extension RoaringBitmap {
             guard let kind = try RoaringContainer.Kind(rawValue: reader.read(UInt8.self)) else { throw .unknownKind }
             let cardinality = try Int(reader.read(UInt32.self))
             containers.append(
-                try Self.readContainer(kind: kind, cardinality: cardinality, arrayLimit: arrayLimit, from: &reader))
+                try Self.readContainer(kind: kind, cardinality: cardinality, from: &reader))
             keys.append(key)
         }
         self.keys = keys
@@ -633,12 +634,13 @@ extension RoaringBitmap {
         bytes = bytes[reader.position...]
     }
 
+    /// One container, checked, in the form this process keeps a chunk of that size in.
     private static func readContainer(
-        kind: RoaringContainer.Kind, cardinality: Int, arrayLimit: Int, from reader: inout ByteReader
+        kind: RoaringContainer.Kind, cardinality: Int, from reader: inout ByteReader
     ) throws(FormatError) -> RoaringContainer {
         switch kind {
         case .array:
-            guard (1...arrayLimit).contains(cardinality) else { throw .badCardinality }
+            guard (1...RoaringContainer.chunkSize).contains(cardinality) else { throw .badCardinality }
             let values = try reader.read(UInt16.self, count: cardinality)
             let ascending = values.withUnsafeBufferPointer { values in
                 var k = 1
@@ -656,17 +658,17 @@ extension RoaringBitmap {
             }
             return .bitmap(words: words, cardinality: cardinality)
         case .bitmap:
-            guard (arrayLimit + 1...RoaringContainer.chunkSize).contains(cardinality) else {
-                throw .badCardinality
-            }
+            guard (1...RoaringContainer.chunkSize).contains(cardinality) else { throw .badCardinality }
             let words = try reader.read(UInt64.self, count: RoaringContainer.wordCount)
             let popcount = words.withUnsafeBufferPointer { words in
                 var total = 0
                 for word in words { total &+= word.nonzeroBitCount }
                 return total
             }
-            guard popcount == cardinality else { throw .cardinalityMismatch }
-            return .bitmap(words: words, cardinality: cardinality)
+            guard popcount == cardinality,
+                let container = RoaringContainer.make(words: words, cardinality: cardinality)
+            else { throw .cardinalityMismatch }
+            return container
         case .run:
             guard (1...RoaringContainer.chunkSize).contains(cardinality) else { throw .badCardinality }
             let runCount = try Int(reader.read(UInt16.self))
@@ -739,5 +741,26 @@ extension RoaringBitmap {
             position &+= count &* size
             return values
         }
+    }
+}
+
+// MARK: - Chunks
+
+extension RoaringBitmap {
+    /// The bitmap cut into its 65,536-id chunks: each chunk's number (the high 16 bits of its ids)
+    /// and a bitmap of its ids alone. What a store indexes per chunk, so that asking whether an
+    /// id is in reads one chunk.
+    public var chunks: [(chunk: UInt16, ids: RoaringBitmap)] {
+        zip(keys, containers).map { key, container in
+            var ids = RoaringBitmap()
+            ids.keys = [key]
+            ids.containers = [container]
+            return (key, ids)
+        }
+    }
+
+    /// The chunk an id falls in.
+    public static func chunk(of id: UInt32) -> UInt16 {
+        UInt16(truncatingIfNeeded: id >> 16)
     }
 }
