@@ -51,7 +51,9 @@ extension RegistryService {
     public func send(_ message: Message, via protocolName: MessageProtocol, in project: Project) async throws
         -> SendResult
     {
-        let id = message.options.dryRun ? "fake_message_id" : Self.newMessageID()
+        let id =
+            message.options.dryRun
+            ? "fake_message_id" : message.isToTopics ? Self.newTopicMessageID() : Self.newMessageID()
         var result = SendResult(
             messageID: id, problem: nil, tokenProblems: [], recipientCount: 0, refusedMembers: [],
             isDeviceGroup: false)
@@ -167,6 +169,13 @@ extension RegistryService {
     /// The values of token ids, for responses that list them.
     public func tokenValues(_ ids: [UInt32], in project: Project) async throws -> [String] {
         try await store.tokenValues(ids: ids, in: project)
+    }
+
+    /// A topic or condition message's id: a positive decimal number, as FCM's legacy answer
+    /// `{"message_id":7349102318409238}` gives it, so that the answer names the logged entry.
+    /// Below 2^53, as FCM's are: a JavaScript client reads the number exactly.
+    public static func newTopicMessageID() -> String {
+        String(Int64.random(in: 1_000_000_000_000_000...(1 << 53 - 1)))
     }
 
     /// A message id shaped like FCM's legacy ones: `0:1416811810537717%31bd1c9631bd1c96`.

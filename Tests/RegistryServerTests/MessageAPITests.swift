@@ -87,6 +87,16 @@ struct MessageAPITests {
             let condition = try await Self.send(
                 client, #"{"condition":"'news' in topics && ('a' in topics || 'b' in topics)","data":{"a":"b"}}"#)
             if case .number = condition.json?["message_id"] {} else { Issue.record("expected a message_id") }
+            // The answer's number is the logged entry's id.
+            let raw = try await client.client.execute(
+                uri: "/fcm/send", method: .post,
+                headers: [.authorization: "key=\(client.key)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"to":"/topics/news","data":{"a":"b"}}"#)
+            ) { String(buffer: $0.body) }
+            let number = try #require(raw.split(separator: ":").last?.dropLast())
+            #expect(Int64(number).map { $0 < 1 << 53 } == true)
+            let logged = try await client.call(.get, "/api/messages?pageSize=1")
+            #expect(logged.json?["messages"]?.array?.first?["id"]?.string == String(number))
             let group = try await Self.send(client, #"{"to":"\#(key)","data":{"a":"b"}}"#)
             #expect(group.json == ["success": 2, "failure": 0])
             let deprecated = try await Self.send(client, #"{"notification_key":"\#(key)","data":{"a":"b"}}"#)

@@ -47,7 +47,8 @@ struct LegacySendController {
         switch message.target {
         case .topic, .condition:
             if let problem = result.problem { return try JSONResponse.any(["error": problem.wording.legacy]) }
-            return try JSONResponse.any(["message_id": message.options.dryRun ? -1 : Int64.random(in: 1...Int64.max)])
+            // The logged entry's id, as a number: FCM's legacy topic answer.
+            return try JSONResponse.any(["message_id": message.options.dryRun ? -1 : Int64(result.messageID) ?? -1])
         case .token, .notificationKey, .registrationIDs:
             var problems = result.tokenProblems
             if problems.isEmpty, let problem = result.problem { problems = [problem] }
