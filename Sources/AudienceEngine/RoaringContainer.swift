@@ -590,84 +590,15 @@ extension RoaringContainer: Equatable {
 
 // MARK: - Set algebra
 //
-// One kernel per pair of forms. Arrays meet each other by galloping, merging or probing a scratch bitmap (see
-// Kernels); arrays probe bitmaps; bitmaps combine word by word with popcount, counting first so that a small result
-// is built as an array directly; runs meet arrays by a merge walk and bitmaps by masking whole words. Run-and-run,
-// and run-and-array unions and differences, go through interval arithmetic, turning the array into runs first.
+// Union and difference, what the index's updates need (conditions are evaluated by `WordwiseAlgebra`). One kernel
+// per pair of forms. Arrays meet each other by galloping, merging or probing a scratch bitmap (see Kernels); arrays
+// probe bitmaps; bitmaps combine word by word with popcount; runs meet arrays by a merge walk and bitmaps by
+// masking whole words. Run-and-run, and run-and-array unions and differences, go through interval arithmetic,
+// turning the array into runs first.
 // Only `run − bitmap` expands the runs into a bitmap. Results take the form their size calls for; runs appear only
 // where an operand had runs, or after `runOptimize()`.
 
 extension RoaringContainer {
-    /// The ids in both, or nil when none are.
-    static func intersection(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> RoaringContainer? {
-        switch (lhs, rhs) {
-        case (.array(let a), .array(let b)):
-            return nonEmpty(a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersect(a, b) } })
-        case (.array(let a), .bitmap(let w, _)), (.bitmap(let w, _), .array(let a)):
-            return nonEmpty(
-                a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in filter(a, w, keep: true) } })
-        case (.bitmap(let a, _), .bitmap(let b, _)):
-            return a.withUnsafeBufferPointer { a in
-                b.withUnsafeBufferPointer { b in
-                    var cardinality = 0
-                    for k in 0..<wordCount { cardinality &+= (a[k] & b[k]).nonzeroBitCount }
-                    if cardinality <= arrayLimit {
-                        return cardinality == 0 ? nil : .array(values(count: cardinality) { a[$0] & b[$0] })
-                    }
-                    let words = [UInt64](unsafeUninitializedCapacity: wordCount) { out, n in
-                        for k in 0..<wordCount { out[k] = a[k] & b[k] }
-                        n = wordCount
-                    }
-                    return .bitmap(words: words, cardinality: cardinality)
-                }
-            }
-        case (.array(let a), .run(let r, _)), (.run(let r, _), .array(let a)):
-            return nonEmpty(
-                a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filter(a, r, keep: true) } })
-        case (.bitmap(let w, let c), .run(let r, let rc)), (.run(let r, let rc), .bitmap(let w, let c)):
-            if rc == chunkSize { return .bitmap(words: w, cardinality: c) }
-            return w.withUnsafeBufferPointer { w in r.withUnsafeBufferPointer { r in mask(w, r) } }
-        case (.run(let a, let ac), .run(let b, let bc)):
-            if ac == chunkSize { return rhs }
-            if bc == chunkSize { return lhs }
-            let (runs, cardinality) = a.withUnsafeBufferPointer { a in
-                b.withUnsafeBufferPointer { b in intersect(a, b) }
-            }
-            return make(runs: runs, cardinality: cardinality)
-        }
-    }
-
-    /// How many ids are in both, without building them.
-    static func intersectionCount(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> Int {
-        switch (lhs, rhs) {
-        case (.array(let a), .array(let b)):
-            return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersectCount(a, b) } }
-        case (.array(let a), .bitmap(let w, _)), (.bitmap(let w, _), .array(let a)):
-            return a.withUnsafeBufferPointer { a in w.withUnsafeBufferPointer { w in probeCount(a, w) } }
-        case (.bitmap(let a, _), .bitmap(let b, _)):
-            return a.withUnsafeBufferPointer { a in
-                b.withUnsafeBufferPointer { b in
-                    var count = 0
-                    for k in 0..<wordCount { count &+= (a[k] & b[k]).nonzeroBitCount }
-                    return count
-                }
-            }
-        case (.array(let a), .run(let r, _)), (.run(let r, _), .array(let a)):
-            return a.withUnsafeBufferPointer { a in r.withUnsafeBufferPointer { r in filterCount(a, r) } }
-        case (.bitmap(let w, let c), .run(let r, let rc)), (.run(let r, let rc), .bitmap(let w, let c)):
-            if rc == chunkSize { return c }
-            return w.withUnsafeBufferPointer { w in
-                r.withUnsafeBufferPointer { r in
-                    var count = 0
-                    for run in r { forEachWord(run) { count &+= (w[$0] & $1).nonzeroBitCount } }
-                    return count
-                }
-            }
-        case (.run(let a, _), .run(let b, _)):
-            return a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in intersectCount(a, b) } }
-        }
-    }
-
     /// The ids in either.
     static func union(_ lhs: RoaringContainer, _ rhs: RoaringContainer) -> RoaringContainer {
         switch (lhs, rhs) {
@@ -825,28 +756,6 @@ extension RoaringContainer {
         self = .bitmap(words: words, cardinality: cardinality)
     }
 
-    /// Keeps the ids also in `other`; in place when both are bitmaps. Returns false when none are left.
-    mutating func formIntersection(_ other: RoaringContainer) -> Bool {
-        guard case .bitmap = self, case .bitmap(let theirs, _) = other else {
-            guard let result = Self.intersection(self, other) else { return false }
-            self = result
-            return true
-        }
-        guard case .bitmap(var words, _) = take() else { return false }
-        var cardinality = 0
-        words.withUnsafeMutableBufferPointer { words in
-            theirs.withUnsafeBufferPointer { theirs in
-                for k in 0..<Self.wordCount {
-                    words[k] &= theirs[k]
-                    cardinality &+= words[k].nonzeroBitCount
-                }
-            }
-        }
-        guard let result = Self.make(words: words, cardinality: cardinality) else { return false }
-        self = result
-        return true
-    }
-
     /// Removes the ids of `other`; in place when this is a bitmap. Returns false when none are left.
     mutating func subtract(_ other: RoaringContainer) -> Bool {
         guard case .bitmap = self else {
@@ -891,7 +800,7 @@ extension RoaringContainer {
     }
 
     // Two arrays meet in one of three ways. When one is much longer (32 times; 16 for unions), the short one gallops
-    // through it. When both are short, they merge. Otherwise, for intersections and differences, one is spread into
+    // through it. When both are short, they merge. Otherwise, for differences, one is spread into
     // a scratch bitmap and the other probes it: a merge step waits on the load the previous step chose (several
     // cycles, plus mispredictions on random ids), while setting and probing bits are independent one-cycle steps,
     // so probing wins from a few dozen values on (about 4x at 3,000 against 1,300). A union must come out sorted, so
@@ -926,64 +835,6 @@ extension RoaringContainer {
             setBits(values, in: words)
             return body(UnsafeBufferPointer(words))
         }
-    }
-
-    private static func intersect(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> [UInt16] {
-        let (small, large) = a.count <= b.count ? (a, b) : (b, a)
-        if large.count <= small.count &* 32 && small.count &+ large.count > mergeLimit {
-            return withScratch(large) { filter(small, $0, keep: true) }
-        }
-        return [UInt16](unsafeUninitializedCapacity: small.count) { out, n in
-            var written = 0
-            if large.count > small.count &* 32 {
-                var j = 0
-                for value in small {
-                    j = gallop(large, value, from: j)
-                    if j == large.count { break }
-                    out[written] = value
-                    written &+= step(large[j] == value)
-                }
-            } else {
-                var i = 0
-                var j = 0
-                while i < small.count && j < large.count {
-                    let x = small[i]
-                    let y = large[j]
-                    out[written] = x
-                    written &+= step(x == y)
-                    i &+= step(x <= y)
-                    j &+= step(y <= x)
-                }
-            }
-            n = written
-        }
-    }
-
-    private static func intersectCount(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> Int {
-        let (small, large) = a.count <= b.count ? (a, b) : (b, a)
-        if large.count <= small.count &* 32 && small.count &+ large.count > mergeLimit {
-            return withScratch(large) { words in probeCount(small, words) }
-        }
-        var count = 0
-        if large.count > small.count &* 32 {
-            var j = 0
-            for value in small {
-                j = gallop(large, value, from: j)
-                if j == large.count { break }
-                count &+= step(large[j] == value)
-            }
-            return count
-        }
-        var i = 0
-        var j = 0
-        while i < small.count && j < large.count {
-            let x = small[i]
-            let y = large[j]
-            count &+= step(x == y)
-            i &+= step(x <= y)
-            j &+= step(y <= x)
-        }
-        return count
     }
 
     private static func union(_ a: UnsafeBufferPointer<UInt16>, _ b: UnsafeBufferPointer<UInt16>) -> RoaringContainer {
@@ -1125,14 +976,6 @@ extension RoaringContainer {
         }
     }
 
-    /// How many values of `a` have their bit set in `words`.
-    @inline(__always)
-    private static func probeCount(_ a: UnsafeBufferPointer<UInt16>, _ words: UnsafeBufferPointer<UInt64>) -> Int {
-        var count = 0
-        for value in a { count &+= Int((words[Int(value &>> 6)] &>> UInt64(value & 63)) & 1) }
-        return count
-    }
-
     /// The values of `a` whose bit in `words` is set (`keep`) or clear (`!keep`).
     private static func filter(_ a: UnsafeBufferPointer<UInt16>, _ words: UnsafeBufferPointer<UInt64>, keep: Bool)
         -> [UInt16]
@@ -1166,82 +1009,6 @@ extension RoaringContainer {
                 }
             }
         }
-    }
-
-    private static func filterCount(_ a: UnsafeBufferPointer<UInt16>, _ runs: UnsafeBufferPointer<RoaringRun>) -> Int {
-        var count = 0
-        var r = 0
-        for value in a {
-            let v = Int(value)
-            while r < runs.count && runs[r].last < v { r &+= 1 }
-            if r == runs.count { break }
-            if runs[r].first <= v { count &+= 1 }
-        }
-        return count
-    }
-
-    /// The bits of `words` inside `runs`.
-    private static func mask(_ words: UnsafeBufferPointer<UInt64>, _ runs: UnsafeBufferPointer<RoaringRun>)
-        -> RoaringContainer?
-    {
-        var cardinality = 0
-        for run in runs { forEachWord(run) { cardinality &+= (words[$0] & $1).nonzeroBitCount } }
-        if cardinality == 0 { return nil }
-        if cardinality <= arrayLimit {
-            return .array(
-                [UInt16](unsafeUninitializedCapacity: cardinality) { out, n in
-                    n = 0
-                    for run in runs {
-                        forEachWord(run) { index, mask in
-                            var bits = words[index] & mask
-                            while bits != 0 {
-                                out[n] = UInt16(truncatingIfNeeded: index &<< 6 | bits.trailingZeroBitCount)
-                                n &+= 1
-                                bits &= bits &- 1
-                            }
-                        }
-                    }
-                })
-        }
-        var result = [UInt64](repeating: 0, count: wordCount)
-        result.withUnsafeMutableBufferPointer { result in
-            for run in runs { forEachWord(run) { result[$0] |= words[$0] & $1 } }
-        }
-        return .bitmap(words: result, cardinality: cardinality)
-    }
-
-    private static func intersect(_ a: UnsafeBufferPointer<RoaringRun>, _ b: UnsafeBufferPointer<RoaringRun>) -> (
-        [RoaringRun], Int
-    ) {
-        var runs: [RoaringRun] = []
-        var cardinality = 0
-        var i = 0
-        var j = 0
-        while i < a.count && j < b.count {
-            let first = Swift.max(a[i].first, b[j].first)
-            let last = Swift.min(a[i].last, b[j].last)
-            if first <= last {
-                runs.append(RoaringRun(first: first, last: last))
-                cardinality &+= last &- first &+ 1
-            }
-            if a[i].last < b[j].last { i &+= 1 } else { j &+= 1 }
-        }
-        return (runs, cardinality)
-    }
-
-    private static func intersectCount(_ a: UnsafeBufferPointer<RoaringRun>, _ b: UnsafeBufferPointer<RoaringRun>)
-        -> Int
-    {
-        var count = 0
-        var i = 0
-        var j = 0
-        while i < a.count && j < b.count {
-            let first = Swift.max(a[i].first, b[j].first)
-            let last = Swift.min(a[i].last, b[j].last)
-            if first <= last { count &+= last &- first &+ 1 }
-            if a[i].last < b[j].last { i &+= 1 } else { j &+= 1 }
-        }
-        return count
     }
 
     /// Sweeps the boundaries of two run lists, keeping the stretches where `keep(inA, inB)` holds; `keep` must be

@@ -2,8 +2,8 @@ import Conditions
 
 /// A condition evaluated one 65,536-id chunk at a time, over plain 1,024-word bitmaps.
 ///
-/// Combining containers pairwise (`RoaringBitmap.formIntersection` and its kin) builds a new
-/// container for every operation of every chunk, and sorted-array containers go through merges. Here each chunk's
+/// Combining containers pairwise (as `RoaringBitmap.formUnion` and `subtract` do for the index's
+/// updates) would build a new container for every operation of every chunk, and sorted-array containers go through merges. Here each chunk's
 /// topic containers are spread into bitmaps once, every `&&`, `||` and `!` is a loop of 1,024
 /// word operations (which the compiler vectorizes), and only the chunk's result is kept: counted,
 /// listed, or turned into one container. The cost is a few microseconds a chunk whatever the

@@ -166,10 +166,6 @@ extension RegistryService {
         return try await store.memberIDs(ofGroup: id, named: nil, in: project) ?? []
     }
 
-    /// The values of token ids, for responses that list them.
-    public func tokenValues(_ ids: [UInt32], in project: Project) async throws -> [String] {
-        try await store.tokenValues(ids: ids, in: project)
-    }
 
     /// A topic or condition message's id: a positive decimal number, as FCM's legacy answer
     /// `{"message_id":7349102318409238}` gives it, so that the answer names the logged entry.
