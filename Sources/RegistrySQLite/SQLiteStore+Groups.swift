@@ -93,24 +93,9 @@ extension SQLiteStore {
         -> (GroupSummary, Page<Membership>)?
     {
         try await read { db in
-            guard
-                let group = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT id, createdAt, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
-                        FROM deviceGroup WHERE projectId = ? AND name = ?
-                        """, arguments: [project.rowID, name])
-            else { return nil }
-            let page = try db.tokenPage(
-                sql: """
-                    SELECT token.id, token.value, groupMember.addedAt AS since FROM groupMember
-                    JOIN token ON token.id = groupMember.tokenId
-                    WHERE groupMember.groupId = ? AND groupMember.tokenId > ?
-                    ORDER BY groupMember.tokenId LIMIT ?
-                    """, owner: group["id"], after: after, limit: limit)
-            let summary = GroupSummary(
-                name: name, memberCount: group["members"], createdAt: Clock.date(group["createdAt"]))
-            return (summary, page)
+            try db.namedTokenSet(.groups, named: name, in: project, after: after, limit: limit).map { set, page in
+                (GroupSummary(name: name, memberCount: set.count, createdAt: set.createdAt), page)
+            }
         }
     }
 

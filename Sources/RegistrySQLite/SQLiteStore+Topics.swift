@@ -146,24 +146,9 @@ extension SQLiteStore {
         -> (TopicSummary, Page<Membership>)?
     {
         try await read { db in
-            guard
-                let topic = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT id, createdAt, (SELECT COUNT(*) FROM subscription WHERE topicId = topic.id) AS subscribers
-                        FROM topic WHERE projectId = ? AND name = ?
-                        """, arguments: [project.rowID, name])
-            else { return nil }
-            let page = try db.tokenPage(
-                sql: """
-                    SELECT token.id, token.value, subscription.createdAt AS since FROM subscription
-                    JOIN token ON token.id = subscription.tokenId
-                    WHERE subscription.topicId = ? AND subscription.tokenId > ?
-                    ORDER BY subscription.tokenId LIMIT ?
-                    """, owner: topic["id"], after: after, limit: limit)
-            let summary = TopicSummary(
-                name: name, subscriberCount: topic["subscribers"], createdAt: Clock.date(topic["createdAt"]))
-            return (summary, page)
+            try db.namedTokenSet(.topics, named: name, in: project, after: after, limit: limit).map { set, page in
+                (TopicSummary(name: name, subscriberCount: set.count, createdAt: set.createdAt), page)
+            }
         }
     }
 

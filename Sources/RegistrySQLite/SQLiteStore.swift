@@ -89,3 +89,45 @@ extension Database {
             nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
     }
 }
+
+/// A named set of tokens as the tables keep it: a device group and its members, or a topic and
+/// its subscribers. The names are the schema's, never a request's.
+struct TokenSetTables {
+    /// The table of the named rows, and of their members with the column naming the owner and the
+    /// time each member joined.
+    var owner: String
+    var members: String
+    var ownerColumn: String
+    var joinedColumn: String
+
+    static let groups = TokenSetTables(
+        owner: "deviceGroup", members: "groupMember", ownerColumn: "groupId", joinedColumn: "addedAt")
+    static let topics = TokenSetTables(
+        owner: "topic", members: "subscription", ownerColumn: "topicId", joinedColumn: "createdAt")
+}
+
+extension Database {
+    /// The set named `name`, with its member count and creation time, and a page of its members
+    /// in token-id order; `nil` when there is no such set.
+    func namedTokenSet(_ tables: TokenSetTables, named name: String, in project: Project, after: String?, limit: Int)
+        throws -> ((count: Int, createdAt: Date), Page<Membership>)?
+    {
+        let (owner, members, column) = (tables.owner, tables.members, tables.ownerColumn)
+        guard
+            let set = try Row.fetchOne(
+                self,
+                sql: """
+                    SELECT id, createdAt, (SELECT COUNT(*) FROM \(members) WHERE \(column) = \(owner).id) AS count
+                    FROM \(owner) WHERE projectId = ? AND name = ?
+                    """, arguments: [project.rowID, name])
+        else { return nil }
+        let page = try tokenPage(
+            sql: """
+                SELECT token.id, token.value, \(members).\(tables.joinedColumn) AS since FROM \(members)
+                JOIN token ON token.id = \(members).tokenId
+                WHERE \(members).\(column) = ? AND \(members).tokenId > ?
+                ORDER BY \(members).tokenId LIMIT ?
+                """, owner: set["id"], after: after, limit: limit)
+        return ((set["count"], Clock.date(set["createdAt"])), page)
+    }
+}
