@@ -259,6 +259,11 @@ extension ServerConfiguration {
         ) { $1.xmpp.settings.idleTimeout = $0 },
     ]
 
+    /// The option with this flag (without dashes), for commands that take one of `serve`'s options.
+    public static func option(named flag: String) -> ConfigurationOption {
+        options.first { $0.flag == flag }!
+    }
+
     /// The configuration from `flags` (by flag name, without dashes), then the environment, then
     /// the defaults.
     /// - Throws: `ConfigurationError` naming the first option whose value is not acceptable.

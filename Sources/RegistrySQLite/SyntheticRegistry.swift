@@ -40,11 +40,12 @@ public struct SyntheticRegistry: Sendable {
     /// Fills `database` (which must have no projects) with one project and the synthetic data.
     /// - Returns: the project and its server key.
     public func generate(
-        into database: RegistryDatabase, projectId: String = "bench", senderId: String = "200000000000"
+        into store: SQLiteStore, projectId: String = "bench", senderId: String = "200000000000"
     )
         async throws -> (Project, serverKey: String)
     {
-        let registry = try await RegistryService(store: SQLiteStore(database))
+        let database = store.database
+        let registry = try await RegistryService(store: store)
         let (project, key) = try await registry.createProject(projectId: projectId, senderId: senderId)
         var random = SplitMix64(seed: seed)
         let (tokens, topics, seed) = (tokens, topics, seed)

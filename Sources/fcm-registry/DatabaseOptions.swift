@@ -4,13 +4,18 @@ import Foundation
 import Registry
 import RegistrySQLite
 
-/// `--db`, shared by every command that opens the database; falls back to `FCM_REGISTRY_DB`.
+/// `--db`, shared by every command that opens the database: `serve`'s option of that name, read
+/// from the same table (its variable and default), and opened by the same store factory.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: "The SQLite file (default: $FCM_REGISTRY_DB or ./registry.sqlite).")
+    static let option = ServerConfiguration.option(named: "db")
+
+    @Option(
+        name: .customLong("db"),
+        help: "\(Self.option.help.trimmingCharacters(in: ["."])) (default: $\(Self.option.variable) or \(Self.option.defaultValue)).")
     var path: String?
 
     var resolvedPath: String {
-        path ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_DB"] ?? "./registry.sqlite"
+        path ?? ProcessInfo.processInfo.environment[Self.option.variable] ?? Self.option.defaultValue
     }
 
     /// - Parameter loadAudience: load the audience index (the server and `audience` need it).

@@ -115,7 +115,7 @@ struct ChangeFeedTests {
         let follower = try await file.open()
         let store = try SQLiteStore(RegistryDatabase.open(path: file.path))
         let generated = try await SyntheticRegistry(tokens: 50, topics: 3, subscriptions: 60, seed: 7)
-            .generate(into: store.database)
+            .generate(into: store)
         #expect(follower.audience.snapshot(of: generated.0.rowID).registered.isEmpty)
         #expect(try await follower.catchUp() == nil)
         #expect(follower.audience.snapshot(of: generated.0.rowID).registered.count == 50)

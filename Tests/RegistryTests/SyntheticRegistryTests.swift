@@ -18,10 +18,10 @@ struct SyntheticRegistryTests {
     @Test("The same seed builds the same registry")
     func reproducible() async throws {
         func build(seed: UInt64) async throws -> ([String], [Int]) {
-            let database = try RegistryDatabase.inMemory()
+            let store = SQLiteStore(try RegistryDatabase.inMemory())
             let generator = SyntheticRegistry(tokens: 300, topics: 12, subscriptions: 900, seed: seed)
-            let (project, _) = try await generator.generate(into: database)
-            let registry = try await RegistryService(store: SQLiteStore(database))
+            let (project, _) = try await generator.generate(into: store)
+            let registry = try await RegistryService(store: store)
             try await registry.startAudience()
             var counts: [Int] = []
             for topic in 1...12 {
