@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Registry
+import RegistryApp
 import RegistrySQLite
 import Testing
 
@@ -10,7 +11,7 @@ struct InstanceIDAPITests {
     func batchAddResults() async throws {
         var limits = Limits()
         limits.topicsPerToken = 1
-        let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.inMemory()), limits: limits)
+        let registry = try await RegistryService(store: StoreFactory.inMemory(), limits: limits)
         try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: project, key: key)

@@ -19,7 +19,7 @@ struct ChangeFeedTests {
 
         func open(retention: Int = 100_000) async throws -> RegistryService {
             let registry = try await RegistryService(
-                store: SQLiteStore(RegistryDatabase.open(path: path), feedRetention: retention))
+                store: TestStore.file(path, feedRetention: retention))
             try await registry.startAudience()
             return registry
         }
@@ -113,7 +113,7 @@ struct ChangeFeedTests {
     func resetReloads() async throws {
         let file = TemporaryFile()
         let follower = try await file.open()
-        let store = try SQLiteStore(RegistryDatabase.open(path: file.path))
+        let store = try TestStore.file(file.path)
         let generated = try await SyntheticRegistry(tokens: 50, topics: 3, subscriptions: 60, seed: 7)
             .generate(into: store)
         #expect(follower.audience.snapshot(of: generated.0.rowID).registered.isEmpty)

@@ -26,7 +26,7 @@ struct CheckpointTests {
         /// The registry on the file, and how its audience index started.
         func start(checkpoint: Bool = true) async throws -> (registry: RegistryService, startup: AudienceStartup) {
             let registry = try await RegistryService(
-                store: SQLiteStore(RegistryDatabase.open(path: path)), checkpoint: checkpoint ? self.checkpoint : nil)
+                store: TestStore.file(path), checkpoint: checkpoint ? self.checkpoint : nil)
             return (registry, try await registry.startAudience())
         }
     }

@@ -38,12 +38,12 @@ struct WriteTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("durable-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         do {
-            let registry = try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path)))
+            let registry = try await RegistryService(store: TestStore.file(path))
             try await registry.startAudience()
             let (project, _) = try await registry.createProject(projectId: "p", senderId: "1")
             _ = try await registry.createGroup(named: "g", tokens: [token(1)], in: project)
         }
-        let reopened = try await RegistryService(store: SQLiteStore(RegistryDatabase.open(path: path)))
+        let reopened = try await RegistryService(store: TestStore.file(path))
         try await reopened.startAudience()
         let project = try #require(try await reopened.store.projects().first)
         #expect(try await reopened.store.group(named: "g", in: project)?.memberCount == 1)

@@ -18,7 +18,7 @@ struct SyntheticRegistryTests {
     @Test("The same seed builds the same registry")
     func reproducible() async throws {
         func build(seed: UInt64) async throws -> ([String], [Int]) {
-            let store = SQLiteStore(try RegistryDatabase.inMemory())
+            let store = try TestStore.inMemory()
             let generator = SyntheticRegistry(tokens: 300, topics: 12, subscriptions: 900, seed: seed)
             let (project, _) = try await generator.generate(into: store)
             let registry = try await RegistryService(store: store)
