@@ -49,10 +49,10 @@ public final class AudienceIndex: Sendable {
 
     /// Everything the index holds; what a checkpoint saves.
     public struct State: Sendable {
-        public var projects: [Int64: Snapshot] = [:]
-        public var cursor = FeedCursor.start
+        package var projects: [Int64: Snapshot] = [:]
+        package var cursor = FeedCursor.start
         /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
-        public var stale = false
+        package var stale = false
     }
 
     private let state = Mutex(State())
@@ -61,12 +61,12 @@ public final class AudienceIndex: Sendable {
 
     /// A copy of the whole index, taken under the lock (copy-on-write: it costs nothing until
     /// the next change) and read outside it.
-    public func copyState() -> State {
+    package func copyState() -> State {
         state.withLock { $0 }
     }
 
     /// Replaces the whole index, as a checkpoint had it.
-    public func restore(_ restored: State) {
+    package func restore(_ restored: State) {
         state.withLock { $0 = restored }
     }
 
@@ -91,7 +91,7 @@ public final class AudienceIndex: Sendable {
     }
 
     /// Replaces the whole index with what the tables hold at `load.cursor`.
-    public func load(_ load: AudienceLoad) {
+    package func load(_ load: AudienceLoad) {
         var projects: [Int64: Snapshot] = [:]
         for (project, audience) in load.projects {
             var snapshot = Snapshot()
@@ -104,23 +104,35 @@ public final class AudienceIndex: Sendable {
         }
     }
 
-    /// Applies what the follower read, in order, and moves the cursor past it.
-    public func apply(_ read: FeedRead) {
+    /// Applies what the follower read after `cursor`, in order, and moves the cursor past it.
+    /// A read that does not start where the index stands (a reload or another read moved it
+    /// meanwhile) is ignored: the next read starts from where it stands now.
+    /// - Returns: whether the read was applied.
+    @discardableResult
+    package func apply(_ read: FeedRead, after cursor: FeedCursor) -> Bool {
         state.withLock { state in
+            guard state.cursor == cursor else { return false }
             if read.truncated {
                 state.stale = true
-                return
+                return true
             }
             Self.apply(read.entries, to: &state)
             state.cursor = read.next
+            return true
         }
     }
 
     /// Applies this process's own committed writes at once, ahead of the follower, which applies
-    /// them again in their place.
-    public func applyOwn(_ entries: [FeedEntry]) {
+    /// them again in their place. An entry the cursor has already passed is not applied: the
+    /// follower has put it in order with what others committed after it, and applying it again
+    /// now would undo them.
+    package func applyOwn(_ entries: [FeedEntry]) {
         guard !entries.isEmpty else { return }
-        state.withLock { Self.apply(entries, to: &$0) }
+        state.withLock { state in
+            let cursor = state.cursor
+            let ahead = entries.filter { $0.id > cursor.watermark && !cursor.seenAbove.contains($0.id) }
+            Self.apply(ahead, to: &state)
+        }
     }
 
     private static func apply(_ entries: [FeedEntry], to state: inout State) {

@@ -1,6 +1,6 @@
 import Crypto
-import Foundation
 import _CryptoExtras
+import Foundation
 
 /// Why a token request was refused, in the words of Google's token endpoint (RFC 6749 §5.2).
 public enum OAuthError: Error, Sendable, Hashable {

@@ -1,14 +1,16 @@
 import AudienceEngine
-import Crypto
 import Conditions
+import Crypto
 
 /// The registry's operations, as every front end (HTTP, XMPP, command line) calls them: input is
 /// validated here, keys are issued and read here, and the store does the rest in one transaction.
 public struct RegistryService: Sendable {
-    public let store: any RegistryStore
+    /// The storage seams: writes go through the service, which applies what they committed to
+    /// the audience index, never to the store directly.
+    package let store: any RegistryStore
     /// The change feed the audience index follows.
-    public let feed: any ChangeFeed
-    public let messageLog: any MessageLogStore
+    package let feed: any ChangeFeed
+    package let messageLog: any MessageLogStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -104,8 +106,9 @@ public struct RegistryService: Sendable {
         audience.restore(contents.state)
         var replayed = 0
         while true {
-            let read = try await feed.changes(after: audience.cursor, limit: 10_000)
-            audience.apply(read)
+            let cursor = audience.cursor
+            let read = try await feed.changes(after: cursor, limit: 10_000)
+            audience.apply(read, after: cursor)
             replayed += read.entries.count
             if read.entries.count < 10_000 || audience.isStale { break }
         }
@@ -119,11 +122,15 @@ public struct RegistryService: Sendable {
     static let noFingerprint = [UInt8](repeating: 0, count: AudienceCheckpoint.fingerprintSize)
 
     /// Saves the audience index to the checkpoint file, off the request threads.
-    /// - Returns: the bytes written and the feed position saved, or `nil` without a checkpoint path.
+    /// - Returns: the bytes written and the feed position saved; `nil` without a checkpoint path,
+    ///   or while the index must be reloaded.
     @discardableResult
     public func saveCheckpoint() async throws -> (bytes: Int, position: Int64)? {
         guard let checkpointPath else { return nil }
         let state = audience.copyState()
+        // An index that missed changes (a bulk write's reset, a reload under way or cut short by
+        // shutdown) is not saved: the next start would trust it.
+        guard !state.stale else { return nil }
         let fingerprint = try await feed.fingerprint(at: state.cursor) ?? Self.noFingerprint
         let databaseID = databaseID
         let size = try await CostlyWork.runInBackground {
@@ -152,8 +159,9 @@ public struct RegistryService: Sendable {
         }
         var applied = 0
         while true {
-            let read = try await feed.changes(after: audience.cursor, limit: batch)
-            audience.apply(read)
+            let cursor = audience.cursor
+            let read = try await feed.changes(after: cursor, limit: batch)
+            audience.apply(read, after: cursor)
             if audience.isStale {
                 try await reloadAudience()
                 return nil

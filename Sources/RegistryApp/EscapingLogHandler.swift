@@ -9,8 +9,12 @@ public struct EscapingLogHandler: LogHandler {
     public static let valueBytes = 256
     public static let messageBytes = 1024
 
+    /// Writes the line; it holds no metadata of its own, so that everything goes through escaping.
     private var inner: StreamLogHandler
     public var metadataProvider: Logger.MetadataProvider?
+    /// Kept as given and escaped only when a line is written: every request sets its id here,
+    /// and most requests write no line at the level in force.
+    public var metadata: Logger.Metadata = [:]
 
     public init(label: String) {
         inner = StreamLogHandler.standardError(label: label, metadataProvider: nil)
@@ -22,19 +26,15 @@ public struct EscapingLogHandler: LogHandler {
         set { inner.logLevel = newValue }
     }
 
-    public var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = Self.escaped(newValue) }
-    }
-
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: Self.escaped(key)] }
-        set { inner[metadataKey: Self.escaped(key)] = newValue.map(Self.escaped) }
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 
     public func log(event: LogEvent) {
         var event = event
-        var metadata = metadataProvider?.get() ?? [:]
+        var metadata = self.metadata
+        metadata.merge(metadataProvider?.get() ?? [:]) { _, provided in provided }
         metadata.merge(event.metadata ?? [:]) { _, explicit in explicit }
         if let error = event.error {
             metadata["error"] = "\(error)"

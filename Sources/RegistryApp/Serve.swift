@@ -1,10 +1,11 @@
-import RegistryServer
 import AudienceEngine
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Prometheus
 import Registry
+import RegistryServer
 import ServiceLifecycle
 
 /// `serve`, from a checked configuration to a stopped server, one explicit step after another:
@@ -75,9 +76,10 @@ public enum Serve {
         }
     }
 
-    /// Binds, and at once closes, every port a listener will take: a busy port, a privileged one
-    /// without the right, or a host that is not this machine's is an error now, before a
-    /// database is created or a key printed.
+    /// Binds, and at once closes, every port a listener will take, and reads the TLS files: a
+    /// busy port, a privileged one without the right, a host that is not this machine's, two
+    /// listeners on one port or an unreadable certificate is an error now, before a database is
+    /// created or a key printed.
     static func checkListeners(_ configuration: ServerConfiguration) async throws {
         var listeners: [(port: Int, option: String)] = []
         if let http = configuration.http { listeners.append((http.port, "--port / FCM_REGISTRY_PORT")) }
@@ -85,6 +87,21 @@ public enum Serve {
             listeners.append((configuration.tls.settings.port, "--tls-port / FCM_REGISTRY_TLS_PORT"))
         }
         if configuration.xmppListening { listeners.append((configuration.xmpp.port, "--xmpp-port / FCM_REGISTRY_XMPP_PORT")) }
+        // Two listeners on one port would pass one at a time and fail together later.
+        let ports = listeners.map(\.port).filter { $0 != 0 }
+        if Set(ports).count < ports.count {
+            throw ConfigurationError(
+                description: "two listeners on one port: \(listeners.map { "\($0.port) (\($0.option))" }.joined(separator: ", "))")
+        }
+        if let certificate = configuration.tls.certificate, let key = configuration.tls.key {
+            do {
+                _ = try TLSConfiguration.server(certificate: certificate, key: key)
+            } catch {
+                throw ConfigurationError(
+                    description:
+                        "cannot read the TLS certificate \(certificate) or key \(key) (--tls-cert, --tls-key): \(error)")
+            }
+        }
         for (port, option) in listeners {
             do {
                 let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

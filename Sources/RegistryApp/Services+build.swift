@@ -1,4 +1,3 @@
-import UnixSignals
 import Hummingbird
 import Logging
 import NIOSSL
@@ -6,6 +5,7 @@ import Prometheus
 import Registry
 import RegistryServer
 import ServiceLifecycle
+import UnixSignals
 import XMPPServer
 
 /// Every peer `serve` runs, as `configuration` says: the plain HTTP listener (unless `--port off`),

@@ -7,7 +7,16 @@ import RegistrySQLite
 public enum StoreFactory {
     /// The store at `location`: the path of an SQLite file, created (mode 0600) if missing.
     /// - Throws: `StoreError` naming the location and what went wrong.
-    public static func open(_ location: String, feedRetention: Int = Limits().feedRetention) throws -> SQLiteStore {
+    public static func open(_ location: String, feedRetention: Int = Limits().feedRetention) throws
+        -> any RegistryBackend
+    {
+        try openSQLite(location, feedRetention: feedRetention)
+    }
+
+    /// The SQLite store at `path`, for what only SQLite does (`generate` writes its tables directly).
+    public static func openSQLite(_ location: String, feedRetention: Int = Limits().feedRetention) throws
+        -> SQLiteStore
+    {
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             throw StoreError(location: "a PostgreSQL URL", reason: "this build stores the registry in SQLite only")
         }

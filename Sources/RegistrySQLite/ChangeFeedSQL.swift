@@ -1,5 +1,4 @@
 import AudienceEngine
-import AudienceEngine
 import Crypto
 import Foundation
 import GRDB

@@ -14,9 +14,10 @@ import Synchronization
 /// only after the shared commit has returned.
 ///
 /// There is no task of the writer's own: the first request to find nobody committing commits
-/// for everyone queued, its own request included, and hands the work on to a waiting request
-/// once it has done its share. So nothing needs starting or stopping, and every commit runs on
-/// the task of a request that waits for it.
+/// for everyone queued, its own request included, then hands the work to the first request
+/// still waiting. So nothing needs starting or stopping, and no request waits on others' batches
+/// once its own is in. Each commit runs in a task of its own, which the committing request awaits:
+/// cancelling that request (a reset stream, a closed session) never fails the others' writes.
 final class GroupCommitWriter: Sendable {
     private struct Job: Sendable {
         /// Runs the request's body in a savepoint; returns the feed entries it wrote and what
@@ -41,9 +42,6 @@ final class GroupCommitWriter: Sendable {
     private let feedRetention: Int
     /// Rung after every commit.
     private let doorbell: FeedDoorbell
-    /// Batches a request commits for others after its own before handing the work on.
-    private static let batchesPerTurn = 4
-
     init(_ writer: any DatabaseWriter, feedRetention: Int, doorbell: FeedDoorbell) {
         self.writer = writer
         self.feedRetention = feedRetention
@@ -99,21 +97,18 @@ final class GroupCommitWriter: Sendable {
         }
     }
 
-    /// Commits batches until nobody waits, or this turn's share is done; then hands the work to
-    /// the first request still waiting.
+    /// Commits what is queued, then hands the work to the first request still waiting, if any.
     private func commitForEveryone() async {
-        for _ in 0..<Self.batchesPerTurn {
-            let (jobs, prune) = queue.withLock { queue in
-                let jobs = queue.pending
-                queue.pending = []
-                if jobs.isEmpty { queue.committing = false }
-                // Pruning is a range delete on the primary key; once a second is plenty.
-                let prune = ContinuousClock.now - queue.lastPrune > .seconds(1)
-                if prune { queue.lastPrune = .now }
-                return (jobs, prune)
-            }
-            if jobs.isEmpty { return }
-            await commit(jobs, prune: prune)
+        let (jobs, prune) = queue.withLock { queue in
+            let jobs = queue.pending
+            queue.pending = []
+            // Pruning is a range delete on the primary key; once a second is plenty.
+            let prune = ContinuousClock.now - queue.lastPrune > .seconds(1)
+            if prune { queue.lastPrune = .now }
+            return (jobs, prune)
+        }
+        if !jobs.isEmpty {
+            await Task { await self.commit(jobs, prune: prune) }.value
         }
         let next = queue.withLock { queue -> Job? in
             guard let first = queue.pending.first else {

@@ -49,7 +49,10 @@ extension SQLiteStore: ChangeFeed {
     public func wakeUps() -> AsyncStream<Void> {
         doorbell.listen()
     }
+}
 
+/// Token ids: the lookups a send and a page of an audience make.
+extension SQLiteStore {
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
         guard !ids.isEmpty else { return [] }
         // One statement for the whole page: the ids travel as one JSON array, bound like any value.

@@ -7,12 +7,7 @@ import Registry
 /// with the entries and bytes it holds, so that the bounds are checked without a scan.
 extension SQLiteStore: MessageLogStore {
     public func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws {
-        // Serialized before the write, off the writer's time.
-        let chunks = message.recipients.chunks.map { chunk, ids in
-            var bytes: [UInt8] = []
-            ids.serialize(into: &bytes)
-            return (chunk: Int64(chunk), ids: Data(bytes))
-        }
+        let chunks = MessageRecipients.chunks(of: message.recipients)
         let size = body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count }
         let project = message.project.rowID
         try await write { db, _ in
@@ -25,10 +20,7 @@ extension SQLiteStore: MessageLogStore {
                 project, message.id, message.via.rawValue, message.message.targetDescription, body,
                 message.recipients.count, size, Clock.milliseconds(message.receivedAt),
             ])
-            let id = db.lastInsertedRowID
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO messageRecipientChunk (projectId, chunk, messageId, tokenIds) VALUES (?, ?, ?, ?)")
-            for (chunk, ids) in chunks { try insert.execute(arguments: [project, chunk, id, ids]) }
+            try MessageRecipients.insert(chunks, of: db.lastInsertedRowID, project: project, db)
             try db.cachedStatement(
                 sql: """
                     INSERT INTO messageLog (projectId, entries, bytes) VALUES (?, 1, ?)

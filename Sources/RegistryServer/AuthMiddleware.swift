@@ -1,6 +1,6 @@
-import Logging
 import HTTPTypes
 import Hummingbird
+import Logging
 import Registry
 
 /// Finds the project a request's server key opens, or answers 401 in the request's API family.

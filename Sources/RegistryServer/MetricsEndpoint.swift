@@ -1,9 +1,9 @@
-import XMPPServer
 import AudienceEngine
 import Hummingbird
 import Prometheus
 import Registry
 import Synchronization
+import XMPPServer
 
 /// The server's own metrics, written straight into the registry `GET /metrics` shows (the
 /// swift-metrics facade, which `serve` also points at it, carries what the store records, such as

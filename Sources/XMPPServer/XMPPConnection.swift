@@ -1,5 +1,5 @@
-import FCMWire
 import ConnectionGuards
+import FCMWire
 import Foundation
 import Logging
 import Metrics

@@ -1,7 +1,7 @@
-import RegistryApp
 import ArgumentParser
 import Foundation
 import Registry
+import RegistryApp
 import RegistrySQLite
 
 /// `--db`, shared by every command that opens the database: `serve`'s option of that name, read

@@ -30,7 +30,7 @@ struct GenerateCommand: AsyncParsableCommand {
         }
         let started = Date()
         let generator = SyntheticRegistry(tokens: tokens, topics: topics, subscriptions: subscriptions, seed: seed)
-        let (project, key) = try await generator.generate(into: StoreFactory.open(database.resolvedPath))
+        let (project, key) = try await generator.generate(into: StoreFactory.openSQLite(database.resolvedPath))
         FileHandle.standardError.write(
             Data(
                 "generated \(tokens) tokens, \(topics) topics, \(generator.topicSizes().reduce(0, +)) subscriptions in \(Int(Date().timeIntervalSince(started))) s\n"

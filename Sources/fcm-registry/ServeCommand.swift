@@ -1,13 +1,10 @@
-import RegistryApp
-import AudienceEngine
 import ArgumentParser
 import Foundation
 import Logging
 import Metrics
 import Prometheus
 import Registry
-import RegistrySQLite
-import RegistryServer
+import RegistryApp
 
 /// `fcm-registry serve`: the HTTP server. Its options are `ServerConfiguration.options`, one table
 /// for flags, environment variables and documentation; a bad value stops it with status 2.

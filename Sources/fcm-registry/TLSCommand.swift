@@ -1,5 +1,4 @@
 import ArgumentParser
-import RegistryServer
 
 /// `fcm-registry tls init`: a local CA and a server certificate for Google's host names.
 struct TLSCommand: AsyncParsableCommand {

@@ -1,7 +1,6 @@
+@testable import Conditions
 import Foundation
 import Testing
-
-@testable import Conditions
 
 /// Checking a hostile condition costs about as much as parsing it, and reporting on it stays small:
 /// warnings are capped and counted, the truth table keeps to its budget, renderings and notes are

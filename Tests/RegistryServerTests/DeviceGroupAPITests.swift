@@ -1,5 +1,5 @@
-import Registry
 import Hummingbird
+import Registry
 import Testing
 
 @Suite("POST/GET /fcm/notification")

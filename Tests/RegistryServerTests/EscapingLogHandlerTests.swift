@@ -1,6 +1,5 @@
-@testable import RegistryApp
-
 import Logging
+@testable import RegistryApp
 @testable import RegistryServer
 import Testing
 

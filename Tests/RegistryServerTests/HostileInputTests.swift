@@ -1,14 +1,13 @@
 @testable import ConnectionGuards
-import RegistryApp
-
 import Foundation
-import NIOCore
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
 import Registry
-import RegistrySQLite
+import RegistryApp
 @testable import RegistryServer
+import RegistrySQLite
 import Synchronization
 import Testing
 

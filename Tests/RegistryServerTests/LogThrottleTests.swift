@@ -1,8 +1,7 @@
 import ConnectionGuards
 import NIOCore
-import Testing
-
 @testable import RegistryServer
+import Testing
 
 @Suite("Log throttle")
 struct LogThrottleTests {

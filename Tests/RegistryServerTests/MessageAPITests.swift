@@ -1,6 +1,6 @@
-import HummingbirdTesting
 import Foundation
 import Hummingbird
+import HummingbirdTesting
 import Testing
 
 /// Messages in each protocol's words: legacy HTTP (tables 1–9), HTTP v1, XMPP (table 4).

@@ -1,10 +1,10 @@
 import Crypto
+import _CryptoExtras
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
 import Testing
-import _CryptoExtras
 
 /// Google's token endpoint for service accounts, as google-auth calls it.
 @Suite("OAuth 2.0 for service accounts")

@@ -1,11 +1,9 @@
 @testable import ConnectionGuards
-
 import Logging
 import NIOCore
 import NIOEmbedded
-import Testing
-
 @testable import RegistryServer
+import Testing
 
 /// Making room, on channels of an embedded event loop whose clock the test moves. Synchronous:
 /// an embedded loop must be driven from the thread that made it.

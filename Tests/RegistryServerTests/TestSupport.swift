@@ -1,11 +1,11 @@
-import RegistryApp
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import Registry
-import RegistrySQLite
+import RegistryApp
 import RegistryServer
+import RegistrySQLite
 import Testing
 
 /// JSON as a comparable value, so tests state the exact bodies FCM sends and returns.

@@ -1,5 +1,3 @@
-@testable import XMPPServer
-import RegistryApp
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,12 +5,14 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import Synchronization
 @testable import Registry
+import RegistryApp
 @testable import RegistryServer
 import ServiceLifecycle
+import Synchronization
 import Testing
 import XMPP
+@testable import XMPPServer
 
 /// A live XMPP listener (plain text unless `tls` is given) over the fixture's registry, with the
 /// HTTP application sharing its hub for the native upstream and drain calls.

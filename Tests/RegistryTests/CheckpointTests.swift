@@ -1,6 +1,6 @@
-import GRDB
 @testable import AudienceEngine
 import Foundation
+import GRDB
 @testable import Registry
 @testable import RegistrySQLite
 import Testing
@@ -101,7 +101,7 @@ struct CheckpointTests {
         let foreign = try await other.open()
         _ = try await foreign.createProject(projectId: "app", senderId: "1")
         try Data(original).write(to: URL(fileURLWithPath: other.checkpoint))
-        let (reopened, reopenedStart) = try await other.start()
+        let (_, reopenedStart) = try await other.start()
         guard case .tables(let why?) = reopenedStart.source else { Issue.record("expected tables"); return }
         #expect(why.contains("another database"))
 

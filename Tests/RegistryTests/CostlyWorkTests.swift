@@ -1,6 +1,7 @@
 @testable import AudienceEngine
 import Dispatch
 import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif

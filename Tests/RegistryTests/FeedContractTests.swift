@@ -102,8 +102,9 @@ struct FeedContractTests {
 
     static func catchUp(_ index: AudienceIndex, from feed: OutOfOrderFeed, limit: Int) async throws {
         while true {
-            let read = try await feed.changes(after: index.cursor, limit: limit)
-            index.apply(read)
+            let cursor = index.cursor
+            let read = try await feed.changes(after: cursor, limit: limit)
+            index.apply(read, after: cursor)
             if read.entries.isEmpty { return }
         }
     }
@@ -123,6 +124,36 @@ struct FeedContractTests {
         try await Self.catchUp(index, from: feed, limit: 100)
         #expect(Self.contents(index)["news"] == [7, 8])
         #expect(index.cursor == FeedCursor(watermark: eight))
+    }
+
+    /// The writer hears its commit late (group commit answers after later batches commit): by
+    /// then the follower has applied its change and another process's after it.
+    @Test("An own write heard after the follower passed it does not undo what came after it")
+    func lateOwnWrite() async throws {
+        let feed = OutOfOrderFeed()
+        let index = AudienceIndex()
+        index.load(try await feed.loadAudience())
+        let subscribed = feed.commit(feed.begin(.subscribed(project: 1, topic: "news", tokens: [5])))
+        feed.commit(feed.begin(.unsubscribed(project: 1, topic: "news", tokens: [5])))
+        try await Self.catchUp(index, from: feed, limit: 100)
+        #expect(Self.contents(index)["news"] == nil)
+        index.applyOwn([subscribed])
+        #expect(Self.contents(index)["news"] == nil)
+    }
+
+    @Test("A read that started before the index moved is ignored, and the cursor never goes back")
+    func staleRead() async throws {
+        let feed = OutOfOrderFeed()
+        let index = AudienceIndex()
+        index.load(try await feed.loadAudience())
+        let start = index.cursor
+        feed.commit(feed.begin(.registered(project: 1, tokens: [1])))
+        let early = try await feed.changes(after: start, limit: 100)
+        feed.commit(feed.begin(.registered(project: 1, tokens: [2])))
+        try await Self.catchUp(index, from: feed, limit: 100)
+        let caughtUp = index.cursor
+        #expect(!index.apply(early, after: start))
+        #expect(index.cursor == caughtUp)
     }
 
     /// Writers in three processes, each with its own index: every write is in its writer's index

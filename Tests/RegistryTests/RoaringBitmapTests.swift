@@ -1,8 +1,7 @@
 @testable import AudienceEngine
+@testable import Registry
 import RegistrySQLite
 import Testing
-
-@testable import Registry
 
 /// Seeded with the synthetic registry's `SplitMix64`, so a failing case replays from its seed.
 @Suite("RoaringBitmap")

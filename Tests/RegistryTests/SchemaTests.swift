@@ -1,5 +1,5 @@
-import GRDB
 import Foundation
+import GRDB
 import RegistrySQLite
 import Testing
 

@@ -1,5 +1,5 @@
-import FCMWire
 import Conditions
+import FCMWire
 import Hummingbird
 import Registry
 

@@ -1,6 +1,6 @@
-import FCMWire
 import AudienceEngine
 import Conditions
+import FCMWire
 import Foundation
 import Hummingbird
 import Registry

@@ -1,8 +1,8 @@
-import XMPPServer
 import FCMWire
 import Foundation
 import Hummingbird
 import Registry
+import XMPPServer
 
 /// XMPP validation, and what the message log recorded.
 struct MessageController {

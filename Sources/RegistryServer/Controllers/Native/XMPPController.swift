@@ -1,9 +1,9 @@
-import XMPPServer
 import FCMWire
 import Foundation
 import Hummingbird
 import Registry
 import XMPP
+import XMPPServer
 
 /// Native endpoints for the XMPP side: an emulated device sends upstream, an operator sees and
 /// drains the project's sessions.
