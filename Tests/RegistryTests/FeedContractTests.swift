@@ -141,6 +141,21 @@ struct FeedContractTests {
         #expect(Self.contents(index)["news"] == nil)
     }
 
+    /// Two requests of one batch resume in any order: the later write can be heard first.
+    @Test("Own writes heard out of order end in commit order once the follower has passed them")
+    func ownWritesOutOfOrder() async throws {
+        let feed = OutOfOrderFeed()
+        let index = AudienceIndex()
+        index.load(try await feed.loadAudience())
+        let subscribed = feed.commit(feed.begin(.subscribed(project: 1, topic: "news", tokens: [5])))
+        let unsubscribed = feed.commit(feed.begin(.unsubscribed(project: 1, topic: "news", tokens: [5])))
+        index.applyOwn([unsubscribed])
+        index.applyOwn([subscribed])
+        #expect(Self.contents(index)["news"] == [5])
+        try await Self.catchUp(index, from: feed, limit: 100)
+        #expect(Self.contents(index)["news"] == nil)
+    }
+
     @Test("A read that started before the index moved is ignored, and the cursor never goes back")
     func staleRead() async throws {
         let feed = OutOfOrderFeed()
