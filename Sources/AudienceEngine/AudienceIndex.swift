@@ -53,10 +53,6 @@ public final class AudienceIndex: Sendable {
         package var cursor = FeedCursor.start
         /// The feed said entries were missed (pruned, or a bulk write): the follower must reload.
         package var stale = false
-        /// Own writes up to this id, past the cursor, were applied in commit order: each when every
-        /// change before it was already in. The follower need not apply them again. Kept only
-        /// while the cursor is a bare watermark (a backend whose ids are commit-ordered).
-        package var inPlaceThrough: Int64 = 0
     }
 
     private let state = Mutex(State())
@@ -120,26 +116,26 @@ public final class AudienceIndex: Sendable {
                 state.stale = true
                 return true
             }
-            let inPlace = state.inPlaceThrough
-            Self.apply(read.entries.filter { $0.id > inPlace }, to: &state)
+            Self.apply(read.entries, to: &state)
             state.cursor = read.next
             return true
         }
     }
 
     /// Applies this process's own committed writes at once, ahead of the follower, which applies
-    /// them again in their place, unless they were applied in place: right after every change
-    /// before them (as in a single process, where every change is its own). An entry the cursor
-    /// has already passed is not applied: the follower has put it in order with what others
-    /// committed after it, and applying it again now would undo them.
+    /// them again in their place. An entry right after the cursor (every change before it is in
+    /// already, as in a single process, where every change is its own) moves the cursor past it:
+    /// applied in its place, the follower need not read it. An entry the cursor has already
+    /// passed is not applied: the follower has put it in order with what others committed after
+    /// it, and applying it again now would undo them.
     package func applyOwn(_ entries: [FeedEntry]) {
         guard !entries.isEmpty else { return }
         state.withLock { state in
-            let cursor = state.cursor
-            for entry in entries where entry.id > cursor.watermark && !cursor.seenAbove.contains(entry.id) {
+            for entry in entries
+            where entry.id > state.cursor.watermark && !state.cursor.seenAbove.contains(entry.id) {
                 Self.apply([entry], to: &state)
-                if cursor.seenAbove.isEmpty, entry.id == max(cursor.watermark, state.inPlaceThrough) + 1 {
-                    state.inPlaceThrough = entry.id
+                if state.cursor.seenAbove.isEmpty, entry.id == state.cursor.watermark + 1 {
+                    state.cursor.watermark = entry.id
                 }
             }
         }
