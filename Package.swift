@@ -74,6 +74,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -185,7 +186,10 @@ let package = Package(
         .testTarget(
             name: "RegistryTests",
             dependencies: [
-                "AudienceEngine", "Conditions", "Registry", "RegistrySQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                "AudienceEngine", "Conditions", "Registry", "RegistrySQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

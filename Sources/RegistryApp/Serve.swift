@@ -48,7 +48,10 @@ public enum Serve {
                 "xmpp.port": "\(configuration.xmppListening ? String(configuration.xmpp.port) : "off")",
             ])
         // 6. Every peer in one group.
-        let services = try buildServices(registry: registry, configuration: configuration, logger: logger, metrics: metrics)
+        // The store's own peers first: the group stops them last, after the listeners' requests.
+        let services =
+            StoreFactory.services(of: store)
+            + (try buildServices(registry: registry, configuration: configuration, logger: logger, metrics: metrics))
         try await runServer(services, configuration: configuration, logger: logger)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Registry
 import RegistrySQLite
+import ServiceLifecycle
 
 /// What `--db` names, opened: the one way `serve`, every command and the tests get a store, so
 /// that a second backend plugs in here.
@@ -11,6 +12,11 @@ public enum StoreFactory {
         -> any RegistryBackend
     {
         try openSQLite(location, feedRetention: feedRetention)
+    }
+
+    /// What a store runs beside it in `serve`'s service group (SQLite: its group-commit writer).
+    public static func services(of store: any RegistryBackend) -> [any Service] {
+        (store as? SQLiteStore)?.services ?? []
     }
 
     /// The SQLite store at `path`, for what only SQLite does (`generate` writes its tables directly).

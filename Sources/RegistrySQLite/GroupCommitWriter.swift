@@ -2,6 +2,7 @@ import AudienceEngine
 import GRDB
 import Metrics
 import Registry
+import ServiceLifecycle
 import Synchronization
 
 /// Runs each request's writes in a savepoint of a shared transaction, committing many requests
@@ -13,12 +14,13 @@ import Synchronization
 /// savepoint is rolled back when it throws, without touching the others, and it hears of success
 /// only after the shared commit has returned.
 ///
-/// There is no task of the writer's own: the first request to find nobody committing commits
-/// for everyone queued, its own request included, then hands the work to the first request
-/// still waiting. So nothing needs starting or stopping, and no request waits on others' batches
-/// once its own is in. Each commit runs in a task of its own, which the committing request awaits:
+/// In `serve` the writer is a peer of the service group: its own task commits batch after batch
+/// while requests queue, and once shutdown has begun, the requests still writing commit for
+/// themselves. Without it (commands, tests), the first request to find nobody committing commits
+/// for everyone queued, its own request included, then hands the work to the first request still
+/// waiting; each such commit runs in a task of its own, which the committing request awaits, so
 /// cancelling that request (a reset stream, a closed session) never fails the others' writes.
-final class GroupCommitWriter: Sendable {
+final class GroupCommitWriter: Service, CustomStringConvertible {
     private struct Job: Sendable {
         /// Runs the request's body in a savepoint; returns the feed entries it wrote and what
         /// delivers its outcome to its caller after commit.
@@ -33,6 +35,8 @@ final class GroupCommitWriter: Sendable {
         var pending: [Job] = []
         /// Whether some request is committing for everyone.
         var committing = false
+        /// Rings the writer's own task, while it runs.
+        var service: AsyncStream<Void>.Continuation?
         var lastPrune = ContinuousClock.now
     }
 
@@ -46,6 +50,47 @@ final class GroupCommitWriter: Sendable {
         self.writer = writer
         self.feedRetention = feedRetention
         self.doorbell = doorbell
+    }
+
+    var description: String { "GroupCommitWriter" }
+
+    /// Commits what requests queue until graceful shutdown; then what is left, and from then on
+    /// the requests commit for themselves.
+    func run() async throws {
+        let (rings, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let queued = queue.withLock { queue in
+            queue.service = ring
+            return !queue.pending.isEmpty
+        }
+        if queued { ring.yield() }
+        await withGracefulShutdownHandler {
+            for await _ in rings { await commitQueued() }
+        } onGracefulShutdown: {
+            ring.finish()
+        }
+        queue.withLock { $0.service = nil }
+        await commitQueued()
+    }
+
+    /// Commits batch after batch until nothing is queued.
+    private func commitQueued() async {
+        while true {
+            let (jobs, prune) = takeQueued()
+            if jobs.isEmpty { return }
+            await commit(jobs, prune: prune)
+        }
+    }
+
+    /// Everything queued, and whether this commit should prune the feed.
+    private func takeQueued() -> (jobs: [Job], prune: Bool) {
+        queue.withLock { queue in
+            let jobs = queue.pending
+            queue.pending = []
+            // Pruning is a range delete on the primary key; once a second is plenty.
+            let prune = !jobs.isEmpty && ContinuousClock.now - queue.lastPrune > .seconds(1)
+            if prune { queue.lastPrune = .now }
+            return (jobs, prune)
+        }
     }
 
     /// Runs `body` as one all-or-nothing unit and returns its value, with the feed entries it
@@ -69,6 +114,10 @@ final class GroupCommitWriter: Sendable {
             lead: { waiter.lead() })
         let leads = queue.withLock { queue in
             queue.pending.append(job)
+            if let service = queue.service {
+                service.yield()
+                return false
+            }
             guard !queue.committing else { return false }
             queue.committing = true
             return true
@@ -99,19 +148,15 @@ final class GroupCommitWriter: Sendable {
 
     /// Commits what is queued, then hands the work to the first request still waiting, if any.
     private func commitForEveryone() async {
-        let (jobs, prune) = queue.withLock { queue in
-            let jobs = queue.pending
-            queue.pending = []
-            // Pruning is a range delete on the primary key; once a second is plenty.
-            let prune = ContinuousClock.now - queue.lastPrune > .seconds(1)
-            if prune { queue.lastPrune = .now }
-            return (jobs, prune)
-        }
+        let (jobs, prune) = takeQueued()
         if !jobs.isEmpty {
             await Task { await self.commit(jobs, prune: prune) }.value
         }
+        // Only a request may take a waiting request's job, and only one commits at a time, so the
+        // job led next is still waiting: its caller hears `lead` before its outcome. While the
+        // writer's own task runs, it takes what waits instead.
         let next = queue.withLock { queue -> Job? in
-            guard let first = queue.pending.first else {
+            guard queue.service == nil, let first = queue.pending.first else {
                 queue.committing = false
                 return nil
             }

@@ -2,6 +2,7 @@ import AudienceEngine
 import Foundation
 import GRDB
 import Registry
+import ServiceLifecycle
 
 /// The registry's store on SQLite through GRDB.
 ///
@@ -18,6 +19,9 @@ public struct SQLiteStore: RegistryStore {
         self.database = database
         writes = GroupCommitWriter(database.writer, feedRetention: feedRetention, doorbell: doorbell)
     }
+
+    /// What runs beside the store in `serve`'s service group: the group-commit writer.
+    public var services: [any Service] { [writes] }
 
     /// Runs `body` as one all-or-nothing write; what it records in the log goes to the change
     /// feed in the same transaction, and comes back with its value.

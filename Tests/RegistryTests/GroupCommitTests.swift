@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import Registry
 import RegistrySQLite
+import ServiceLifecycle
 import Testing
 
 @Suite("Writes")
@@ -31,6 +33,34 @@ struct WriteTests {
         let stored = try await (0..<200).asyncCount { n in try await registry.store.token(token(n), in: project) != nil
         }
         #expect(stored == 161)
+    }
+
+    /// In `serve` the writer commits on its own task; after shutdown begins, requests commit for
+    /// themselves again.
+    @Test("With the writer's own task running, and after it stops, every write lands")
+    func writerService() async throws {
+        let store = try TestStore.inMemory()
+        let registry = try await RegistryService(store: store)
+        try await registry.startAudience()
+        let (project, _) = try await registry.createProject(projectId: "app", senderId: "1")
+        let group = ServiceGroup(
+            configuration: .init(services: store.services, logger: Logger(label: "test")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let written = await withTaskGroup(of: Bool.self) { writes in
+                for n in 0..<100 {
+                    writes.addTask { (try? await registry.subscribe([token(n)], to: "t\(n % 3)", in: project)) != nil }
+                }
+                return await writes.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(written == 100)
+            await group.triggerGracefulShutdown()
+            try await tasks.next()
+        }
+        // The writer has stopped: requests commit for themselves.
+        _ = try await registry.subscribe([token(500)], to: "t0", in: project)
+        let subscribers = try await registry.store.topicSubscribers(named: "t0", in: project, after: nil, limit: 1000)
+        #expect(subscribers?.0.subscriberCount == 35)
     }
 
     @Test("An acknowledged write is in the file when it is opened again")
