@@ -27,6 +27,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case projectNotFound(String)
     case serverKeyNotFound
     case serviceAccountNotFound
+    /// A token re-keyed to itself.
+    case rekeyToSameToken
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy

@@ -15,4 +15,17 @@ extension RegistryService {
         try checkToken(token)
         return applied(try await store.unregisterToken(token, in: project))
     }
+
+    /// Moves a device to a new registration id (a token to its Firebase installation id) in one
+    /// transaction: `to` joins every topic and group of `from`, merged with its own, within the
+    /// topic and member limits; `from` is unregistered.
+    /// - Throws: `.malformedToken`, `.rekeyToSameToken`, `.tokenNotFound`, `.tooManyTopics`, `.groupFull`.
+    public func rekey(_ from: String, to: String, in project: Project) async throws -> Rekeyed {
+        try checkToken(from)
+        try checkToken(to)
+        guard from != to else { throw RegistryError.rekeyToSameToken }
+        return applied(
+            try await store.rekey(
+                from, to: to, topicLimit: limits.topicsPerToken, memberLimit: limits.membersPerGroup, in: project))
+    }
 }

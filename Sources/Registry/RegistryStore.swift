@@ -119,6 +119,14 @@ public protocol RegistryStore: Sendable {
     /// and topic, all at once. Returns `nil` when the project does not know the token.
     /// Isolation: serialized per token, and per group it leaves.
     func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?>
+    /// Moves a device to a new registration id (a token to its Firebase installation id), all at
+    /// once: `to` (registered if new, or again if unregistered) joins every topic and group of
+    /// `from`, merged with its own, and `from` is unregistered.
+    /// - Throws: `.tokenNotFound` (`from` unknown or unregistered), `.tooManyTopics`, `.groupFull`
+    ///   (a limit `to` would pass once merged); nothing is written then.
+    /// Isolation: serialized per token (both) and per group either belongs to.
+    func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
+        -> Committed<Rekeyed>
     /// The values of the tokens with these ids, which are ascending, in the same order (ids of
     /// other projects are skipped).
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
@@ -159,6 +167,21 @@ public protocol MessageLogStore: Sendable {
     /// Entries and bytes of each project's message log, by project id.
     func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)]
 
+}
+
+/// What a re-key moved: the topics and groups `to` is in now.
+public struct Rekeyed: Sendable, Equatable, Codable {
+    public var from: String
+    public var to: String
+    public var topics: [String]
+    public var groups: [String]
+
+    public init(from: String, to: String, topics: [String], groups: [String]) {
+        self.from = from
+        self.to = to
+        self.topics = topics
+        self.groups = groups
+    }
 }
 
 /// What `setTopics` changed.

@@ -103,6 +103,8 @@ enum ErrorEnvelope {
             return notFound(family, "no such server key")
         case (.serviceAccountNotFound, _):
             return notFound(family, "no such service account")
+        case (.rekeyToSameToken, _):
+            return badRequest(family, "to must be another registration id than the token re-keyed", field: "to")
         case (.storeBusy, _):
             return unavailable(family, "the database is locked by another process; try again shortly")
         }

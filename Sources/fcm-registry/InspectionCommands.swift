@@ -102,7 +102,23 @@ struct TopicCommand: AsyncParsableCommand {
 /// `fcm-registry token show TOKEN`: a token's state, groups and topics.
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "token", abstract: "Inspect tokens.", subcommands: [Show.self])
+        commandName: "token", abstract: "Inspect tokens, and move a device to a new registration id.",
+        subcommands: [Show.self, Rekey.self])
+
+    struct Rekey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move a device's topics and groups to a new registration id (a token to its FID).",
+            discussion: "One transaction: TO joins every topic and group of FROM, merged with its own, and FROM is unregistered.")
+        @Argument(help: "The registration id the device had.") var from: String
+        @Argument(help: "The registration id it has now (a Firebase installation id).") var to: String
+        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var project: ProjectOption
+
+        func run() async throws {
+            let registry = try await database.openRegistry()
+            try printJSON(try await registry.rekey(from, to: to, in: project.resolve(in: registry)))
+        }
+    }
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a token's state, groups and topics.")

@@ -6,6 +6,7 @@ struct Tool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fcm-registry",
         abstract: "A self-hosted, FCM-compatible registry of device groups and topic subscriptions.",
+        version: BuildInfo.description,
         subcommands: [
             ServeCommand.self, ProjectCommand.self, ConditionCommand.self, GroupCommand.self, TopicCommand.self,
             TokenCommand.self, AudienceCommand.self, SchemaCommand.self, GenerateCommand.self, TLSCommand.self,

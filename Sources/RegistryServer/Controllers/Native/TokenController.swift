@@ -12,8 +12,67 @@ struct TokenController {
         routes.on("/api/tokens/:token", .put, use: register)
         routes.on("/api/tokens/:token", .delete, use: unregister)
         routes.on("/api/tokens/:token/topics", .put, use: setTopics)
+        routes.on("/api/tokens/{token}:rekey", .post, use: rekey)
+        routes.on("/api/tokens:rekey", .post, use: rekeyBatch)
     }
 
+    struct RekeyRequest: Decodable {
+        var to: String?
+    }
+
+    /// `POST /api/tokens/{token}:rekey` with `{"to":"<fid>"}`: the device's topics and groups move
+    /// to the new id in one transaction, and the old one is unregistered.
+    @Sendable func rekey(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let (project, token) = try token(request, context)
+        let body = try await JSONBody.decode(RekeyRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let to = body.to else { throw BadRequest("to is required: the registration id to move to", field: "to") }
+        return try JSONResponse.make(try await registry.rekey(token, to: to, in: project))
+    }
+
+    struct RekeyBatchRequest: Decodable {
+        struct Pair: Decodable {
+            var from: String
+            var to: String
+        }
+
+        var pairs: [Pair]?
+    }
+
+    /// One pair's outcome in a batch: what moved, or the error a single re-key would have answered.
+    struct RekeyResult: Encodable {
+        var from: String
+        var to: String
+        var topics: [String]?
+        var groups: [String]?
+        var error: JSONValue?
+    }
+
+    /// `POST /api/tokens:rekey` with `{"pairs":[{"from","to"},…]}` (at most the batch limit): each
+    /// pair re-keyed in a transaction of its own, one result per pair, in order.
+    @Sendable func rekeyBatch(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+        let project = try context.requireProject()
+        let body = try await JSONBody.decode(
+            RekeyBatchRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard let pairs = body.pairs, !pairs.isEmpty else {
+            throw BadRequest("pairs is required: [{\"from\":…,\"to\":…}, …]", field: "pairs")
+        }
+        guard pairs.count <= registry.limits.tokensPerBatch else {
+            throw BadRequest("pairs holds at most \(registry.limits.tokensPerBatch) pairs", field: "pairs")
+        }
+        var results: [RekeyResult] = []
+        for pair in pairs {
+            do {
+                let moved = try await registry.rekey(pair.from, to: pair.to, in: project)
+                results.append(RekeyResult(from: pair.from, to: pair.to, topics: moved.topics, groups: moved.groups))
+            } catch let error as RegistryError {
+                // Worded as the single call would have answered it.
+                let refusal = ErrorEnvelope.registryError(error, .native)
+                let envelope = try JSONBody.object(refusal.body)
+                results.append(RekeyResult(from: pair.from, to: pair.to, error: envelope["error"]))
+            }
+        }
+        return try JSONResponse.make(["results": results])
+    }
 
     struct TopicsRequest: Decodable {
         var topics: [String]?
