@@ -165,3 +165,32 @@ CREATE TABLE messageRecipientChunk (
 ) WITHOUT ROWID;
 
 CREATE INDEX messageRecipientChunk_messageId ON messageRecipientChunk(messageId);
+
+CREATE TABLE keyring (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  fingerprint TEXT NOT NULL,
+  secret BLOB NOT NULL,
+  sealedFor INTEGER NOT NULL,
+  importedAt INTEGER NOT NULL,
+  UNIQUE (projectId, fingerprint)
+);
+
+CREATE TABLE keyringGroup (
+  keyringId INTEGER NOT NULL REFERENCES keyring(id) ON DELETE CASCADE,
+  sourceGroupId INTEGER NOT NULL,
+  groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+  PRIMARY KEY (keyringId, sourceGroupId)
+) WITHOUT ROWID;
+
+CREATE INDEX keyringGroup_groupId ON keyringGroup(groupId);
+
+CREATE TABLE importedKey (
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  notificationKey TEXT NOT NULL,
+  groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+  importedAt INTEGER NOT NULL,
+  PRIMARY KEY (projectId, notificationKey)
+) WITHOUT ROWID;
+
+CREATE INDEX importedKey_groupId ON importedKey(groupId);

@@ -22,6 +22,9 @@ public struct NotificationKeyCodec: Sendable {
         self.secret = secret
     }
 
+    /// The secret, for `export`: the keyring that lets another database open these keys.
+    public var secretBytes: [UInt8] { secret }
+
     /// A fresh random secret for a new database.
     public static func makeSecret() -> [UInt8] {
         SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
@@ -41,16 +44,54 @@ public struct NotificationKeyCodec: Sendable {
     /// The group id sealed in `notificationKey`.
     /// - Throws: `RegistryError.undecryptableKey` for anything this project did not issue.
     public func groupID(from notificationKey: String, in project: Project) throws(RegistryError) -> Int64 {
+        try groupID(from: notificationKey, sealedFor: project.rowID)
+    }
+
+    /// The group id sealed in `notificationKey` for the project with row id `projectRowID` (of
+    /// this database, or of the one a keyring was imported from).
+    /// - Throws: `RegistryError.undecryptableKey` for anything this secret did not seal for it.
+    public func groupID(from notificationKey: String, sealedFor projectRowID: Int64) throws(RegistryError) -> Int64 {
         guard notificationKey.hasPrefix(Self.prefix), notificationKey.utf8.count < 512,
             let sealed = Base64URL.decode(notificationKey.dropFirst(Self.prefix.count)),
             let box = try? AES.GCM.SealedBox(combined: sealed),
-            let plaintext = try? AES.GCM.open(box, using: key, authenticating: project.rowID.bigEndianBytes),
+            let plaintext = try? AES.GCM.open(box, using: key, authenticating: projectRowID.bigEndianBytes),
             plaintext.count == 1 + 8 + Self.paddingBytes, plaintext.first == Self.version,
             plaintext.dropFirst(9).allSatisfy({ $0 == 0 })
         else {
             throw .undecryptableKey
         }
         return plaintext.dropFirst().prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+}
+
+/// A secret that sealed notification keys for one project, as `import` brings it from another
+/// database: keys that database issued keep naming the groups imported from it.
+public struct NotificationKeyring: Sendable, Hashable {
+    /// The store's id for it; 0 before it is stored.
+    public var id: Int64
+    public var secret: [UInt8]
+    /// The row id, in the database that issued the keys, of the project they were sealed for.
+    public var sealedFor: Int64
+
+    public init(id: Int64 = 0, secret: [UInt8], sealedFor: Int64) {
+        self.id = id
+        self.secret = secret
+        self.sealedFor = sealedFor
+    }
+
+    /// Names the keyring in export files without showing its secret: 16 bytes of a SHA-256 of
+    /// the secret and the project row id, hex.
+    public var fingerprint: String {
+        var hash = SHA256()
+        hash.update(data: Array("fcm-registry keyring".utf8))
+        hash.update(data: secret)
+        hash.update(data: sealedFor.bigEndianBytes)
+        return hash.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The group id a key sealed by this keyring names, or `nil` when it did not seal the key.
+    public func groupID(from notificationKey: String) -> Int64? {
+        try? NotificationKeyCodec(secret: secret).groupID(from: notificationKey, sealedFor: sealedFor)
     }
 }
 

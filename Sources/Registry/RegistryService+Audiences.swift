@@ -79,7 +79,9 @@ extension RegistryService {
             result = Audience(count: members.count)
             if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
         case .notificationKey(let key):
-            let id = try keys.groupID(from: key, in: project)
+            guard let id = try await groupID(forNotificationKey: key, in: project) else {
+                throw RegistryError.undecryptableKey
+            }
             guard let members = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
                 throw RegistryError.groupNotFound
             }

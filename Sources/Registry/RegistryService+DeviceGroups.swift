@@ -16,7 +16,7 @@ extension RegistryService {
     public func addToGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
         async throws -> GroupRef
     {
-        let (id, expectedName, usable) = try memberChange(notificationKey, expectedName, tokens, in: project)
+        let (id, expectedName, usable) = try await memberChange(notificationKey, expectedName, tokens, in: project)
         return applied(
             try await store.addMembers(
                 usable, toGroup: id, expectedName: expectedName, memberLimit: limits.membersPerGroup, in: project))
@@ -26,7 +26,7 @@ extension RegistryService {
     public func removeFromGroup(notificationKey: String, expectedName: String?, tokens: [String], in project: Project)
         async throws -> GroupRef
     {
-        let (id, expectedName, usable) = try memberChange(notificationKey, expectedName, tokens, in: project)
+        let (id, expectedName, usable) = try await memberChange(notificationKey, expectedName, tokens, in: project)
         return try await store.removeMembers(usable, fromGroup: id, expectedName: expectedName, in: project)
     }
 
@@ -41,14 +41,30 @@ extension RegistryService {
 
     /// What `add` and `remove` check before touching the store: the key opens a group of this
     /// project, the optional name is normalized, and at least one token is usable.
-    private func memberChange(_ key: String, _ expectedName: String?, _ tokens: [String], in project: Project) throws
-        -> (id: Int64, expectedName: String?, usable: [String])
+    private func memberChange(_ key: String, _ expectedName: String?, _ tokens: [String], in project: Project)
+        async throws -> (id: Int64, expectedName: String?, usable: [String])
     {
-        let id = try keys.groupID(from: key, in: project)
+        guard let id = try await groupID(forNotificationKey: key, in: project) else {
+            throw RegistryError.undecryptableKey
+        }
         let name = try expectedName.map(groupName)
         let usable = usableTokens(tokens)
         guard !usable.isEmpty else { throw RegistryError.noValidRegistrationIds }
         return (id, name, usable)
+    }
+
+    /// The group a notification key names: one this database sealed, else one it imported
+    /// (Google's own keys, from `import-groups`; keys another registry sealed, from `import`).
+    /// `nil` when it names none of this project's.
+    public func groupID(forNotificationKey key: String, in project: Project) async throws -> Int64? {
+        if let id = try? keys.groupID(from: key, in: project) { return id }
+        guard NotificationKeyCodec.isImportable(key) else { return nil }
+        return try await store.groupID(forImportedKey: key, in: project) { keyrings in
+            for keyring in keyrings {
+                if let group = keyring.groupID(from: key) { return (keyring.id, group) }
+            }
+            return nil
+        }
     }
 
     /// The stored form of a group name (NFC), for creating and for looking up alike.

@@ -162,7 +162,7 @@ extension RegistryService {
     /// issued; `nil` when it is not such a key (it may then be a registration token). A key of a
     /// group that no longer exists names no one: `[]`.
     public func groupMembers(forNotificationKey key: String, in project: Project) async throws -> [UInt32]? {
-        guard let id = try? keys.groupID(from: key, in: project) else { return nil }
+        guard let id = try await groupID(forNotificationKey: key, in: project) else { return nil }
         return try await store.memberIDs(ofGroup: id, named: nil, in: project) ?? []
     }
 

@@ -11,6 +11,7 @@ public struct RegistryService: Sendable {
     /// The change feed the audience index follows.
     package let feed: any ChangeFeed
     package let messageLog: any MessageLogStore
+    package let archive: any ArchiveStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -40,6 +41,7 @@ public struct RegistryService: Sendable {
         self.store = store
         feed = store
         messageLog = store
+        archive = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

@@ -15,7 +15,7 @@ public struct Committed<Value: Sendable>: Sendable {
 }
 
 /// A whole backend: the registry's tables, the change feed over them and the message log.
-public typealias RegistryBackend = ChangeFeed & MessageLogStore & RegistryStore
+public typealias RegistryBackend = ArchiveStore & ChangeFeed & MessageLogStore & RegistryStore
 
 /// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
 /// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.
@@ -74,6 +74,13 @@ public protocol RegistryStore: Sendable {
     func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
         async throws -> GroupRef
     func group(named name: String, in project: Project) async throws -> GroupRef?
+    /// The group a notification key this database did not seal names: one of Google's, kept by
+    /// `import-groups`, or one sealed by a keyring `import` brought, which `open` tries (it
+    /// returns the keyring's id and the group id the key seals). `nil` when none does.
+    func groupID(
+        forImportedKey key: String, in project: Project,
+        opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
+    ) async throws -> Int64?
     func groups(in project: Project, after: String?, limit: Int) async throws -> Page<GroupSummary>
     /// The group and a page of its members (token and when it joined), or `nil` when there is no such group.
     func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws

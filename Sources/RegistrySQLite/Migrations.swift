@@ -28,6 +28,9 @@ enum Migrations {
             try db.execute(sql: v5)
             try moveRecipientsIntoChunks(db)
         }
+        migrator.registerMigration("v6 imported notification keys", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v6)
+        }
         return migrator
     }
 
@@ -236,4 +239,35 @@ enum Migrations {
             }
         }
     }
+
+    /// Notification keys this database did not seal, which keep naming the groups they named:
+    /// `keyring` holds the secrets of other registries (brought by `import`) and `keyringGroup`
+    /// which group each of their sealed group ids now is; `importedKey` holds other issuers' keys
+    /// verbatim (Google's, brought by `import-groups`). A group's rows go with it.
+    private static let v6 = """
+        CREATE TABLE keyring (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          fingerprint TEXT NOT NULL,
+          secret BLOB NOT NULL,
+          sealedFor INTEGER NOT NULL,
+          importedAt INTEGER NOT NULL,
+          UNIQUE (projectId, fingerprint)
+        );
+        CREATE TABLE keyringGroup (
+          keyringId INTEGER NOT NULL REFERENCES keyring(id) ON DELETE CASCADE,
+          sourceGroupId INTEGER NOT NULL,
+          groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+          PRIMARY KEY (keyringId, sourceGroupId)
+        ) WITHOUT ROWID;
+        CREATE INDEX keyringGroup_groupId ON keyringGroup(groupId);
+        CREATE TABLE importedKey (
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          notificationKey TEXT NOT NULL,
+          groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+          importedAt INTEGER NOT NULL,
+          PRIMARY KEY (projectId, notificationKey)
+        ) WITHOUT ROWID;
+        CREATE INDEX importedKey_groupId ON importedKey(groupId);
+        """
 }

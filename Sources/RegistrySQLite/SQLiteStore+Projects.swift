@@ -162,7 +162,7 @@ extension SQLiteStore {
         }
     }
 
-    private static func serviceAccount(_ row: Row) -> ServiceAccount {
+    static func serviceAccount(_ row: Row) -> ServiceAccount {
         ServiceAccount(
             keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
             publicKey: row["publicKey"], tokenURI: row["tokenUri"],

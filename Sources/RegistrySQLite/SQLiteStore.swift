@@ -8,7 +8,7 @@ import ServiceLifecycle
 ///
 /// Writes go through a group-commit writer: each call is one savepoint, many calls share a commit.
 /// Reads run on the database's readers (concurrently, with a `DatabasePool`).
-public struct SQLiteStore: RegistryStore {
+public struct SQLiteStore: ArchiveStore, RegistryStore {
     public let database: RegistryDatabase
     let writes: GroupCommitWriter
     /// Rung after each commit of this process's; the feed follower listens.

@@ -1,0 +1,48 @@
+/// How a backend writes a registry out and reads one in, for `export` and `import`.
+public protocol ArchiveStore: Sendable {
+    /// Hands every record of the registry (or of one project) to `emit`, in the order
+    /// ``ArchiveRecord`` describes, from one consistent read: what a running server writes
+    /// meanwhile is either wholly in it or not at all. Streams: memory stays constant.
+    /// - Parameter secret: the database's own notification-key secret, exported as each project's
+    ///   first keyring.
+    func export(project: String?, ownSecret secret: [UInt8], to emit: @escaping @Sendable (ArchiveRecord) throws -> Void)
+        async throws
+
+    /// Writes a batch of validated records as one transaction: all of it or, on the first record
+    /// it cannot take, nothing (then it throws `ImportError` with that record's line). Running it
+    /// again changes nothing: every record is matched with what is already there by its natural
+    /// key (project id, topic name, token, group name).
+    /// - Parameter ownSecret: the database's notification-key secret: a keyring equal to it is
+    ///   not stored again (a registry imported back into the database it came from).
+    func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8]) async throws
+        -> Committed<ImportTally>
+
+    /// Deletes the topics an import left without subscribers (a topic record whose tokens did not
+    /// follow): a topic exists while it has subscribers.
+    func finishImport() async throws
+}
+
+/// What an import wrote: how many records of each kind were new, the rest being already there.
+public struct ImportTally: Sendable, Hashable, Codable {
+    public var projects = 0
+    public var topics = 0
+    public var tokens = 0
+    public var subscriptions = 0
+    public var groups = 0
+    public var members = 0
+    public var notificationKeys = 0
+
+    public init() {}
+
+    public static func + (left: ImportTally, right: ImportTally) -> ImportTally {
+        var sum = left
+        sum.projects += right.projects
+        sum.topics += right.topics
+        sum.tokens += right.tokens
+        sum.subscriptions += right.subscriptions
+        sum.groups += right.groups
+        sum.members += right.members
+        sum.notificationKeys += right.notificationKeys
+        return sum
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// Export and import (`fcm-registry export`, `import`, `import-groups`).
+extension RegistryService {
+    /// Streams every record of the registry, or of one project, to `emit`: the header first.
+    /// - Throws: `RegistryError.projectNotFound` when `project` names none.
+    public func export(
+        project: String?, producer: String?, to emit: @escaping @Sendable (ArchiveRecord) throws -> Void
+    ) async throws {
+        if let project, try await store.projects().contains(where: { $0.projectId == project }) == false {
+            throw RegistryError.projectNotFound(project)
+        }
+        try emit(.header(ArchiveHeader(exportedAt: .now, producer: producer)))
+        try await archive.export(project: project, ownSecret: keys.secretBytes, to: emit)
+    }
+
+    /// Writes one batch of checked records (``ArchiveRecord/validated(limits:)``) as one
+    /// transaction. Servers on the database follow it through the change feed.
+    /// - Parameter updatingAudience: apply what it changed to this process's audience index; a
+    ///   command that never loaded the index says no, so that its memory stays constant.
+    /// - Throws: `ImportError` naming the line it could not take; nothing of the batch is written.
+    public func importBatch(_ records: [NumberedRecord], updatingAudience: Bool = true) async throws -> ImportTally {
+        let committed = try await archive.importBatch(records, limits: limits, ownSecret: keys.secretBytes)
+        return updatingAudience ? applied(committed) : committed.value
+    }
+
+    /// Ends an import: topics left without subscribers are deleted.
+    public func finishImport() async throws {
+        try await archive.finishImport()
+    }
+}

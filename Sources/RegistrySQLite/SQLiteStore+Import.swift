@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import Registry
+
+/// `import` and `import-groups`, and the notification keys they bring.
+extension SQLiteStore {
+    public func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8]) async throws
+        -> Committed<ImportTally>
+    {
+        try await committing { db, log in
+            var importer = ArchiveImporter(db: db, log: log, limits: limits, ownSecret: ownSecret)
+            for numbered in records {
+                do {
+                    try importer.take(numbered.record)
+                } catch let problem as ArchiveProblem {
+                    throw ImportError(line: numbered.line, problem: problem.message)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    throw ImportError(line: numbered.line, problem: "conflicts with what is here: \(error.message ?? "")")
+                }
+            }
+            importer.finish()
+            return importer.tally
+        }
+    }
+
+    public func finishImport() async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "DELETE FROM topic WHERE NOT EXISTS (SELECT 1 FROM subscription WHERE subscription.topicId = topic.id)")
+        }
+    }
+
+    public func groupID(
+        forImportedKey key: String, in project: Project,
+        opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
+    ) async throws -> Int64? {
+        try await read { db in
+            if let id = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT groupId FROM importedKey WHERE projectId = ? AND notificationKey = ?"),
+                arguments: [project.rowID, key])
+            {
+                return id
+            }
+            let keyrings = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT id, secret, sealedFor FROM keyring WHERE projectId = ? ORDER BY id"),
+                arguments: [project.rowID]
+            ).map { NotificationKeyring(id: $0["id"], secret: [UInt8]($0["secret"] as Data), sealedFor: $0["sealedFor"]) }
+            guard !keyrings.isEmpty, let (keyring, group) = open(keyrings) else { return nil }
+            return try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT groupId FROM keyringGroup WHERE keyringId = ? AND sourceGroupId = ?"),
+                arguments: [keyring, group])
+        }
+    }
+}
