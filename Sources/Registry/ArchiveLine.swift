@@ -2,7 +2,7 @@ import Foundation
 
 /// Reads and writes the lines of an export file: one JSON object per line, `"type"` first, times
 /// in RFC 3339 with milliseconds (the precision the registry keeps).
-public struct ArchiveLineCoder {
+public struct ArchiveLineCoder: Sendable {
     /// The longest line `import` reads: a token with 2,000 topics of 900 characters fits.
     public static let maximumLineBytes = 4 << 20
 
@@ -11,10 +11,10 @@ public struct ArchiveLineCoder {
 
     public init() {
         encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Self.time))
+            try container.encode(Self.format(date))
         }
         decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
@@ -30,9 +30,32 @@ public struct ArchiveLineCoder {
 
     private static let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
+    /// RFC 3339 in UTC with exactly the milliseconds the registry stores: the format style would
+    /// truncate 0.352 s, held as 0.35199…, to `.351`, and a round trip would drift.
+    static func format(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let (wholeSeconds, positiveFraction) = fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
+        let whole = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(Self.wholeSeconds)
+        let digits = String(positiveFraction)
+        return whole.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+    }
+
+    private static let wholeSeconds = Date.ISO8601FormatStyle()
+
     /// The record as one line, without its newline.
+    /// Keys are sorted, after `"type"`, so that two exports of the same registry are the same bytes.
     public func encode(_ record: ArchiveRecord) throws -> [UInt8] {
-        Array(try encoder.encode(TypedRecord(record: record)))
+        let (kind, fields): (String, Data) =
+            switch record {
+            case .header(let value): ("header", try encoder.encode(value))
+            case .project(let value): ("project", try encoder.encode(value))
+            case .topic(let value): ("topic", try encoder.encode(value))
+            case .token(let value): ("token", try encoder.encode(value))
+            case .group(let value): ("group", try encoder.encode(value))
+            }
+        // `fields` is a JSON object with at least one member: `{` + `"type":…,` + the rest.
+        return Array("{\"type\":\"\(kind)\",".utf8) + fields.dropFirst()
     }
 
     /// The record a line holds, as written; ``ArchiveRecord/validated(limits:)`` checks it.
@@ -119,15 +142,11 @@ public struct ImportError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "line \(line): \(problem)" }
 }
 
-/// `{"type": "token", …}`: the record's kind, then its fields.
-private struct TypedRecord: Codable {
+/// Reads `{"type": "token", …}`: the record's kind, then its fields.
+private struct TypedRecord: Decodable {
     var record: ArchiveRecord
 
-    init(record: ArchiveRecord) {
-        self.record = record
-    }
-
-    private enum Kind: String, Codable {
+    private enum Kind: String {
         case header, project, topic, token, group
     }
 
@@ -147,27 +166,6 @@ private struct TypedRecord: Codable {
         case .topic: record = .topic(try TopicArchive(from: decoder))
         case .token: record = .token(try TokenArchive(from: decoder))
         case .group: record = .group(try GroupArchive(from: decoder))
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        switch record {
-        case .header(let value):
-            try container.encode(Kind.header, forKey: .type)
-            try value.encode(to: encoder)
-        case .project(let value):
-            try container.encode(Kind.project, forKey: .type)
-            try value.encode(to: encoder)
-        case .topic(let value):
-            try container.encode(Kind.topic, forKey: .type)
-            try value.encode(to: encoder)
-        case .token(let value):
-            try container.encode(Kind.token, forKey: .type)
-            try value.encode(to: encoder)
-        case .group(let value):
-            try container.encode(Kind.group, forKey: .type)
-            try value.encode(to: encoder)
         }
     }
 }

@@ -9,7 +9,8 @@ struct Tool: AsyncParsableCommand {
         version: BuildInfo.description,
         subcommands: [
             ServeCommand.self, ProjectCommand.self, ConditionCommand.self, GroupCommand.self, TopicCommand.self,
-            TokenCommand.self, AudienceCommand.self, SchemaCommand.self, GenerateCommand.self, TLSCommand.self,
+            TokenCommand.self, AudienceCommand.self, ExportCommand.self, ImportCommand.self, ImportGroupsCommand.self,
+            SchemaCommand.self, GenerateCommand.self, TLSCommand.self,
         ]
     )
 }

@@ -1,0 +1,139 @@
+/// An import in progress: reads records one at a time, checks them, and writes them in batches,
+/// each batch one transaction. A batch with a bad line is refused whole, naming its bad lines;
+/// the batches before it stay written, and since writing is idempotent the corrected file can
+/// simply be imported again.
+public struct ArchiveImport {
+    /// Records per transaction: large enough that commits cost little, small enough that a batch's
+    /// tokens and their topics stay a few megabytes.
+    public static let batchSize = 1_000
+    /// Bad lines one refusal lists; the count says how many more there were.
+    public static let problemsListed = 10
+
+    private let registry: RegistryService
+    private let updatingAudience: Bool
+    private let needsHeader: Bool
+    private let coder = ArchiveLineCoder()
+    private var sawHeader = false
+    private var batch: [NumberedRecord] = []
+    private var problems: [ImportError] = []
+    private var problemCount = 0
+    /// What the committed batches wrote.
+    public private(set) var tally = ImportTally()
+    /// Records read so far, good or bad.
+    public private(set) var records = 0
+
+    /// - Parameters:
+    ///   - needsHeader: the input is an export file, which starts with its header line.
+    ///   - updatingAudience: apply the writes to this process's audience index as well (a server
+    ///     does; a command that never loaded the index does not, so that its memory stays flat).
+    public init(into registry: RegistryService, needsHeader: Bool = true, updatingAudience: Bool = false) {
+        self.registry = registry
+        self.needsHeader = needsHeader
+        self.updatingAudience = updatingAudience
+    }
+
+    /// Takes one line of an export file; blank lines are skipped.
+    public mutating func take(line: some Collection<UInt8>, number: Int) async throws(ImportFailure) {
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+        let record: ArchiveRecord
+        do {
+            record = try coder.decode(line)
+        } catch {
+            records += 1
+            try await refuse(ImportError(line: number, problem: error.message))
+            return
+        }
+        try await take(record, line: number)
+    }
+
+    /// Takes one record; writes the batch when it is full.
+    public mutating func take(_ record: ArchiveRecord, line: Int) async throws(ImportFailure) {
+        records += 1
+        do throws(ArchiveProblem) {
+            let checked = try record.validated(limits: registry.limits)
+            if case .header = checked {
+                guard needsHeader, !sawHeader else { throw ArchiveProblem("a header may only be the first line") }
+                sawHeader = true
+            } else {
+                guard sawHeader || !needsHeader else {
+                    throw ArchiveProblem(
+                        "the first line must be the header {\"type\":\"header\",\"format\":\"\(ArchiveHeader.format)\",…}: is this an export file?"
+                    )
+                }
+                batch.append(NumberedRecord(line: line, record: checked))
+            }
+        } catch {
+            try await refuse(ImportError(line: line, problem: error.message))
+            return
+        }
+        if batch.count + problemCount >= Self.batchSize { try await commit() }
+    }
+
+    /// A line the caller could not read (a CSV row, a line too long): it counts against its batch.
+    public mutating func refuse(_ problem: ImportError) async throws(ImportFailure) {
+        if problems.count < Self.problemsListed { problems.append(problem) }
+        problemCount += 1
+        if !needsHeader || sawHeader {
+            if batch.count + problemCount >= Self.batchSize { try await commit() }
+        } else {
+            // Without its header, nothing of the file is read: say so at once.
+            try await commit()
+        }
+    }
+
+    /// Writes what is left and ends the import: topics left without subscribers are deleted.
+    /// - Returns: what the import wrote.
+    public mutating func finish() async throws(ImportFailure) -> ImportTally {
+        if needsHeader, !sawHeader, problemCount == 0 {
+            problems = [ImportError(line: 1, problem: "the input is empty: an export file starts with its header")]
+            problemCount = 1
+        }
+        try await commit()
+        do {
+            try await registry.finishImport()
+        } catch {
+            throw ImportFailure(problems: [], more: 0, written: tally, storeError: "\(error)")
+        }
+        return tally
+    }
+
+    private mutating func commit() async throws(ImportFailure) {
+        guard problems.isEmpty else {
+            throw ImportFailure(problems: problems, more: problemCount - problems.count, written: tally)
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            tally = tally + (try await registry.importBatch(batch, updatingAudience: updatingAudience))
+        } catch let error as ImportError {
+            throw ImportFailure(problems: [error], more: 0, written: tally)
+        } catch {
+            throw ImportFailure(problems: [], more: 0, written: tally, storeError: "\(error)")
+        }
+        batch.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Why an import stopped: the bad lines of the batch it refused (nothing of that batch was
+/// written) and what the batches before it wrote.
+public struct ImportFailure: Error, Sendable, CustomStringConvertible {
+    public var problems: [ImportError]
+    /// Bad lines in the batch beyond those listed.
+    public var more: Int
+    public var written: ImportTally
+    /// The store failed (the disk, the database), not the input.
+    public var storeError: String?
+
+    public init(problems: [ImportError], more: Int, written: ImportTally, storeError: String? = nil) {
+        self.problems = problems
+        self.more = more
+        self.written = written
+        self.storeError = storeError
+    }
+
+    public var description: String {
+        var lines = problems.map(\.description)
+        if more > 0 { lines.append("… and \(more) more bad line\(more == 1 ? "" : "s") in the same batch") }
+        if let storeError { lines.append("the database refused the batch: \(storeError)") }
+        return lines.joined(separator: "\n")
+    }
+}

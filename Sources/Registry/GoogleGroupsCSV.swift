@@ -1,0 +1,93 @@
+import Foundation
+
+/// The CSV that `import-groups` reads: one row per member of a device group, as a team reads
+/// them from Google's device-group GET before device groups are turned down:
+///
+/// ```
+/// notification_key_name,notification_key,registration_token
+/// appUser-Chris,APA91bGHXQBB…,bk3RNwTe3H0:CI2k_HHwgIpoDKCIZvvDMExUdFQ3P1…
+/// ```
+///
+/// The header row is optional; fields may be quoted as RFC 4180 says (`"a,b"`, `""` for `"`).
+/// Each row becomes a group record with one member and Google's key, which the import merges
+/// by the group's name: a group's rows need not be adjacent.
+public struct GoogleGroupsCSV {
+    public static let columns = ["notification_key_name", "notification_key", "registration_token"]
+
+    private let project: String
+    private let importedAt: Date
+    private var sawFirstRow = false
+
+    public init(project: String, importedAt: Date = .now) {
+        self.project = project
+        self.importedAt = importedAt
+    }
+
+    /// The group record a row stands for; `nil` for the header row and blank lines.
+    /// - Throws: `ArchiveProblem` saying what is wrong with the row.
+    public mutating func record(from line: some Collection<UInt8>) throws(ArchiveProblem) -> ArchiveRecord? {
+        guard line.count <= 16 << 10 else { throw ArchiveProblem("the row is longer than 16 KiB") }
+        guard let text = String(validating: line, as: UTF8.self) else { throw ArchiveProblem("the row is not UTF-8") }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return nil }
+        let first = !sawFirstRow
+        sawFirstRow = true
+        let fields = try Self.fields(of: trimmed.hasPrefix("\u{FEFF}") ? String(trimmed.dropFirst()) : trimmed)
+        if first, fields.map({ $0.lowercased() }) == Self.columns { return nil }
+        guard fields.count == 3 else {
+            throw ArchiveProblem(
+                "expected 3 fields (\(Self.columns.joined(separator: ","))), found \(fields.count)")
+        }
+        let (name, key, token) = (fields[0], fields[1], fields[2])
+        guard NotificationKeyCodec.isImportable(key) else {
+            throw ArchiveProblem(
+                "\(ArchiveRecord.quoted(key)) is not a notification key as Google issues them (APA91b…, under 512 characters of [A-Za-z0-9_:.-])"
+            )
+        }
+        return .group(
+            GroupArchive(
+                project: project, name: name, createdAt: importedAt,
+                members: [GroupArchive.Member(token: token, since: importedAt)], keyringIds: [],
+                notificationKeys: [key]))
+    }
+
+    /// The fields of one row: split at commas outside quotes, each trimmed of spaces, quotes
+    /// removed and `""` read as `"`.
+    static func fields(of row: String) throws(ArchiveProblem) -> [String] {
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
+        var wasQuoted = false
+        var characters = row.makeIterator()
+        while let character = characters.next() {
+            if quoted {
+                if character == "\"" {
+                    var lookahead = characters
+                    if lookahead.next() == "\"" {
+                        field.append("\"")
+                        characters = lookahead
+                    } else {
+                        quoted = false
+                    }
+                } else {
+                    field.append(character)
+                }
+            } else if character == "," {
+                fields.append(wasQuoted ? field : field.trimmingCharacters(in: .whitespaces))
+                field = ""
+                wasQuoted = false
+            } else if character == "\"", field.allSatisfy(\.isWhitespace) {
+                field = ""
+                quoted = true
+                wasQuoted = true
+            } else if wasQuoted, !character.isWhitespace {
+                throw ArchiveProblem("text after a closing quote; write \"\" for a quote inside a quoted field")
+            } else if !wasQuoted {
+                field.append(character)
+            }
+        }
+        guard !quoted else { throw ArchiveProblem("a quoted field is not closed before the end of the row") }
+        fields.append(wasQuoted ? field : field.trimmingCharacters(in: .whitespaces))
+        return fields
+    }
+}
