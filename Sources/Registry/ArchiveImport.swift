@@ -9,6 +9,9 @@ public struct ArchiveImport {
     /// Bad lines one refusal lists; the count says how many more there were.
     public static let problemsListed = 10
 
+    private static let headerFirst =
+        "the first line must be the header {\"type\":\"header\",\"format\":\"\(ArchiveHeader.format)\",…}: is this an export file?"
+
     private let registry: RegistryService
     private let updatingAudience: Bool
     private let needsHeader: Bool
@@ -40,7 +43,8 @@ public struct ArchiveImport {
             record = try coder.decode(line)
         } catch {
             records += 1
-            try await refuse(ImportError(line: number, problem: error.message))
+            let problem = needsHeader && !sawHeader ? "\(Self.headerFirst) (\(error.message))" : error.message
+            try await refuse(ImportError(line: number, problem: problem))
             return
         }
         try await take(record, line: number)
@@ -56,9 +60,7 @@ public struct ArchiveImport {
                 sawHeader = true
             } else {
                 guard sawHeader || !needsHeader else {
-                    throw ArchiveProblem(
-                        "the first line must be the header {\"type\":\"header\",\"format\":\"\(ArchiveHeader.format)\",…}: is this an export file?"
-                    )
+                    throw ArchiveProblem(Self.headerFirst)
                 }
                 batch.append(NumberedRecord(line: line, record: checked))
             }

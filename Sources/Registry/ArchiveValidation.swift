@@ -83,7 +83,8 @@ extension ArchiveRecord {
             throw ArchiveProblem("an unregistered token has no topics")
         }
         guard token.topics.count <= limits.topicsPerToken else {
-            throw ArchiveProblem("more than \(limits.topicsPerToken) topics for one token")
+            throw ArchiveProblem(
+                "the token has \(token.topics.count) topics, more than the \(limits.topicsPerToken) a token may have")
         }
         var seen = Set<String>()
         for topic in token.topics {
@@ -94,7 +95,8 @@ extension ArchiveRecord {
 
     private static func check(_ group: GroupArchive, limits: Limits) throws(ArchiveProblem) {
         guard (1...limits.membersPerGroup).contains(group.members.count) else {
-            throw ArchiveProblem("a group has 1 to \(limits.membersPerGroup) members")
+            throw ArchiveProblem(
+                "the group has \(group.members.count) members; a group has 1 to \(limits.membersPerGroup)")
         }
         var seen = Set<String>()
         for member in group.members {

@@ -1,0 +1,228 @@
+import Conditions
+import Foundation
+import Registry
+import Synchronization
+import Testing
+
+@Suite("Export and import")
+struct ArchiveTests {
+    /// A registry with a bit of everything: topics, tokens in both states, groups, a revoked key.
+    private func sourceRegistry() async throws -> (RegistryService, Project, groupKey: String) {
+        let (registry, project) = try await makeRegistry()
+        for n in 1...30 {
+            _ = try await registry.subscribe([token(n)], to: "news", in: project)
+            if n % 3 == 0 { _ = try await registry.subscribe([token(n)], to: "weather", in: project) }
+        }
+        _ = try await registry.subscribe([token(40)], to: "sports", in: project)
+        _ = try await registry.unregisterToken(token(7), in: project)
+        let key = try await registry.createGroup(named: "appUser-Chris", tokens: [token(1), token(2)], in: project)
+        _ = try await registry.createGroup(named: "Crème", tokens: [token(3)], in: project)
+        let (_, extra) = try await registry.addServerKey(toProject: project.projectId)
+        try await registry.revokeServerKey(extra)
+        return (registry, project, key)
+    }
+
+    private func exportLines(_ registry: RegistryService, project: String? = nil) async throws -> [String] {
+        let lines = Mutex<[String]>([])
+        let coder = ArchiveLineCoder()
+        try await registry.export(project: project, producer: "tests") { record in
+            let line = String(decoding: try coder.encode(record), as: UTF8.self)
+            lines.withLock { $0.append(line) }
+        }
+        return lines.withLock { $0 }
+    }
+
+    @discardableResult
+    private func importLines(_ lines: [String], into registry: RegistryService) async throws -> ImportTally {
+        var session = ArchiveImport(into: registry, updatingAudience: true)
+        for (index, line) in lines.enumerated() {
+            try await session.take(line: Array(line.utf8), number: index + 1)
+        }
+        return try await session.finish()
+    }
+
+    /// What a client sees of a registry: topics with their subscribers, tokens with their state
+    /// and topics, groups with their members, audiences.
+    private func answers(_ registry: RegistryService, _ project: Project) async throws -> [String] {
+        var answers: [String] = []
+        for topic in try await registry.topics(in: project, after: nil, limit: 100).items {
+            let subscribers = try await registry.topicSubscribers(named: topic.name, in: project, after: nil, limit: 100)
+            answers.append("topic \(topic) \(String(describing: subscribers?.1.items))")
+        }
+        for group in try await registry.groups(in: project, after: nil, limit: 100).items {
+            let members = try await registry.groupMembers(named: group.name, in: project, after: nil, limit: 100)
+            answers.append("group \(group) \(String(describing: members?.1.items))")
+        }
+        for n in 1...40 {
+            let info = try await registry.token(token(n), in: project)
+            let topics = try await registry.allSubscriptions(ofToken: token(n), in: project)
+            let groups = try await registry.groups(ofToken: token(n), in: project)
+            answers.append("token \(String(describing: info)) \(String(describing: topics)) \(groups)")
+        }
+        let reached = try await registry.resolve(
+            .condition("'news' in topics && !('weather' in topics)", .v1), in: project, after: nil, pageSize: 100,
+            countOnly: false)
+        answers.append("condition \(reached.count) \(reached.tokens ?? [])")
+        return answers
+    }
+
+    @Test("A registry exported and imported into an empty database answers every call as before")
+    func roundTrip() async throws {
+        let (source, project, key) = try await sourceRegistry()
+        let lines = try await exportLines(source)
+        let copy = try await RegistryService(store: TestStore.inMemory())
+        try await copy.startAudience()
+        try await importLines(lines, into: copy)
+        let imported = try #require(try await copy.projects().first { $0.projectId == project.projectId })
+        #expect(try await answers(copy, imported) == answers(source, project))
+        // The same bytes again, but for the header and the keyrings: the copy's own comes first,
+        // and each group has an id under it besides its id under the source's.
+        let again = try await exportLines(copy)
+        #expect(again.count == lines.count)
+        #expect(again.dropFirst(2).map(withoutKeyrings) == lines.dropFirst(2).map(withoutKeyrings))
+
+        // The keys the source issued keep naming their groups, for sends and group operations.
+        let members = try await copy.resolve(.notificationKey(key), in: imported, after: nil, pageSize: 10, countOnly: false)
+        #expect(members.tokens == [token(1), token(2)])
+        _ = try await copy.addToGroup(notificationKey: key, expectedName: "appUser-Chris", tokens: [token(9)], in: imported)
+        #expect(try await copy.groupMembers(named: "appUser-Chris", in: imported, after: nil, limit: 10)?.1.items.count == 3)
+    }
+
+    private func withoutKeyrings(_ line: String) -> String {
+        line.replacing(/"keyringIds":\[[^\]]*\],/, with: "")
+    }
+
+    @Test("Server keys come across as hashes: the source's key authenticates, a revoked one does not")
+    func serverKeys() async throws {
+        let registry = try await RegistryService(store: TestStore.inMemory())
+        let (project, key) = try await registry.createProject(projectId: "keys", senderId: "999")
+        let (_, revoked) = try await registry.addServerKey(toProject: project.projectId)
+        try await registry.revokeServerKey(revoked)
+        let lines = try await exportLines(registry)
+        #expect(!lines.joined().contains(key))
+        let copy = try await RegistryService(store: TestStore.inMemory())
+        try await importLines(lines, into: copy)
+        #expect(try await copy.project(authenticatedBy: key)?.projectId == "keys")
+        #expect(try await copy.project(authenticatedBy: revoked) == nil)
+    }
+
+    @Test("Importing the same file twice writes nothing the second time")
+    func idempotent() async throws {
+        let (source, _, _) = try await sourceRegistry()
+        let lines = try await exportLines(source)
+        let copy = try await RegistryService(store: TestStore.inMemory())
+        let first = try await importLines(lines, into: copy)
+        #expect(first.tokens == 31 && first.topics == 3 && first.groups == 2 && first.projects == 1)
+        let second = try await importLines(lines, into: copy)
+        #expect(second == ImportTally())
+        #expect(try await exportLines(copy).dropFirst() == exportLines(copy).dropFirst())
+        // Into the database it came from: nothing new either.
+        #expect(try await importLines(lines, into: source) == ImportTally())
+    }
+
+    @Test("A bad line is refused with its number; nothing of its batch is written, the batches before it are")
+    func badLineRefusesItsBatch() async throws {
+        let registry = try await RegistryService(store: TestStore.inMemory())
+        let coder = ArchiveLineCoder()
+        func line(_ record: ArchiveRecord) -> String { String(decoding: try! coder.encode(record), as: UTF8.self) }
+        let now = Date(timeIntervalSince1970: 1_790_000_000)
+        var lines = [
+            line(.header(ArchiveHeader(exportedAt: now, producer: nil))),
+            line(
+                .project(
+                    ProjectArchive(
+                        projectId: "p", senderId: "123", createdAt: now, serverKeys: [], serviceAccounts: [],
+                        keyrings: []))),
+        ]
+        for n in 1...1_500 {
+            lines.append(
+                line(
+                    .token(
+                        TokenArchive(
+                            project: "p", token: token(n), state: .registered, createdAt: now, updatedAt: now,
+                            topics: [Joined(name: "t", since: now)]))))
+        }
+        lines[1_200] = #"{"type":"token","project":"p","token":"not a token","#  // line 1,201
+        lines[1_300] = lines[1_300].replacingOccurrences(of: "registered", with: "asleep")  // line 1,301
+        var session = ArchiveImport(into: registry)
+        var failure: ImportFailure?
+        do {
+            for (index, text) in lines.enumerated() { try await session.take(line: Array(text.utf8), number: index + 1) }
+            _ = try await session.finish()
+        } catch {
+            failure = error
+        }
+        let refused = try #require(failure)
+        #expect(refused.problems.map(\.line) == [1_201, 1_301])
+        #expect(refused.problems[0].problem == "not a JSON object")
+        #expect(refused.problems[1].problem.hasPrefix("state"))
+        // The first batch (the project and 999 tokens) is written; the second, none of it.
+        #expect(refused.written.tokens == 999)
+        let project = try #require(try await registry.projects().first)
+        #expect(try await registry.token(token(999), in: project) != nil)
+        #expect(try await registry.token(token(1_000), in: project) == nil)
+        #expect(try await registry.token(token(1_100), in: project) == nil)
+    }
+
+    @Test("The first line must be the header; a newer version is refused")
+    func header() async throws {
+        let registry = try await RegistryService(store: TestStore.inMemory())
+        for lines in [
+            [#"{"type":"topic","project":"p","name":"t","createdAt":"2026-01-01T00:00:00.000Z"}"#],
+            [#"{"type":"header","format":"fcm-registry-export","version":2,"exportedAt":"2026-01-01T00:00:00Z"}"#],
+            [#"{"format":"fcm-registry-export"}"#],
+            [],
+        ] {
+            await #expect(throws: ImportFailure.self) { try await importLines(lines, into: registry) }
+        }
+        #expect(try await registry.projects().isEmpty)
+    }
+
+    @Test("Limits hold on import: a group over the member limit, a token over the topic limit")
+    func limits() async throws {
+        var limits = Limits()
+        limits.membersPerGroup = 3
+        limits.topicsPerToken = 2
+        let registry = try await RegistryService(store: TestStore.inMemory(), limits: limits)
+        let (source, _) = try await makeRegistry()
+        let project = try #require(try await source.projects().first)
+        _ = try await source.createGroup(named: "g", tokens: (1...4).map(token), in: project)
+        for topic in ["a", "b", "c"] { _ = try await source.subscribe([token(9)], to: topic, in: project) }
+        let lines = try await exportLines(source)
+        await #expect(throws: ImportFailure.self) { try await importLines(lines, into: registry) }
+        do {
+            try await importLines(lines, into: registry)
+        } catch let failure as ImportFailure {
+            #expect(failure.problems.map(\.problem).contains { $0.contains("more than the 2 a token may have") })
+            #expect(failure.problems.map(\.problem).contains { $0.contains("has 4 members; a group has 1 to 3") })
+        }
+        #expect(try await registry.projects().isEmpty)
+    }
+
+    @Test("A group's merge over the member limit with what is already here is refused whole")
+    func mergeOverLimit() async throws {
+        var limits = Limits()
+        limits.membersPerGroup = 3
+        let (source, project) = try await makeRegistry(limits: limits)
+        _ = try await source.createGroup(named: "g", tokens: [token(1), token(2)], in: project)
+        let lines = try await exportLines(source)
+        let (target, targetProject) = try await makeRegistry(limits: limits)
+        _ = try await target.createGroup(named: "g", tokens: [token(3), token(4)], in: targetProject)
+        await #expect(throws: ImportFailure.self) { try await importLines(lines, into: target) }
+        #expect(try await target.groupMembers(named: "g", in: targetProject, after: nil, limit: 10)?.1.items.count == 2)
+    }
+
+    @Test("Times come back to the millisecond")
+    func times() throws {
+        let coder = ArchiveLineCoder()
+        for milliseconds in [0, 352, 1_764_000_000_352, 1_764_000_000_999, -1] as [Int64] {
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let record = ArchiveRecord.topic(TopicArchive(project: "p", name: "t", createdAt: date))
+            guard case .topic(let back) = try coder.decode(coder.encode(record)) else {
+                Issue.record("not a topic")
+                return
+            }
+            #expect(Int64((back.createdAt.timeIntervalSince1970 * 1000).rounded()) == milliseconds)
+        }
+    }
+}
