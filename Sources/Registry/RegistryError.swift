@@ -29,6 +29,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case serviceAccountNotFound
     /// A token re-keyed to itself.
     case rekeyToSameToken
+    /// A `pageToken` the listing did not issue (another listing's, or edited).
+    case invalidPageToken
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy

@@ -54,7 +54,9 @@ extension SQLiteStore {
     }
 
     /// Tokens in id order (the order members are listed in, which an import into an empty
-    /// database keeps), a step at a time, each with its topics by name.
+    /// database keeps), a step at a time, each with its topics by name. `+projectId` keeps SQLite
+    /// on the rowid range: without statistics (a database never analyzed) it would take the
+    /// `(projectId, value)` index and sort the whole project for every step.
     private static func exportTokens(
         _ db: Database, project: Int64, named name: String, to emit: (ArchiveRecord) throws -> Void
     ) throws {
@@ -64,7 +66,7 @@ extension SQLiteStore {
                 db.cachedStatement(
                     sql: """
                         SELECT id, value, state, createdAt, updatedAt FROM token
-                        WHERE projectId = ? AND id > ? ORDER BY id LIMIT ?
+                        WHERE +projectId = ? AND id > ? ORDER BY id LIMIT ?
                         """), arguments: [project, after, exportStep])
             guard let first = tokens.first, let last = tokens.last else { return }
             after = last["id"]

@@ -6,7 +6,7 @@ import Hummingbird
 ///
 /// Controllers throw these for request-level problems; `ErrorEnvelopeMiddleware` turns every
 /// other error (domain errors, body limits, unknown paths) into one of these too.
-struct APIError: Error, Sendable {
+struct APIError: HTTPResponseError, Sendable {
     var status: HTTPResponse.Status
     /// The encoded JSON body.
     var body: [UInt8]
@@ -45,6 +45,10 @@ struct APIError: Error, Sendable {
     /// fcm-registry's own envelope: `{"error":{"code":"not_found","message":…}}`.
     static func native(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> APIError {
         APIError(status: status, body: encode(["error": ["code": code, "message": message]]))
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        response
     }
 
     var response: Response {

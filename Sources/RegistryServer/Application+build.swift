@@ -84,16 +84,24 @@ public func buildTLSApplication(
 }
 
 /// Every route, behind the access log and the error envelope; every route but `/health`,
-/// `/metrics` and `/token` behind the server key.
+/// `/metrics`, `/openapi.json` and `/token` behind the server key.
 public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> Router<
     RegistryRequestContext
 > {
+    routing(registry: registry, metrics: metrics, xmpp: xmpp).router
+}
+
+/// The router, and every (path, method) it serves: what `/openapi.json` describes, as a test checks.
+func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> (
+    router: Router<RegistryRequestContext>, routes: [(path: String, method: HTTPRequest.Method)]
+) {
     let router = Router(context: RegistryRequestContext.self)
     let serverMetrics = ServerMetrics(registry: metrics)
     router.add(middleware: AccessLogMiddleware(metrics: serverMetrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     let open = RouteRecorder(router.group())
-    open.on("/health", .get) { _, _ in try JSONResponse.make(["status": "ok"]) }
+    open.on("/health", .get) { _, _ in Health(status: "ok") }
+    open.on("/openapi.json", .get) { _, _ in OpenAPIDocument.response }
     open.on("/metrics", .get) { _, _ in
         try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, xmpp: xmpp)
     }
@@ -116,5 +124,10 @@ public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorR
     MessageController(registry: registry).addRoutes(to: routes)
     XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
-    return router
+    return (router, open.recorded + routes.recorded)
+}
+
+/// `GET /health`: the process answers.
+struct Health: ResponseEncodable {
+    var status: String
 }

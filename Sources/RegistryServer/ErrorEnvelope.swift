@@ -105,6 +105,10 @@ enum ErrorEnvelope {
             return notFound(family, "no such service account")
         case (.rekeyToSameToken, _):
             return badRequest(family, "to must be another registration id than the token re-keyed", field: "to")
+        case (.invalidPageToken, _):
+            return badRequest(
+                family, "pageToken is not one this listing issued: pass the previous page's nextPageToken",
+                field: "pageToken")
         case (.storeBusy, _):
             return unavailable(family, "the database is locked by another process; try again shortly")
         }

@@ -43,6 +43,13 @@ enum JSONResponse {
     }
 }
 
+/// How a route's typed answer (`ResponseEncodable`) becomes bytes: as `JSONResponse.make` does.
+public struct RegistryResponseEncoder: ResponseEncoder {
+    public func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
+        try JSONResponse.make(value)
+    }
+}
+
 /// The time formats of FCM's answers.
 enum Timestamp {
     /// RFC 3339 in UTC with milliseconds, as v1's `create_time`: `2026-01-15T01:30:15.010Z`.

@@ -15,6 +15,10 @@ public struct RegistryRequestContext: RequestContext {
         coreContext = .init(source: source)
     }
 
+    /// Every typed response is encoded as `JSONResponse` encodes: sorted keys, RFC 3339 times,
+    /// FCM's content type.
+    public var responseEncoder: RegistryResponseEncoder { RegistryResponseEncoder() }
+
     /// The authenticated project; routes behind `AuthMiddleware` always have one.
     func requireProject() throws -> Project {
         guard let project else { throw APIError.native(.unauthorized, "unauthenticated", "no server key") }

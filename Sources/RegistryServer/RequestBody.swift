@@ -16,6 +16,19 @@ extension JSONBody {
     }
 }
 
+extension PageRequest {
+    /// `pageSize` and `pageToken` from the query string of a native listing.
+    init(query request: Request) throws {
+        self.init(size: try Self.checked(request.query("pageSize").map { Int($0) ?? 0 }), token: request.query("pageToken"))
+    }
+
+    /// A page size as the caller gave it: a positive integer, or none.
+    static func checked(_ size: Int?) throws -> Int? {
+        if let size, size <= 0 { throw BadRequest("pageSize must be a positive integer", field: "pageSize") }
+        return size
+    }
+}
+
 extension Request {
     /// A path parameter, percent-decoded: tokens and topic names arrive URL-encoded.
     func pathValue(_ name: String, context: some RequestContext) throws -> String {

@@ -11,9 +11,12 @@ final class RouteRecorder {
         self.group = group
     }
 
-    func on(
+    /// Every (path, method) recorded, in the order added: what the OpenAPI document must describe.
+    private(set) var recorded: [(path: String, method: HTTPRequest.Method)] = []
+
+    func on<Output: ResponseGenerator>(
         _ path: String, _ method: HTTPRequest.Method,
-        use handler: @escaping @Sendable (Request, RegistryRequestContext) async throws -> Response
+        use handler: @escaping @Sendable (Request, RegistryRequestContext) async throws -> Output
     ) {
         group.on(RouterPath(path), method: method) { request, context in
             context.labels.route = path
@@ -21,6 +24,7 @@ final class RouteRecorder {
         }
         if methods[path] == nil { order.append(path) }
         methods[path, default: []].append(method)
+        recorded.append((path, method))
     }
 
     /// Answers 405 on every recorded path for the methods it does not take.

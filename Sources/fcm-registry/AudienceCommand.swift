@@ -39,12 +39,12 @@ struct AudienceCommand: AsyncParsableCommand {
     struct Printed: Encodable {
         var count: Int
         var tokens: [String]?
-        var next: String?
+        var nextPageToken: String?
         var topicCounts: [String: Int]?
     }
 
     static func run(
-        _ target: Target, database: DatabaseOptions, project: ProjectOption, after: String?, limit: Int, countOnly: Bool
+        _ target: Target, database: DatabaseOptions, project: ProjectOption, after: UInt32?, limit: Int, countOnly: Bool
     )
         async throws
     {
@@ -52,10 +52,10 @@ struct AudienceCommand: AsyncParsableCommand {
         let project = try await project.resolve(in: registry)
         do {
             let audience = try await registry.resolve(
-                target.target, in: project, after: after.flatMap(UInt32.init), pageSize: limit, countOnly: countOnly)
+                target.target, in: project, after: after, pageSize: limit, countOnly: countOnly)
             try printJSON(
                 Printed(
-                    count: audience.count, tokens: audience.tokens, next: audience.nextAfter.map(String.init),
+                    count: audience.count, tokens: audience.tokens, nextPageToken: audience.nextAfter.map { PageToken(.audience, after: String($0)).encoded },
                     topicCounts: audience.topicCounts))
         } catch let error as ConditionError {
             FileHandle.standardError.write(Data(error.diagnostic.rendered(in: target.condition ?? "").utf8))
@@ -83,9 +83,15 @@ struct AudienceCommand: AsyncParsableCommand {
         @OptionGroup var page: PageOptions
 
         func run() async throws {
+            let (position, size) = try page.resolve(.audience)
+            let after = try position.map { position in
+                guard let id = UInt32(position) else {
+                    throw ValidationError("--page-token is not one this listing issued: pass the previous nextPageToken")
+                }
+                return id
+            }
             try await AudienceCommand.run(
-                target, database: database, project: project, after: page.after, limit: min(page.limit, 10_000),
-                countOnly: false)
+                target, database: database, project: project, after: after, limit: size, countOnly: false)
         }
     }
 }

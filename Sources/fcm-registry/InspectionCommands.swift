@@ -2,16 +2,35 @@ import ArgumentParser
 import Foundation
 import Registry
 
-/// Options shared by listings: page size and cursor.
+/// Options shared by listings: the page model of the HTTP API (`pageSize`, `pageToken`).
 struct PageOptions: ParsableArguments {
-    @Option(help: "Entries per page (at most 2000).") var limit: Int = 100
-    @Option(help: "Continue after this cursor (the previous page's \"next\").") var after: String?
+    @Option(help: "Entries per page (at most 2000).") var pageSize: Int = 100
+    @Option(help: "Continue where the previous page ended: its nextPageToken.") var pageToken: String?
+
+    func validate() throws {
+        guard pageSize > 0 else { throw ValidationError("--page-size must be a positive integer") }
+    }
+
+    /// The size, at most `maximum`, and the position the token names in `listing`.
+    func resolve(_ listing: PageToken.Listing, maximum: Int = 2000) throws -> (after: String?, size: Int) {
+        let request = PageRequest(size: pageSize, token: pageToken)
+        do {
+            return (try request.position(in: listing), request.size(default: 100, maximum: maximum))
+        } catch {
+            throw ValidationError("--page-token is not one this listing issued: pass the previous nextPageToken")
+        }
+    }
 }
 
-/// A page of a listing as the commands print it.
-struct PrintedPage<Item: Encodable>: Encodable {
+/// A page of a listing as the commands print it, as the HTTP API pages.
+struct PrintedPage<Item: Encodable & Sendable>: Encodable {
     var items: [Item]
-    var next: String?
+    var nextPageToken: String?
+
+    init(_ page: Page<Item>, _ listing: PageToken.Listing) {
+        items = page.items
+        nextPageToken = page.nextPageToken(listing)
+    }
 }
 
 /// `fcm-registry group …`: device groups, read from the database.
@@ -27,9 +46,9 @@ struct GroupCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
-            let result = try await registry.groups(
-                in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
-            try printJSON(PrintedPage(items: result.items, next: result.nextAfter))
+            let (after, size) = try page.resolve(.groups)
+            let result = try await registry.groups(in: project.resolve(in: registry), after: after, limit: size)
+            try printJSON(PrintedPage(result, .groups))
         }
     }
 
@@ -47,11 +66,12 @@ struct GroupCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
+            let (after, size) = try page.resolve(.groupMembers)
             guard
                 let (group, members) = try await registry.groupMembers(
-                    named: name, in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
+                    named: name, in: project.resolve(in: registry), after: after, limit: size)
             else { throw ValidationError("no group named \(name)") }
-            try printJSON(Shown(group: group, members: PrintedPage(items: members.items, next: members.nextAfter)))
+            try printJSON(Shown(group: group, members: PrintedPage(members, .groupMembers)))
         }
     }
 }
@@ -69,9 +89,9 @@ struct TopicCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
-            let result = try await registry.topics(
-                in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
-            try printJSON(PrintedPage(items: result.items, next: result.nextAfter))
+            let (after, size) = try page.resolve(.topics)
+            let result = try await registry.topics(in: project.resolve(in: registry), after: after, limit: size)
+            try printJSON(PrintedPage(result, .topics))
         }
     }
 
@@ -89,12 +109,12 @@ struct TopicCommand: AsyncParsableCommand {
 
         func run() async throws {
             let registry = try await database.openRegistry()
+            let (after, size) = try page.resolve(.topicSubscribers)
             guard
                 let (topic, subscribers) = try await registry.topicSubscribers(
-                    named: name, in: project.resolve(in: registry), after: page.after, limit: min(page.limit, 2000))
+                    named: name, in: project.resolve(in: registry), after: after, limit: size)
             else { throw ValidationError("no topic named \(name)") }
-            try printJSON(
-                Shown(topic: topic, subscribers: PrintedPage(items: subscribers.items, next: subscribers.nextAfter)))
+            try printJSON(Shown(topic: topic, subscribers: PrintedPage(subscribers, .topicSubscribers)))
         }
     }
 }
@@ -108,15 +128,79 @@ struct TokenCommand: AsyncParsableCommand {
     struct Rekey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move a device's topics and groups to a new registration id (a token to its FID).",
-            discussion: "One transaction: TO joins every topic and group of FROM, merged with its own, and FROM is unregistered.")
-        @Argument(help: "The registration id the device had.") var from: String
-        @Argument(help: "The registration id it has now (a Firebase installation id).") var to: String
+            discussion: """
+                One transaction per pair: TO joins every topic and group of FROM, merged with its own, and FROM is \
+                unregistered. With --file, up to 1,000 pairs, one `from,to` per line; each pair's result or error \
+                is printed, in order, as POST /api/tokens:rekey answers them.
+                Examples: fcm-registry token rekey OLD_TOKEN NEW_FID
+                          fcm-registry token rekey --file pairs.csv
+                """)
+        @Argument(help: "The registration id the device had.") var from: String?
+        @Argument(help: "The registration id it has now (a Firebase installation id).") var to: String?
+        @Option(help: "A file of `from,to` lines (at most 1,000) instead of FROM and TO; - for standard input.")
+        var file: String?
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var project: ProjectOption
 
+        static let batchLimit = 1_000
+
+        func validate() throws {
+            guard (from != nil && to != nil && file == nil) || (from == nil && to == nil && file != nil) else {
+                throw ValidationError("give FROM and TO, or --file with one from,to pair per line")
+            }
+        }
+
+        /// One pair's outcome: what moved, or why nothing did.
+        struct Result: Encodable {
+            var from: String
+            var to: String
+            var topics: [String]?
+            var groups: [String]?
+            var error: String?
+        }
+
         func run() async throws {
             let registry = try await database.openRegistry()
-            try printJSON(try await registry.rekey(from, to: to, in: project.resolve(in: registry)))
+            let project = try await project.resolve(in: registry)
+            if let from, let to {
+                try printJSON(try await registry.rekey(from, to: to, in: project))
+                return
+            }
+            var results: [Result] = []
+            for (from, to) in try readPairs(file ?? "-") {
+                do {
+                    let moved = try await registry.rekey(from, to: to, in: project)
+                    results.append(Result(from: from, to: to, topics: moved.topics, groups: moved.groups))
+                } catch let error as RegistryError {
+                    results.append(Result(from: from, to: to, error: "\(error)"))
+                }
+            }
+            try printJSON(["results": results])
+            if results.contains(where: { $0.error != nil }) { throw ExitCode.failure }
+        }
+
+        /// The file's pairs: `from,to` per line, blank lines skipped; an error names its line.
+        private func readPairs(_ file: String) throws -> [(String, String)] {
+            // 1,000 pairs of two 4,096-byte tokens fit in 8 MiB and a bit.
+            let limit = 9 << 20
+            let data =
+                file == "-"
+                ? FileHandle.standardInput.readData(ofLength: limit)
+                : try FileHandle(forReadingFrom: URL(fileURLWithPath: file)).readData(ofLength: limit)
+            var pairs: [(String, String)] = []
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            for (index, line) in lines.enumerated() {
+                let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+                    .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                if fields.allSatisfy(\.isEmpty) { continue }
+                guard fields.count == 2 else { throw ValidationError("line \(index + 1): expected from,to") }
+                pairs.append((fields[0], fields[1]))
+                guard pairs.count <= Self.batchLimit else {
+                    throw ValidationError("at most \(Self.batchLimit) pairs per file")
+                }
+            }
+            guard !pairs.isEmpty else { throw ValidationError("the file holds no from,to pair") }
+            return pairs
         }
     }
 

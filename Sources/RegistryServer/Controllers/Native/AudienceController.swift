@@ -14,7 +14,8 @@ struct AudienceController {
         routes.on("/api/conditions:check", .post, use: check)
     }
 
-    struct AudienceResponse: Encodable {
+    /// The answer of `POST /api/audiences:resolve`; its tokens are written by hand (`response(_:)`).
+    struct AudienceResponse: Encodable, ResponseGenerator {
         var count: Int
         var tokens: [String]?
         var nextPageToken: String?
@@ -23,11 +24,17 @@ struct AudienceController {
         var warnings: [ConditionReport.Finding]?
         /// Warnings past the cap, counted but not listed.
         var omittedWarnings: Int?
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            try AudienceController.response(self)
+        }
     }
 
     /// Exactly one target, with paging and a dialect for conditions.
     struct ResolveRequest: Decodable {
         var token: String?
+        var notificationKey: String?
+        /// Deprecated spelling of `notificationKey`, still read.
         var notification_key: String?
         var group: String?
         var topic: String?
@@ -43,21 +50,23 @@ struct AudienceController {
         var dialect: String?
     }
 
-    @Sendable func resolve(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func resolve(_ request: Request, context: RegistryRequestContext) async throws -> AudienceResponse {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(ResolveRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let dialect = try Self.dialect(body.dialect, default: .extended)
         var targets: [AudienceTarget] = []
         if let token = body.token { targets.append(.token(token)) }
+        if let key = body.notificationKey { targets.append(.notificationKey(key)) }
         if let key = body.notification_key { targets.append(.notificationKey(key)) }
         if let group = body.group { targets.append(.group(group)) }
         if let topic = body.topic { targets.append(.topic(topic)) }
         if let condition = body.condition { targets.append(.condition(condition, dialect)) }
         guard targets.count == 1, let target = targets.first else {
-            throw BadRequest("give exactly one of token, notification_key, group, topic, condition")
+            throw BadRequest("give exactly one of token, notificationKey, group, topic, condition")
         }
-        let pageSize = body.pageSize
-        let after = try body.pageToken.map(Self.cursor)
+        let page = PageRequest(size: try PageRequest.checked(body.pageSize), token: body.pageToken)
+        let pageSize = page.size
+        let after = try page.position(in: .audience).map(Self.cursor)
         let countOnly = body.countOnly ?? false
         let audience: Audience
         do {
@@ -66,15 +75,14 @@ struct AudienceController {
         } catch let error as ConditionError {
             throw Self.invalidCondition(error, source: body.condition ?? "")
         }
-        return try Self.response(
-            AudienceResponse(
+        return AudienceResponse(
                 count: audience.count, tokens: audience.tokens,
-                nextPageToken: audience.nextAfter.map { Base64URL.encode(Array(String($0).utf8)) },
+                nextPageToken: audience.nextAfter.map { PageToken(.audience, after: String($0)).encoded },
                 topicCounts: audience.topicCounts, condition: audience.condition?.canonical,
                 warnings: audience.condition.map { condition in
                     condition.warnings.map { ConditionReport.Finding($0, in: condition.source) }
                 },
-                omittedWarnings: audience.condition.map(\.omittedWarnings)))
+                omittedWarnings: audience.condition.map(\.omittedWarnings))
     }
 
     /// The answer, with a page of tokens written straight into the body: a page of 1,000 tokens is
@@ -143,10 +151,9 @@ struct AudienceController {
         return dialect
     }
 
-    static func cursor(_ pageToken: String) throws -> UInt32 {
-        guard let bytes = Base64URL.decode(pageToken), let text = String(bytes: bytes, encoding: .utf8),
-            let id = UInt32(text)
-        else { throw BadRequest("invalid pageToken", field: "pageToken") }
+    /// The token id an audience page token continues after.
+    static func cursor(_ position: String) throws -> UInt32 {
+        guard let id = UInt32(position) else { throw RegistryError.invalidPageToken }
         return id
     }
 

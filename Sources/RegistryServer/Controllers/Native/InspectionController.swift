@@ -19,12 +19,12 @@ struct InspectionController {
         var since: Date
     }
 
-    struct GroupList: Encodable {
+    struct GroupList: ResponseEncodable {
         var groups: [GroupSummary]
         var nextPageToken: String?
     }
 
-    struct GroupDetail: Encodable {
+    struct GroupDetail: ResponseEncodable {
         var name: String
         var memberCount: Int
         var createdAt: Date
@@ -32,12 +32,12 @@ struct InspectionController {
         var nextPageToken: String?
     }
 
-    struct TopicList: Encodable {
+    struct TopicList: ResponseEncodable {
         var topics: [TopicSummary]
         var nextPageToken: String?
     }
 
-    struct TopicDetail: Encodable {
+    struct TopicDetail: ResponseEncodable {
         var name: String
         var subscriberCount: Int
         var createdAt: Date
@@ -45,67 +45,56 @@ struct InspectionController {
         var nextPageToken: String?
     }
 
-    @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> GroupList {
         let project = try context.requireProject()
-        let (after, size) = try Self.paging(request, registry)
+        let (after, size) = try paging(request, .groups)
         let page = try await registry.groups(in: project, after: after, limit: size)
-        return try JSONResponse.make(GroupList(groups: page.items, nextPageToken: page.nextAfter.map(Self.pageToken)))
+        return GroupList(groups: page.items, nextPageToken: page.nextPageToken(.groups))
     }
 
-    @Sendable func group(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func group(_ request: Request, context: RegistryRequestContext) async throws -> GroupDetail {
         let project = try context.requireProject()
         let name = try request.pathValue("name", context: context)
-        let (after, size) = try Self.paging(request, registry)
+        let (after, size) = try paging(request, .groupMembers)
         guard
             let (group, members) = try await registry.groupMembers(
                 named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no group named \(name)") }
-        return try JSONResponse.make(
-            GroupDetail(
-                name: group.name, memberCount: group.memberCount, createdAt: group.createdAt,
-                members: members.items.map { Member(token: $0.name, since: $0.since) },
-                nextPageToken: members.nextAfter.map(Self.pageToken)))
+        return GroupDetail(
+            name: group.name, memberCount: group.memberCount, createdAt: group.createdAt,
+            members: members.items.map { Member(token: $0.name, since: $0.since) },
+            nextPageToken: members.nextPageToken(.groupMembers))
     }
 
-    @Sendable func topics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func topics(_ request: Request, context: RegistryRequestContext) async throws -> TopicList {
         let project = try context.requireProject()
-        let (after, size) = try Self.paging(request, registry)
+        let (after, size) = try paging(request, .topics)
         let page = try await registry.topics(in: project, after: after, limit: size)
-        return try JSONResponse.make(TopicList(topics: page.items, nextPageToken: page.nextAfter.map(Self.pageToken)))
+        return TopicList(topics: page.items, nextPageToken: page.nextPageToken(.topics))
     }
 
-    @Sendable func topic(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func topic(_ request: Request, context: RegistryRequestContext) async throws -> TopicDetail {
         let project = try context.requireProject()
         let name = try request.pathValue("name", context: context)
-        let (after, size) = try Self.paging(request, registry)
+        let (after, size) = try paging(request, .topicSubscribers)
         guard
             let (topic, subscribers) = try await registry.topicSubscribers(
                 named: name, in: project, after: after, limit: size)
         else { throw APIError.native(.notFound, "not_found", "no topic named \(name)") }
-        return try JSONResponse.make(
-            TopicDetail(
-                name: topic.name, subscriberCount: topic.subscriberCount, createdAt: topic.createdAt,
-                subscribers: subscribers.items.map { Member(token: $0.name, since: $0.since) },
-                nextPageToken: subscribers.nextAfter.map(Self.pageToken)))
+        return TopicDetail(
+            name: topic.name, subscriberCount: topic.subscriberCount, createdAt: topic.createdAt,
+            subscribers: subscribers.items.map { Member(token: $0.name, since: $0.since) },
+            nextPageToken: subscribers.nextPageToken(.topicSubscribers))
     }
 
     // MARK: - Paging
 
-    /// `pageSize` (default 1000, at most 2000) and the decoded `pageToken`.
-    static func paging(_ request: Request, _ registry: RegistryService) throws -> (after: String?, size: Int) {
-        var size = registry.limits.defaultPageSize
-        if let text = request.query("pageSize") {
-            guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }
-            size = min(value, registry.limits.maximumPageSize)
-        }
-        guard let token = request.query("pageToken"), !token.isEmpty else { return (nil, size) }
-        guard let bytes = Base64URL.decode(token), let after = String(bytes: bytes, encoding: .utf8) else {
-            throw BadRequest("invalid pageToken")
-        }
-        return (after, size)
-    }
-
-    static func pageToken(_ cursor: String) -> String {
-        Base64URL.encode(Array(cursor.utf8))
+    /// `pageSize` (default 1000, at most 2000) and where `pageToken` says to continue.
+    private func paging(_ request: Request, _ listing: PageToken.Listing) throws -> (after: String?, size: Int) {
+        let page = try PageRequest(query: request)
+        return (
+            try page.position(in: listing),
+            page.size(default: registry.limits.defaultPageSize, maximum: registry.limits.maximumPageSize)
+        )
     }
 }

@@ -45,41 +45,38 @@ struct MessageController {
         var payload: String
     }
 
-    struct LoggedList: Encodable {
+    struct LoggedList: ResponseEncodable {
         var messages: [Logged]
         var nextPageToken: String?
     }
 
-    static func list(_ page: Page<LoggedMessage>) throws -> Response {
-        try JSONResponse.make(
-            LoggedList(
+    static func list(_ page: Page<LoggedMessage>) -> LoggedList {
+        LoggedList(
                 messages: page.items.map {
                     Logged(
                         id: $0.id, protocol: $0.via.rawValue, target: $0.target, receivedAt: $0.receivedAt,
                         recipientCount: $0.recipientCount, payload: $0.body)
                 },
-                nextPageToken: page.nextAfter))
+                nextPageToken: page.nextPageToken(.messages))
     }
 
+    /// `pageSize` (default 100, at most 1000: entries carry their payloads) and where `pageToken`
+    /// says to continue.
     static func paging(_ request: Request) throws -> (after: String?, size: Int) {
-        var size = 100
-        if let text = request.query("pageSize") {
-            guard let value = Int(text), value > 0 else { throw BadRequest("pageSize must be a positive integer") }
-            size = min(value, 1000)
-        }
-        return (request.query("pageToken"), size)
+        let page = try PageRequest(query: request)
+        return (try page.position(in: .messages), page.size(default: 100, maximum: 1000))
     }
 
-    @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> LoggedList {
         let project = try context.requireProject()
         let (after, size) = try Self.paging(request)
-        return try Self.list(try await registry.loggedMessages(.all, in: project, after: after, limit: size))
+        return Self.list(try await registry.loggedMessages(.all, in: project, after: after, limit: size))
     }
 
-    @Sendable func listForToken(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func listForToken(_ request: Request, context: RegistryRequestContext) async throws -> LoggedList {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         let (after, size) = try Self.paging(request)
-        return try Self.list(try await registry.loggedMessages(to: token, in: project, after: after, limit: size))
+        return Self.list(try await registry.loggedMessages(to: token, in: project, after: after, limit: size))
     }
 }

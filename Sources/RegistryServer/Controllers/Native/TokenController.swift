@@ -22,11 +22,23 @@ struct TokenController {
 
     /// `POST /api/tokens/{token}:rekey` with `{"to":"<fid>"}`: the device's topics and groups move
     /// to the new id in one transaction, and the old one is unregistered.
-    @Sendable func rekey(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    /// What moved: the topics and groups `to` joined.
+    struct RekeyResponse: ResponseEncodable {
+        var from: String
+        var to: String
+        var topics: [String]
+        var groups: [String]
+
+        init(_ moved: Rekeyed) {
+            (from, to, topics, groups) = (moved.from, moved.to, moved.topics, moved.groups)
+        }
+    }
+
+    @Sendable func rekey(_ request: Request, context: RegistryRequestContext) async throws -> RekeyResponse {
         let (project, token) = try token(request, context)
         let body = try await JSONBody.decode(RekeyRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let to = body.to else { throw BadRequest("to is required: the registration id to move to", field: "to") }
-        return try JSONResponse.make(try await registry.rekey(token, to: to, in: project))
+        return RekeyResponse(try await registry.rekey(token, to: to, in: project))
     }
 
     struct RekeyBatchRequest: Decodable {
@@ -49,7 +61,11 @@ struct TokenController {
 
     /// `POST /api/tokens:rekey` with `{"pairs":[{"from","to"},…]}` (at most the batch limit): each
     /// pair re-keyed in a transaction of its own, one result per pair, in order.
-    @Sendable func rekeyBatch(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    struct RekeyBatchResponse: ResponseEncodable {
+        var results: [RekeyResult]
+    }
+
+    @Sendable func rekeyBatch(_ request: Request, context: RegistryRequestContext) async throws -> RekeyBatchResponse {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(
             RekeyBatchRequest.self, from: request, limit: registry.limits.requestBodyBytes)
@@ -71,7 +87,7 @@ struct TokenController {
                 results.append(RekeyResult(from: pair.from, to: pair.to, error: envelope["error"]))
             }
         }
-        return try JSONResponse.make(["results": results])
+        return RekeyBatchResponse(results: results)
     }
 
     struct TopicsRequest: Decodable {
@@ -79,16 +95,23 @@ struct TokenController {
     }
 
     /// `PUT /api/tokens/{token}/topics` with `{"topics":[…]}`: exactly these topics, in one transaction.
-    @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    /// The topics `PUT …/topics` added and removed.
+    struct TopicChangesResponse: ResponseEncodable {
+        var added: [String]
+        var removed: [String]
+    }
+
+    @Sendable func setTopics(_ request: Request, context: RegistryRequestContext) async throws -> TopicChangesResponse {
         let (project, token) = try token(request, context)
         let body = try await JSONBody.decode(TopicsRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let topics = body.topics else {
             throw BadRequest("topics is required: an array of topic names")
         }
-        return try JSONResponse.make(try await registry.setTopics(topics, ofToken: token, in: project))
+        let changes = try await registry.setTopics(topics, ofToken: token, in: project)
+        return TopicChangesResponse(added: changes.added, removed: changes.removed)
     }
 
-    struct TokenResponse: Encodable {
+    struct TokenResponse: ResponseEncodable {
         var token: String
         var state: TokenState
         var createdAt: Date
@@ -115,25 +138,25 @@ struct TokenController {
             topics: topics)
     }
 
-    @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
         guard let info = try await registry.token(token, in: project) else {
             throw APIError.native(.notFound, "not_found", "the project does not know this token")
         }
-        return try JSONResponse.make(try await details(info, project))
+        return try await details(info, project)
     }
 
-    @Sendable func register(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func register(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
         let info = try await registry.registerToken(token, in: project)
-        return try JSONResponse.make(try await details(info, project))
+        return try await details(info, project)
     }
 
-    @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
         guard let info = try await registry.unregisterToken(token, in: project) else {
             throw APIError.native(.notFound, "not_found", "the project does not know this token")
         }
-        return try JSONResponse.make(try await details(info, project))
+        return try await details(info, project)
     }
 }

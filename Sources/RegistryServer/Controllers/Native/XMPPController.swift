@@ -25,11 +25,14 @@ struct XMPPController {
         var category: String
         var data: [String: String]
         /// Chosen by the caller, or generated.
+        var messageId: String?
+        var timeToLive: Int?
+        /// Deprecated spellings of `messageId` and `timeToLive`, still read.
         var message_id: String?
         var time_to_live: Int?
     }
 
-    struct UpstreamResponse: Encodable {
+    struct UpstreamResponse: ResponseEncodable {
         var messageId: String
         /// `sent` to a session, or `waiting` for one to connect or to have room.
         var status: String
@@ -40,7 +43,7 @@ struct XMPPController {
     /// `POST /api/tokens/{token}/upstream` with `{"category":"com.example.app","data":{…}}`: the
     /// device `token` sends an upstream message, which one of the project's XMPP sessions
     /// receives (or which waits, in memory, for one).
-    @Sendable func upstream(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func upstream(_ request: Request, context: RegistryRequestContext) async throws -> EditedResponse<UpstreamResponse> {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         guard RegistrationToken.isWellFormed(token) else {
@@ -54,24 +57,26 @@ struct XMPPController {
         guard size <= Self.upstreamDataBytes else {
             throw BadRequest("upstream data is at most \(Self.upstreamDataBytes) bytes of keys and values", field: "data")
         }
-        if let id = body.message_id, !(1...256).contains(id.utf8.count) {
-            throw BadRequest("message_id is 1 to 256 bytes", field: "message_id")
+        let givenID = body.messageId ?? body.message_id
+        if let id = givenID, !(1...256).contains(id.utf8.count) {
+            throw BadRequest("messageId is 1 to 256 bytes", field: "messageId")
         }
         guard let info = try await registry.token(token, in: project), info.state == .registered else {
             throw RegistryError.tokenNotFound
         }
-        let messageID = body.message_id ?? "u-" + UUID().uuidString.lowercased()
+        let messageID = givenID ?? "u-" + UUID().uuidString.lowercased()
         var json: [String: Any] = [
             "category": body.category, "data": body.data, "message_id": messageID, "from": token,
         ]
-        if let ttl = body.time_to_live { json["time_to_live"] = ttl }
+        if let ttl = body.timeToLive ?? body.time_to_live { json["time_to_live"] = ttl }
         let message = UpstreamMessage(messageID: messageID, json: CCSWire.json(json), isReceipt: false)
         switch hub.deliver(message, to: project) {
         case .sent(let connection):
-            return try JSONResponse.make(UpstreamResponse(messageId: messageID, status: "sent", connection: connection))
+            return EditedResponse(
+                response: UpstreamResponse(messageId: messageID, status: "sent", connection: connection))
         case .waiting(let position):
-            return try JSONResponse.make(
-                UpstreamResponse(messageId: messageID, status: "waiting", waiting: position), status: .accepted)
+            return EditedResponse(
+                status: .accepted, response: UpstreamResponse(messageId: messageID, status: "waiting", waiting: position))
         case .queueFull:
             throw ErrorEnvelope.unavailable(
                 .native, "\(hub.limits.waitingPerProject) upstream messages already wait for an XMPP session")
@@ -87,22 +92,21 @@ struct XMPPController {
         var unackedUpstream: Int
     }
 
-    struct ConnectionList: Encodable {
+    struct ConnectionList: ResponseEncodable {
         var connections: [Connection]
         var waitingUpstream: Int
     }
 
     /// `GET /api/xmpp/connections`: the project's XMPP sessions and the upstream messages waiting.
-    @Sendable func connections(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func connections(_ request: Request, context: RegistryRequestContext) async throws -> ConnectionList {
         let project = try context.requireProject()
-        return try JSONResponse.make(
-            ConnectionList(
-                connections: hub.sessions(of: project).map {
-                    Connection(
-                        id: $0.id, jid: $0.jid, connectedAt: $0.connectedAt, draining: $0.draining,
-                        pendingDownstream: $0.pendingDownstream, unackedUpstream: $0.unackedUpstream)
-                },
-                waitingUpstream: hub.waitingCount(of: project)))
+        return ConnectionList(
+            connections: hub.sessions(of: project).map {
+                Connection(
+                    id: $0.id, jid: $0.jid, connectedAt: $0.connectedAt, draining: $0.draining,
+                    pendingDownstream: $0.pendingDownstream, unackedUpstream: $0.unackedUpstream)
+            },
+            waitingUpstream: hub.waitingCount(of: project))
     }
 
     struct DrainRequest: Decodable {
@@ -112,13 +116,17 @@ struct XMPPController {
 
     /// `POST /api/xmpp/connections:drain` (`{"connection":"c1"}` or `{}` for all): sends
     /// `CONNECTION_DRAINING`; each drained connection answers what is in flight, then closes.
-    @Sendable func drain(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    struct Drained: ResponseEncodable {
+        var drained: [String]
+    }
+
+    @Sendable func drain(_ request: Request, context: RegistryRequestContext) async throws -> Drained {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(DrainRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let drained = hub.drain(project: project, session: body.connection)
         if let id = body.connection, drained.isEmpty {
             throw ErrorEnvelope.notFound(.native, "no connection \(id) that is not already draining")
         }
-        return try JSONResponse.make(["drained": drained])
+        return Drained(drained: drained)
     }
 }
