@@ -60,6 +60,28 @@ def test_send_to_a_notification_key(app):
     assert messaging.send(messaging.Message(token=key, data={"a": "b"}), app=app).startswith("projects/")
 
 
+def test_rekey_to_a_fid_keeps_topics(app):
+    """A device moves from its registration token to a Firebase installation id: subscribed with
+    the SDK, re-keyed through the native API, then a topic send reaches the FID and not the token."""
+    old, fid = token(8), "fid8" + "F" * 18
+    assert messaging.subscribe_to_topic([old], "rekeyed", app=app).success_count == 1
+    headers = {"Authorization": f"key={SERVER_KEY}"}
+    moved = requests.post(
+        f"https://fcm.googleapis.com/api/tokens/{old}:rekey", headers=headers, json={"to": fid})
+    moved.raise_for_status()
+    assert moved.json()["topics"] == ["rekeyed"]
+    name = messaging.send(messaging.Message(topic="rekeyed", data={"after": "rekey"}), app=app)
+    assert name.startswith("projects/sdk-app/messages/"), name
+    reached = requests.post(
+        "https://fcm.googleapis.com/api/audiences:resolve", headers=headers, json={"topic": "rekeyed"})
+    assert reached.json()["tokens"] == [fid]
+    logged = requests.get(f"https://fcm.googleapis.com/api/tokens/{fid}/messages", headers=headers).json()
+    assert [m["id"] for m in logged["messages"]][:1] == [name.rsplit("/", 1)[1]]
+    # The old token is unregistered: the SDK's send to it is UNREGISTERED.
+    with pytest.raises(messaging.UnregisteredError):
+        messaging.send(messaging.Message(token=old, data={"a": "b"}), app=app)
+
+
 def test_send_each_and_send_each_async(app):
     messaging.subscribe_to_topic([token(5)], "each", app=app)
     messages = [messaging.Message(token=token(5)), messaging.Message(topic="each"), messaging.Message(token=token(999))]
