@@ -70,6 +70,8 @@ enum ErrorEnvelope {
             return badRequest(family, "Topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic_name")
         case (.malformedToken, .instanceID):
             return .plain(.badRequest, "InvalidToken")
+        case (.malformedToken, .native):
+            return badRequest(.native, "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -", field: "token")
         case (.malformedToken, _):
             return badRequest(
                 family, "The registration token is not a valid FCM registration token", field: "registration")

@@ -72,4 +72,19 @@ struct NativeConventionsTests {
             #expect(seen == 3)
         }
     }
+
+    @Test("A malformed token is worded the same on every native route")
+    func malformedToken() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/api/tokens/bad%20token"), (.get, "/api/tokens/bad%20token/messages"),
+                (.put, "/api/tokens/bad%20token"),
+            ] {
+                let reply = try await client.call(method, path)
+                #expect(reply.status == .badRequest, "\(path)")
+                #expect(reply.json?["error"]?["message"] == "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+            }
+        }
+    }
 }

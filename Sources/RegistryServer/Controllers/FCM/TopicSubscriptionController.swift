@@ -19,7 +19,7 @@ struct TopicSubscriptionController {
     }
 
     /// Google's TopicSubscription resource.
-    struct TopicSubscription: Encodable {
+    struct TopicSubscription: ResponseEncodable {
         var name: String
         var topic_name: String
         var create_time: String
@@ -31,7 +31,7 @@ struct TopicSubscriptionController {
         }
     }
 
-    struct ListResponse: Encodable {
+    struct ListResponse: ResponseEncodable {
         var topic_subscriptions: [TopicSubscription]
         var next_page_token: String?
     }
@@ -56,25 +56,25 @@ struct TopicSubscriptionController {
         var topicName: String?
     }
 
-    @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> TopicSubscription {
         let (project, name, token) = try target(request, context)
         let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let topic = request.query("topic_name") ?? request.query("topicName") ?? body.topic_name ?? body.topicName
         guard let topic else { throw BadRequest("topic_name is required", field: "topic_name") }
         let subscription = try await registry.createSubscription(token: token, topic: topic, in: project)
-        return try JSONResponse.make(TopicSubscription(subscription, project: name))
+        return TopicSubscription(subscription, project: name)
     }
 
-    @Sendable func get(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func get(_ request: Request, context: RegistryRequestContext) async throws -> TopicSubscription {
         let (project, name, token) = try target(request, context)
         let topic = try request.pathValue("topic", context: context)
         guard let subscription = try await registry.subscription(token: token, topic: topic, in: project) else {
             throw RegistryError.subscriptionNotFound
         }
-        return try JSONResponse.make(TopicSubscription(subscription, project: name))
+        return TopicSubscription(subscription, project: name)
     }
 
-    @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func list(_ request: Request, context: RegistryRequestContext) async throws -> ListResponse {
         let (project, name, token) = try target(request, context)
         var pageSize: Int?
         if let text = request.query("pageSize") ?? request.query("page_size") {
@@ -90,32 +90,31 @@ struct TopicSubscriptionController {
         }
         guard let page = try await registry.subscriptions(ofToken: token, in: project, after: after, pageSize: pageSize)
         else { throw RegistryError.tokenNotFound }
-        return try JSONResponse.make(
-            ListResponse(
-                topic_subscriptions: page.items.map { TopicSubscription($0, project: name) },
-                next_page_token: page.nextAfter.map { Base64URL.encode(Array($0.utf8)) }))
+        return ListResponse(
+            topic_subscriptions: page.items.map { TopicSubscription($0, project: name) },
+            next_page_token: page.nextAfter.map { Base64URL.encode(Array($0.utf8)) })
     }
 
     /// `PATCH …/topicSubscriptions/{t}`: the subscription as it is; with `allowMissing` (or
     /// `allow_missing`) a missing one is created first, otherwise it is 404. A subscription has
     /// no field a client may change, so the body (a TopicSubscription) is read for its shape only.
-    @Sendable func patch(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    @Sendable func patch(_ request: Request, context: RegistryRequestContext) async throws -> TopicSubscription {
         let (project, name, token) = try target(request, context)
         let topic = try request.pathValue("topic", context: context)
         _ = try await JSONBody.decode([String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
         if let existing = try await registry.subscription(token: token, topic: topic, in: project) {
-            return try JSONResponse.make(TopicSubscription(existing, project: name))
+            return TopicSubscription(existing, project: name)
         }
         guard request.queryFlag("allow_missing", "allowMissing") else { throw RegistryError.subscriptionNotFound }
         do {
             let created = try await registry.createSubscription(token: token, topic: topic, in: project)
-            return try JSONResponse.make(TopicSubscription(created, project: name))
+            return TopicSubscription(created, project: name)
         } catch RegistryError.subscriptionExists {
             // Created by a concurrent call in between: answer what is there.
             guard let existing = try await registry.subscription(token: token, topic: topic, in: project) else {
                 throw RegistryError.subscriptionNotFound
             }
-            return try JSONResponse.make(TopicSubscription(existing, project: name))
+            return TopicSubscription(existing, project: name)
         }
     }
 

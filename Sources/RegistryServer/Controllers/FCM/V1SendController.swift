@@ -12,7 +12,12 @@ struct V1SendController {
         routes.on("/v1/projects/:project/messages:send", .post, use: send)
     }
 
-    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
+    /// `{"name":"projects/{p}/messages/{id}"}`, v1's answer to an accepted send.
+    struct SendResponse: ResponseEncodable {
+        var name: String
+    }
+
+    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> SendResponse {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
@@ -30,7 +35,7 @@ struct V1SendController {
         }
         let result = try await registry.send(message, via: .v1, in: project)
         if let problem = result.tokenProblems.first ?? nil ?? result.problem { throw Self.refusal(problem) }
-        return try JSONResponse.make(["name": "projects/\(named)/messages/\(result.messageID)"])
+        return SendResponse(name: "projects/\(named)/messages/\(result.messageID)")
     }
 
     static func invalid(_ description: String, field: String) -> APIError {

@@ -124,7 +124,7 @@ struct TokenController {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         guard RegistrationToken.isWellFormed(token) else {
-            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+            throw RegistryError.malformedToken
         }
         return (project, token)
     }

@@ -47,7 +47,7 @@ struct XMPPController {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         guard RegistrationToken.isWellFormed(token) else {
-            throw BadRequest("a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -")
+            throw RegistryError.malformedToken
         }
         let body = try await JSONBody.decode(UpstreamRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard (1...256).contains(body.category.utf8.count) else {
