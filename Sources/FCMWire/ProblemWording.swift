@@ -33,6 +33,10 @@ extension MessageProblem {
             return ProblemWording(
                 legacy: "NotRegistered", legacyRefusesRequest: false, xmpp: "DEVICE_UNREGISTERED",
                 v1: (404, "NOT_FOUND", "UNREGISTERED"), description: "Device unregistered")
+        case .senderIDMismatch:
+            return ProblemWording(
+                legacy: "MismatchSenderId", legacyRefusesRequest: false, xmpp: "SENDER_ID_MISMATCH",
+                v1: (403, "PERMISSION_DENIED", "SENDER_ID_MISMATCH"), description: "SenderId mismatch")
         case .invalidTTL(let text):
             return ProblemWording(
                 legacy: "InvalidTtl", legacyRefusesRequest: false, xmpp: "INVALID_JSON", v1: invalidArgument,
@@ -62,7 +66,7 @@ extension MessageProblem {
         switch self {
         case .invalidParameters(_, let field?): "message.\(field)"
         case .invalidCondition: "message.condition"
-        case .invalidRegistration, .notRegistered, .missingRegistration: "message.token"
+        case .invalidRegistration, .notRegistered, .senderIDMismatch, .missingRegistration: "message.token"
         case .invalidDataKey: "message.data"
         case .invalidTTL: "message.android.ttl"
         case .messageTooBig, .invalidParameters: "message"

@@ -6,6 +6,9 @@ public struct ArchiveImport {
     /// Records per transaction: large enough that commits cost little, small enough that a batch's
     /// tokens and their topics stay a few megabytes.
     public static let batchSize = 1_000
+    /// Bytes of lines per transaction: a batch of long lines (tokens at the topic limit) is
+    /// written sooner, so that memory stays flat whatever the lines hold.
+    public static let batchBytes = 32 << 20
     /// Bad lines one refusal lists; the count says how many more there were.
     public static let problemsListed = 10
 
@@ -14,12 +17,14 @@ public struct ArchiveImport {
 
     private let registry: RegistryService
     private let updatingAudience: Bool
+    private let mergingCredentials: Bool
     private let needsHeader: Bool
-    private let coder = ArchiveLineCoder()
+    private let coder: ArchiveLineCoder
     private var sawHeader = false
     private var batch: [NumberedRecord] = []
     private var problems: [ImportError] = []
     private var problemCount = 0
+    private var bytes = 0
     /// What the committed batches wrote.
     public private(set) var tally = ImportTally()
     /// Records read so far, good or bad.
@@ -29,8 +34,15 @@ public struct ArchiveImport {
     ///   - needsHeader: the input is an export file, which starts with its header line.
     ///   - updatingAudience: apply the writes to this process's audience index as well (a server
     ///     does; a command that never loaded the index does not, so that its memory stays flat).
-    public init(into registry: RegistryService, needsHeader: Bool = true, updatingAudience: Bool = false) {
+    ///   - mergingCredentials: let the file add server keys, service accounts and keyrings to
+    ///     projects the database already has (`import --merge-credentials`).
+    public init(
+        into registry: RegistryService, needsHeader: Bool = true, updatingAudience: Bool = false,
+        mergingCredentials: Bool = false
+    ) {
+        self.mergingCredentials = mergingCredentials
         self.registry = registry
+        coder = ArchiveLineCoder(limits: registry.limits)
         self.needsHeader = needsHeader
         self.updatingAudience = updatingAudience
     }
@@ -38,6 +50,7 @@ public struct ArchiveImport {
     /// Takes one line of an export file; blank lines are skipped.
     public mutating func take(line: some Collection<UInt8>, number: Int) async throws(ImportFailure) {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+        bytes += line.count
         let record: ArchiveRecord
         do {
             record = try coder.decode(line)
@@ -68,7 +81,7 @@ public struct ArchiveImport {
             try await refuse(ImportError(line: line, problem: error.message))
             return
         }
-        if batch.count + problemCount >= Self.batchSize { try await commit() }
+        if batch.count + problemCount >= Self.batchSize || bytes >= Self.batchBytes { try await commit() }
     }
 
     /// A line the caller could not read (a CSV row, a line too long): it counts against its batch.
@@ -101,17 +114,26 @@ public struct ArchiveImport {
 
     private mutating func commit() async throws(ImportFailure) {
         guard problems.isEmpty else {
-            throw ImportFailure(problems: problems, more: problemCount - problems.count, written: tally)
+            throw await stopped(ImportFailure(problems: problems, more: problemCount - problems.count, written: tally))
         }
         guard !batch.isEmpty else { return }
         do {
-            tally = tally + (try await registry.importBatch(batch, updatingAudience: updatingAudience))
+            tally = tally + (try await registry.importBatch(
+                batch, updatingAudience: updatingAudience, mergingCredentials: mergingCredentials))
         } catch let error as ImportError {
-            throw ImportFailure(problems: [error], more: 0, written: tally)
+            throw await stopped(ImportFailure(problems: [error], more: 0, written: tally))
         } catch {
-            throw ImportFailure(problems: [], more: 0, written: tally, storeError: "\(error)")
+            throw await stopped(ImportFailure(problems: [], more: 0, written: tally, storeError: "\(error)"))
         }
         batch.removeAll(keepingCapacity: true)
+        bytes = 0
+    }
+
+    /// An import that stops still leaves no topic without subscribers behind (the topic records
+    /// of the batches written whose tokens did not follow).
+    private func stopped(_ failure: ImportFailure) async -> ImportFailure {
+        if failure.written != ImportTally() { try? await registry.finishImport() }
+        return failure
     }
 }
 

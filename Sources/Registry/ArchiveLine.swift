@@ -3,13 +3,21 @@ import Foundation
 /// Reads and writes the lines of an export file: one JSON object per line, `"type"` first, times
 /// in RFC 3339 with milliseconds (the precision the registry keeps).
 public struct ArchiveLineCoder: Sendable {
-    /// The longest line `import` reads: a token with 2,000 topics of 900 characters fits.
-    public static let maximumLineBytes = 4 << 20
+    /// The longest line `import` reads under `limits`: at least 4 MiB, and room for a token with
+    /// as many topics of 900 characters as a token may have, or a group with as many members of
+    /// 4,096 characters as a group may have.
+    public static func maximumLineBytes(for limits: Limits) -> Int {
+        max(4 << 20, limits.topicsPerToken * 1_024 + (64 << 10), limits.membersPerGroup * 4_200 + (64 << 10))
+    }
+
+    /// The longest line this coder decodes.
+    public let maximumLineBytes: Int
 
     private let encoder: JSONEncoder
     private let decoder: JSONDecoder
 
-    public init() {
+    public init(limits: Limits = Limits()) {
+        maximumLineBytes = Self.maximumLineBytes(for: limits)
         encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -61,8 +69,8 @@ public struct ArchiveLineCoder: Sendable {
     /// The record a line holds, as written; ``ArchiveRecord/validated(limits:)`` checks it.
     /// - Throws: `ArchiveProblem` saying what is wrong with the line.
     public func decode(_ line: some Collection<UInt8>) throws(ArchiveProblem) -> ArchiveRecord {
-        guard line.count <= Self.maximumLineBytes else {
-            throw ArchiveProblem("the line is longer than \(Self.maximumLineBytes >> 20) MiB")
+        guard line.count <= maximumLineBytes else {
+            throw ArchiveProblem("the line is longer than \(maximumLineBytes >> 20) MiB")
         }
         do {
             return try decoder.decode(TypedRecord.self, from: Data(line)).record

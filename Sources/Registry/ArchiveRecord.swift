@@ -2,8 +2,9 @@ import Foundation
 
 /// One line of an export file (`fcm-registry export`, JSON Lines): what `import` reads back.
 ///
-/// The file is a header, then for each project its record, its topics, its tokens (each with its
-/// subscriptions) and its groups (each with its members and the keys that name it). Every record
+/// The file is a header, then every project's record and topics, then every token (each with its
+/// subscriptions) in the order the registry lists them, then every project's groups (each with
+/// its members and the keys that name it): a project comes before anything of it. Every record
 /// carries its times, so a registry imported into an empty database answers every API call as the
 /// one exported did. The message log is not part of it: it is a log, not the registry.
 public enum ArchiveRecord: Sendable, Hashable {

@@ -12,10 +12,14 @@ public protocol ArchiveStore: Sendable {
     /// it cannot take, nothing (then it throws `ImportError` with that record's line). Running it
     /// again changes nothing: every record is matched with what is already there by its natural
     /// key (project id, topic name, token, group name).
-    /// - Parameter ownSecret: the database's notification-key secret: a keyring equal to it is
-    ///   not stored again (a registry imported back into the database it came from).
-    func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8]) async throws
-        -> Committed<ImportTally>
+    /// - Parameters:
+    ///   - ownSecret: the database's notification-key secret: a keyring equal to it is not
+    ///     stored again (a registry imported back into the database it came from).
+    ///   - mergingCredentials: whether the file may add server keys, service accounts or
+    ///     keyrings to a project the database already has. Without it, that is refused: project
+    ///     ids are no secret, and a file must not be a way to log in to someone's project.
+    func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
+        async throws -> Committed<ImportTally>
 
     /// Deletes the topics an import left without subscribers (a topic record whose tokens did not
     /// follow): a topic exists while it has subscribers.

@@ -58,6 +58,8 @@ public struct GoogleGroupsCSV {
         var field = ""
         var quoted = false
         var wasQuoted = false
+        /// The unquoted field holds more than spaces: a quote in it is a character, not an opening.
+        var fieldHasText = false
         var characters = row.makeIterator()
         while let character = characters.next() {
             if quoted {
@@ -76,7 +78,8 @@ public struct GoogleGroupsCSV {
                 fields.append(wasQuoted ? field : field.trimmingCharacters(in: .whitespaces))
                 field = ""
                 wasQuoted = false
-            } else if character == "\"", field.allSatisfy(\.isWhitespace) {
+                fieldHasText = false
+            } else if character == "\"", !fieldHasText, !wasQuoted {
                 field = ""
                 quoted = true
                 wasQuoted = true
@@ -84,6 +87,7 @@ public struct GoogleGroupsCSV {
                 throw ArchiveProblem("text after a closing quote; write \"\" for a quote inside a quoted field")
             } else if !wasQuoted {
                 field.append(character)
+                if !character.isWhitespace { fieldHasText = true }
             }
         }
         guard !quoted else { throw ArchiveProblem("a quoted field is not closed before the end of the row") }

@@ -9,6 +9,8 @@ public enum MessageProblem: Error, Sendable, Hashable {
     case invalidRegistration(String)
     /// A recipient the app server reported dead.
     case notRegistered(String)
+    /// A recipient another project (another sender) registered, and this one never has.
+    case senderIDMismatch(String)
     /// `time_to_live` / `ttl` outside 0…2,419,200 seconds, or not a whole number.
     case invalidTTL(String)
     /// A data key FCM keeps for itself.

@@ -19,8 +19,13 @@ extension RegistryService {
     /// - Parameter updatingAudience: apply what it changed to this process's audience index; a
     ///   command that never loaded the index says no, so that its memory stays constant.
     /// - Throws: `ImportError` naming the line it could not take; nothing of the batch is written.
-    public func importBatch(_ records: [NumberedRecord], updatingAudience: Bool = true) async throws -> ImportTally {
-        let committed = try await archive.importBatch(records, limits: limits, ownSecret: keys.secretBytes)
+    /// - Parameter mergingCredentials: let the file add keys to projects already here
+    ///   (``ArchiveStore/importBatch(_:limits:ownSecret:mergingCredentials:)``).
+    public func importBatch(_ records: [NumberedRecord], updatingAudience: Bool = true, mergingCredentials: Bool = false)
+        async throws -> ImportTally
+    {
+        let committed = try await archive.importBatch(
+            records, limits: limits, ownSecret: keys.secretBytes, mergingCredentials: mergingCredentials)
         return updatingAudience ? applied(committed) : committed.value
     }
 

@@ -43,7 +43,9 @@ public struct AcceptedMessage: Sendable {
 extension RegistryService {
     /// Validates `message`, resolves whom it reaches, and hands it to the sink unless it is a dry
     /// run. Emulator semantics: a well-formed token the project has never seen is not registered
-    /// (`NotRegistered` / `UNREGISTERED`), so a typo in a test's token does not "succeed".
+    /// (`NotRegistered` / `UNREGISTERED`), so a typo in a test's token does not "succeed"; one
+    /// that another project registered belongs to another sender (`MismatchSenderId` /
+    /// `SENDER_ID_MISMATCH`).
     ///
     /// Checks, in order: the target (missing, malformed topic or condition, too many tokens, a
     /// `notification_key` this project did not issue), then the content (data keys, time to live,
@@ -140,8 +142,11 @@ extension RegistryService {
     private func tokenRecipients(_ tokens: [String], in project: Project) async throws -> (
         RoaringBitmap, [MessageProblem?]
     ) {
-        // One lookup for the whole multicast, not one per token.
-        let ids = try await store.tokenIDs(tokens.filter(RegistrationToken.isWellFormed), in: project)
+        // One lookup for the whole multicast, not one per token; a second only for those missing.
+        let wellFormed = tokens.filter(RegistrationToken.isWellFormed)
+        let ids = try await store.tokenIDs(wellFormed, in: project)
+        let missing = wellFormed.filter { ids[$0] == nil }
+        let otherSenders = missing.isEmpty ? [] : try await store.tokensOfOtherSenders(missing, notIn: project)
         var reached = RoaringBitmap()
         var problems: [MessageProblem?] = []
         problems.reserveCapacity(tokens.count)
@@ -151,6 +156,9 @@ extension RegistryService {
             } else if let id = ids[token] {
                 reached.insert(id)
                 problems.append(nil)
+            } else if otherSenders.contains(token) {
+                // As FCM: a token is bound to the sender that registered it.
+                problems.append(.senderIDMismatch(token))
             } else {
                 problems.append(.notRegistered(token))
             }

@@ -139,6 +139,8 @@ public protocol RegistryStore: Sendable {
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
     /// The ids of the registered ones among `tokens`, in one lookup (a multicast names up to 1,000).
     func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32]
+    /// Those of `tokens` that `project` has never seen and another project has registered.
+    func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String>
     /// The sorted token ids of a group, by id or by name; `nil` when there is no such group.
     func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]?
 }

@@ -292,6 +292,21 @@ extension ServerConfiguration {
         return configuration
     }
 
+    /// The registry limits `serve` enforces with this environment, for the commands that write to
+    /// the database (`import`, `import-groups`, `token rekey`): they hold to the same limits.
+    /// - Throws: `ConfigurationError` naming a variable whose value is not acceptable.
+    public static func limits(environment: [String: String]) throws(ConfigurationError) -> Limits {
+        var configuration = ServerConfiguration()
+        for option in options {
+            guard let value = environment[option.variable] else { continue }
+            if let expected = option.apply(value, &configuration) {
+                throw ConfigurationError(
+                    description: "invalid value '\(value)' for \(option.variable) (--\(option.flag)): expected \(expected)")
+            }
+        }
+        return configuration.limits
+    }
+
     // MARK: - Option kinds
 
     private static func text(

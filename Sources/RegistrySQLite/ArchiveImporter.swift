@@ -11,6 +11,8 @@ struct ArchiveImporter {
     let log: ChangeLog
     let limits: Limits
     let ownSecret: [UInt8]
+    /// Whether credentials may be added to projects that were here before the file's record.
+    let mergingCredentials: Bool
     private(set) var tally = ImportTally()
     /// Project row ids by project id, and each project's own keyring fingerprint.
     private var projects: [String: (rowID: Int64, ownKeyring: String)] = [:]
@@ -20,7 +22,8 @@ struct ArchiveImporter {
     /// Tokens newly subscribed, by project and topic: one feed entry per topic per batch.
     private var subscribed: [Int64: [String: [UInt32]]] = [:]
 
-    init(db: Database, log: ChangeLog, limits: Limits, ownSecret: [UInt8]) {
+    init(db: Database, log: ChangeLog, limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool) {
+        self.mergingCredentials = mergingCredentials
         self.db = db
         self.log = log
         self.limits = limits
@@ -52,6 +55,7 @@ struct ArchiveImporter {
 
     private mutating func take(_ record: ProjectArchive) throws {
         let rowID: Int64
+        let existed: Bool
         if let row = try Row.fetchOne(
             db, sql: "SELECT id, senderId FROM project WHERE projectId = ?", arguments: [record.projectId])
         {
@@ -60,6 +64,7 @@ struct ArchiveImporter {
                     "project \(record.projectId) is here with sender id \(row["senderId"] as String), not \(record.senderId)")
             }
             rowID = row["id"]
+            existed = true
         } else {
             if let other = try String.fetchOne(
                 db, sql: "SELECT projectId FROM project WHERE senderId = ?", arguments: [record.senderId])
@@ -70,13 +75,16 @@ struct ArchiveImporter {
                 sql: "INSERT INTO project (projectId, senderId, createdAt) VALUES (?, ?, ?)",
                 arguments: [record.projectId, record.senderId, Clock.milliseconds(record.createdAt)])
             rowID = db.lastInsertedRowID
+            existed = false
             tally.projects += 1
         }
+        // A project that was here before: the file may not bring it new ways in.
+        let guarded = existed && !mergingCredentials ? record.projectId : nil
         for key in record.serverKeys {
-            try take(key, of: rowID)
+            try take(key, of: rowID, guarding: guarded)
         }
         for account in record.serviceAccounts {
-            try take(account, of: rowID)
+            try take(account, of: rowID, guarding: guarded)
         }
         let own = NotificationKeyring(secret: ownSecret, sealedFor: rowID).fingerprint
         projects[record.projectId] = (rowID, own)
@@ -90,16 +98,32 @@ struct ArchiveImporter {
                 arguments: [
                     rowID, keyring.id, Data(Base64URL.decode(keyring.secret) ?? []), keyring.sealedFor, Clock.now(),
                 ])
+            if db.changesCount > 0, let guarded { throw Self.newCredential("a notification-key keyring", of: guarded) }
+        }
+        let keyrings = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM keyring WHERE projectId = ?", arguments: [rowID]) ?? 0
+        guard keyrings <= Self.keyringsPerProject else {
+            throw ArchiveProblem(
+                "project \(record.projectId) would have more than \(Self.keyringsPerProject) keyrings: each registry it came through adds one")
         }
     }
 
-    private func take(_ key: ServerKeyArchive, of project: Int64) throws {
+    /// Keyrings a project keeps: every lookup of a key another registry sealed tries each one.
+    static let keyringsPerProject = 16
+
+    private static func newCredential(_ what: String, of projectId: String) -> ArchiveProblem {
+        ArchiveProblem(
+            "project \(projectId) was already here, and the file would add \(what) to it: import with --merge-credentials if the file is trusted to"
+        )
+    }
+
+    private func take(_ key: ServerKeyArchive, of project: Int64, guarding guarded: String?) throws {
         let hash = Data(Base64URL.decode(key.sha256) ?? [])
         let revokedAt = key.revokedAt.map(Clock.milliseconds)
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT projectId, revokedAt FROM serverKey WHERE keyHash = ?", arguments: [hash])
         else {
+            if let guarded, revokedAt == nil { throw Self.newCredential("a server key", of: guarded) }
             try db.execute(
                 sql: "INSERT INTO serverKey (projectId, keyHash, createdAt, revokedAt) VALUES (?, ?, ?, ?)",
                 arguments: [project, hash, Clock.milliseconds(key.createdAt), revokedAt])
@@ -114,12 +138,13 @@ struct ArchiveImporter {
         }
     }
 
-    private func take(_ account: ServiceAccountArchive, of project: Int64) throws {
+    private func take(_ account: ServiceAccountArchive, of project: Int64, guarding guarded: String?) throws {
         let revokedAt = account.revokedAt.map(Clock.milliseconds)
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT projectId, revokedAt FROM serviceAccount WHERE keyId = ?", arguments: [account.keyId])
         else {
+            if let guarded, revokedAt == nil { throw Self.newCredential("service account \(account.keyId)", of: guarded) }
             try db.execute(
                 sql: """
                     INSERT INTO serviceAccount
@@ -174,9 +199,11 @@ struct ArchiveImporter {
 
     private mutating func take(_ record: TokenArchive) throws {
         let project = try projectRowID(record.project)
-        let (id, isNew) = try tokenID(
+        let (id, isNew, registered) = try tokenID(
             record.token, in: project, registered: record.state == .registered, createdAt: record.createdAt,
             updatedAt: record.updatedAt)
+        // Unregistered here, and staying so: a dead token has no topics.
+        guard registered else { return }
         let subscribe = try db.cachedStatement(
             sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
         var added = 0
@@ -198,22 +225,24 @@ struct ArchiveImporter {
         }
     }
 
-    /// The token's row id, inserting it if new; a registered token of the file registers an
-    /// unregistered one here again. An unregistered one of the file changes nothing that is here.
+    /// The token's row id and state here, inserting it if new. A registered token of the file
+    /// registers an unregistered one here again only when the file saw it later than this
+    /// database did: an old export does not bring back a token reported dead since. An
+    /// unregistered one of the file changes nothing that is here.
     private mutating func tokenID(
         _ value: String, in project: Int64, registered: Bool, createdAt: Date, updatedAt: Date
-    ) throws -> (id: Int64, isNew: Bool) {
+    ) throws -> (id: Int64, isNew: Bool, registered: Bool) {
         if let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT id, state FROM token WHERE projectId = ? AND value = ?"),
+            db.cachedStatement(sql: "SELECT id, state, updatedAt FROM token WHERE projectId = ? AND value = ?"),
             arguments: [project, value])
         {
             let id: Int64 = row["id"]
-            if registered, row["state"] as String == TokenState.unregistered.rawValue {
-                try db.cachedStatement(sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?")
-                    .execute(arguments: [Clock.milliseconds(updatedAt), id])
-                log.record(.registered(project: project, tokens: [UInt32(id)]))
-            }
-            return (id, false)
+            guard row["state"] as String == TokenState.unregistered.rawValue else { return (id, false, true) }
+            guard registered, Clock.milliseconds(updatedAt) > row["updatedAt"] as Int64 else { return (id, false, false) }
+            try db.cachedStatement(sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?")
+                .execute(arguments: [Clock.milliseconds(updatedAt), id])
+            log.record(.registered(project: project, tokens: [UInt32(id)]))
+            return (id, false, true)
         }
         try db.cachedStatement(
             sql: "INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)"
@@ -224,7 +253,7 @@ struct ArchiveImporter {
         let id = db.lastInsertedRowID
         tally.tokens += 1
         if registered { log.record(.registered(project: project, tokens: [UInt32(id)])) }
-        return (id, true)
+        return (id, true, registered)
     }
 
     // MARK: - Groups
@@ -246,8 +275,10 @@ struct ArchiveImporter {
         let join = try db.cachedStatement(
             sql: "INSERT INTO groupMember (groupId, tokenId, addedAt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
         for member in record.members {
-            let (tokenID, _) = try tokenID(
+            let (tokenID, _, registered) = try tokenID(
                 member.token, in: project, registered: true, createdAt: member.since, updatedAt: member.since)
+            // As the API does: a token reported dead does not join a group.
+            guard registered else { continue }
             try join.execute(arguments: [groupID, tokenID, Clock.milliseconds(member.since)])
             tally.members += db.changesCount
         }
@@ -255,6 +286,12 @@ struct ArchiveImporter {
             db.cachedStatement(sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?"), arguments: [groupID]) ?? 0
         guard count <= limits.membersPerGroup else {
             throw ArchiveProblem("group \(record.name) would have more than \(limits.membersPerGroup) members here")
+        }
+        guard count > 0 else {
+            // Every member was reported dead here since: as with its last removal, no group.
+            try db.cachedStatement(sql: "DELETE FROM deviceGroup WHERE id = ?").execute(arguments: [groupID])
+            tally.groups -= 1
+            return
         }
         for id in record.keyringIds {
             guard let keyring = try keyringRowID(id.keyring, in: project, projectId: record.project) else { continue }

@@ -85,6 +85,26 @@ extension SQLiteStore {
         }
     }
 
+    /// Driven by the list, one `(projectId, value)` index lookup per token and other project:
+    /// token values have no index of their own.
+    public func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String> {
+        guard !tokens.isEmpty else { return [] }
+        let list = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+        return try await read { db in
+            Set(
+                try String.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                        SELECT DISTINCT listed.value FROM json_each(?2) AS listed
+                        CROSS JOIN project AS other ON other.id != ?1
+                        CROSS JOIN token ON token.projectId = other.id AND token.value = listed.value
+                        WHERE token.state = 'registered'
+                          AND NOT EXISTS (SELECT 1 FROM token AS own WHERE own.projectId = ?1 AND own.value = listed.value)
+                        """),
+                    arguments: [project.rowID, list]))
+        }
+    }
+
     public func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]? {
         try await read { db in
             let groupID: Int64?

@@ -4,24 +4,32 @@ import Registry
 
 /// `export`: the registry as archive records, from one read transaction (a snapshot).
 extension SQLiteStore {
-    /// Tokens read per step: their subscriptions come in one query per step.
-    static let exportStep = 1000
+    /// Tokens read per step: their subscriptions come in one query per step. Small enough that a
+    /// step of tokens at the topic limit stays some tens of megabytes.
+    static let exportStep = 256
 
+    /// Every project's record and topics, then every token in id order in one pass over the table,
+    /// then every project's groups: one walk of the token table whatever the number of projects.
     public func export(
         project: String?, ownSecret secret: [UInt8], to emit: @escaping @Sendable (ArchiveRecord) throws -> Void
     ) async throws {
         try await read { db in
             let projects = try Row.fetchAll(
                 db, sql: "SELECT * FROM project WHERE ?1 IS NULL OR projectId = ?1 ORDER BY id", arguments: [project])
+            var names: [Int64: String] = [:]
             for row in projects {
                 let (rowID, name): (Int64, String) = (row["id"], row["projectId"])
+                names[rowID] = name
                 try emit(.project(Self.projectArchive(db, row, ownSecret: secret)))
                 let topics = try Row.fetchCursor(
                     db, sql: "SELECT name, createdAt FROM topic WHERE projectId = ? ORDER BY name", arguments: [rowID])
                 while let topic = try topics.next() {
                     try emit(.topic(TopicArchive(project: name, name: topic["name"], createdAt: Clock.date(topic["createdAt"]))))
                 }
-                try Self.exportTokens(db, project: rowID, named: name, to: emit)
+            }
+            try Self.exportTokens(db, projects: names, to: emit)
+            for row in projects {
+                let (rowID, name): (Int64, String) = (row["id"], row["projectId"])
                 try Self.exportGroups(db, project: rowID, named: name, ownKeyring: Self.ownKeyring(secret, rowID), to: emit)
             }
         }
@@ -54,34 +62,37 @@ extension SQLiteStore {
     }
 
     /// Tokens in id order (the order members are listed in, which an import into an empty
-    /// database keeps), a step at a time, each with its topics by name. `+projectId` keeps SQLite
-    /// on the rowid range: without statistics (a database never analyzed) it would take the
-    /// `(projectId, value)` index and sort the whole project for every step.
+    /// database keeps), a step at a time along the rowid, each with its topics by name; tokens of
+    /// projects not exported are skipped. The statements name their access paths, so that a
+    /// database never analyzed (every imported one) is read the same way.
     private static func exportTokens(
-        _ db: Database, project: Int64, named name: String, to emit: (ArchiveRecord) throws -> Void
+        _ db: Database, projects: [Int64: String], to emit: (ArchiveRecord) throws -> Void
     ) throws {
         var after: Int64 = 0
         while true {
             let tokens = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT id, value, state, createdAt, updatedAt FROM token
-                        WHERE +projectId = ? AND id > ? ORDER BY id LIMIT ?
-                        """), arguments: [project, after, exportStep])
+                        SELECT id, projectId, value, state, createdAt, updatedAt FROM token NOT INDEXED
+                        WHERE id > ? ORDER BY id LIMIT ?
+                        """), arguments: [after, exportStep])
             guard let first = tokens.first, let last = tokens.last else { return }
             after = last["id"]
+            guard tokens.contains(where: { projects[$0["projectId"]] != nil }) else { continue }
             var topics = [Int64: [Joined]]()
             let subscriptions = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: """
-                        SELECT subscription.tokenId, topic.name, subscription.createdAt FROM subscription
-                        JOIN topic ON topic.id = subscription.topicId
-                        WHERE subscription.tokenId BETWEEN ? AND ? AND topic.projectId = ?
-                        """), arguments: [first["id"] as Int64, after, project])
+                        SELECT subscription.tokenId, topic.name, subscription.createdAt
+                        FROM subscription INDEXED BY subscription_tokenId
+                        CROSS JOIN topic ON topic.id = subscription.topicId
+                        WHERE subscription.tokenId BETWEEN ? AND ?
+                        """), arguments: [first["id"] as Int64, after])
             while let row = try subscriptions.next() {
                 topics[row["tokenId"], default: []].append(Joined(name: row["name"], since: Clock.date(row["createdAt"])))
             }
             for token in tokens {
+                guard let name = projects[token["projectId"]] else { continue }
                 try emit(
                     .token(
                         TokenArchive(

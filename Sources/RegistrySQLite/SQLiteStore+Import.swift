@@ -4,11 +4,12 @@ import Registry
 
 /// `import` and `import-groups`, and the notification keys they bring.
 extension SQLiteStore {
-    public func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8]) async throws
-        -> Committed<ImportTally>
-    {
+    public func importBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
+    ) async throws -> Committed<ImportTally> {
         try await committing { db, log in
-            var importer = ArchiveImporter(db: db, log: log, limits: limits, ownSecret: ownSecret)
+            var importer = ArchiveImporter(
+                db: db, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
             for numbered in records {
                 do {
                     try importer.take(numbered.record)

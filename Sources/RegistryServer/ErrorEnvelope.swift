@@ -116,6 +116,38 @@ enum ErrorEnvelope {
         }
     }
 
+    // MARK: - What controllers refuse by name
+
+    /// A `{p}` path segment that is not the key's project (v1 routes).
+    static let projectMismatch = APIError.google(
+        .forbidden, "PERMISSION_DENIED", "The caller does not have permission: the server key belongs to another project")
+
+    /// A token the project has never used (native), or not registered (Instance ID's info).
+    static func unknownToken(_ family: APIFamily) -> APIError {
+        switch family {
+        case .instanceID: .plain(.notFound, "No information found about this instance id.")
+        default: notFound(family, "the project does not know this token")
+        }
+    }
+
+    static func noGroup(named name: String) -> APIError {
+        notFound(.native, "no group named \(name)")
+    }
+
+    static func noTopic(named name: String) -> APIError {
+        notFound(.native, "no topic named \(name)")
+    }
+
+    /// Instance ID's batch calls without tokens, and with more than a batch holds.
+    static let missingInstanceIDToken = APIError.plain(.badRequest, "MissingIIdToken")
+
+    static func tooManyTokens(limit: Int) -> APIError {
+        .plain(.badRequest, "too many registration tokens: at most \(limit) per request")
+    }
+
+    /// A request past authentication without a project: a route outside `AuthMiddleware` asked for one.
+    static let unauthenticated = APIError.native(.unauthorized, "unauthenticated", "no server key")
+
     // MARK: - Request-level errors
 
     static func badRequest(

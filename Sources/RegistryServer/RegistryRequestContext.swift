@@ -21,7 +21,7 @@ public struct RegistryRequestContext: RequestContext {
 
     /// The authenticated project; routes behind `AuthMiddleware` always have one.
     func requireProject() throws -> Project {
-        guard let project else { throw APIError.native(.unauthorized, "unauthenticated", "no server key") }
+        guard let project else { throw ErrorEnvelope.unauthenticated }
         return project
     }
 }

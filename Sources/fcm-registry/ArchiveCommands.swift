@@ -61,18 +61,21 @@ struct ImportCommand: AsyncParsableCommand {
     )
 
     @Argument(help: "The export file (default: standard input).") var file: String?
+    @Flag(help: "Let the file add server keys, service accounts and keyrings to projects already in the database.")
+    var mergeCredentials = false
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
         let registry = try await database.openRegistry()
-        var session = ArchiveImport(into: registry)
-        try await readLines(of: file, label: "import", maximumLineBytes: ArchiveLineCoder.maximumLineBytes) {
+        var session = ArchiveImport(into: registry, mergingCredentials: mergeCredentials)
+        let maximumLineBytes = ArchiveLineCoder.maximumLineBytes(for: registry.limits)
+        try await readLines(of: file, label: "import", maximumLineBytes: maximumLineBytes) {
             line, number in
             switch line {
             case .text(let bytes): try await session.take(line: bytes, number: number)
             case .tooLong:
                 try await session.refuse(
-                    ImportError(line: number, problem: "the line is longer than \(ArchiveLineCoder.maximumLineBytes >> 20) MiB"))
+                    ImportError(line: number, problem: "the line is longer than \(maximumLineBytes >> 20) MiB"))
             }
             return session.records
         } finish: {

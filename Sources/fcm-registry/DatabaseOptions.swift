@@ -18,11 +18,25 @@ struct DatabaseOptions: ParsableArguments {
         path ?? ProcessInfo.processInfo.environment[Self.option.variable] ?? Self.option.defaultValue
     }
 
-    /// - Parameter loadAudience: load the audience index (the server and `audience` need it).
-    func openRegistry(loadAudience: Bool = false, limits: Limits = Limits()) async throws -> RegistryService {
+    /// - Parameters:
+    ///   - loadAudience: load the audience index (the server and `audience` need it).
+    ///   - limits: by default those `serve` enforces with this environment (`FCM_REGISTRY_GROUP_MEMBERS`, …),
+    ///     so that a command writes nothing the server would refuse.
+    func openRegistry(loadAudience: Bool = false, limits: Limits? = nil) async throws -> RegistryService {
+        let limits = try limits ?? Self.environmentLimits()
         let registry = try await RegistryService(store: try StoreFactory.open(resolvedPath), limits: limits)
         if loadAudience { try await registry.startAudience() }
         return registry
+    }
+}
+
+extension DatabaseOptions {
+    static func environmentLimits() throws -> Limits {
+        do {
+            return try ServerConfiguration.limits(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 }
 

@@ -172,11 +172,23 @@ struct TokenCommand: AsyncParsableCommand {
                     let moved = try await registry.rekey(from, to: to, in: project)
                     results.append(Result(from: from, to: to, topics: moved.topics, groups: moved.groups))
                 } catch let error as RegistryError {
-                    results.append(Result(from: from, to: to, error: "\(error)"))
+                    results.append(Result(from: from, to: to, error: Self.words(error)))
                 }
             }
             try printJSON(["results": results])
             if results.contains(where: { $0.error != nil }) { throw ExitCode.failure }
+        }
+
+        /// What a refused pair is told, in the native API's words for the same errors.
+        private static func words(_ error: RegistryError) -> String {
+            switch error {
+            case .malformedToken: "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -"
+            case .tokenNotFound: "the token is not registered"
+            case .rekeyToSameToken: "to must be another registration id than the token re-keyed"
+            case .tooManyTopics(let limit): "the token is already subscribed to the maximum of \(limit) topics"
+            case .groupFull(let limit): "too many registration ids: a device group holds at most \(limit) members"
+            default: "\(error)"
+            }
         }
 
         /// The file's pairs: `from,to` per line, blank lines skipped; an error names its line.
@@ -185,8 +197,9 @@ struct TokenCommand: AsyncParsableCommand {
             let limit = 9 << 20
             let data =
                 file == "-"
-                ? FileHandle.standardInput.readData(ofLength: limit)
-                : try FileHandle(forReadingFrom: URL(fileURLWithPath: file)).readData(ofLength: limit)
+                ? FileHandle.standardInput.readData(ofLength: limit + 1)
+                : try FileHandle(forReadingFrom: URL(fileURLWithPath: file)).readData(ofLength: limit + 1)
+            guard data.count <= limit else { throw ValidationError("the file is larger than 1,000 pairs can be") }
             var pairs: [(String, String)] = []
             let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             for (index, line) in lines.enumerated() {

@@ -17,6 +17,8 @@ struct LineReader {
     private let maximumLineBytes: Int
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline goes on: bytes before it hold none.
+    private var scanned = 0
     private var atEnd = false
     private var skipping = false
     /// Bytes read so far, for progress.
@@ -32,9 +34,10 @@ struct LineReader {
     /// The next line without its newline, or `nil` at the end of the input.
     mutating func next() throws(ReadError) -> Line? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
+            if let newline = buffer[max(start, scanned)...].firstIndex(of: 0x0A) {
                 let line = buffer[start..<newline]
                 start = newline + 1
+                scanned = start
                 lineNumber += 1
                 if skipping {
                     skipping = false
@@ -47,12 +50,14 @@ struct LineReader {
                 skipping = true
                 buffer.removeAll(keepingCapacity: true)
                 start = 0
+                scanned = 0
             }
             if atEnd {
                 guard start < buffer.count || skipping else { return nil }
                 lineNumber += 1
                 let line = buffer[start...]
                 start = buffer.count
+                scanned = start
                 if skipping {
                     skipping = false
                     return .tooLong
@@ -64,8 +69,10 @@ struct LineReader {
     }
 
     private mutating func fill() throws(ReadError) {
+        scanned = buffer.count
         if start > 0 {
             buffer.removeFirst(start)
+            scanned -= start
             start = 0
         }
         let chunk = 64 << 10

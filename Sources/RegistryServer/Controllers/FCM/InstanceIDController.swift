@@ -27,15 +27,14 @@ struct InstanceIDController {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(BatchRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let to = body.to, to.hasPrefix("/topics/") else {
-            throw APIError.plain(.badRequest, "Topic name format is invalid")
+            throw RegistryError.invalidTopicName
         }
         let topic = String(to.dropFirst("/topics/".count))
         guard let tokens = body.registration_tokens, !tokens.isEmpty else {
-            throw APIError.plain(.badRequest, "MissingIIdToken")
+            throw ErrorEnvelope.missingInstanceIDToken
         }
         guard tokens.count <= registry.limits.tokensPerBatch else {
-            throw APIError.plain(
-                .badRequest, "too many registration tokens: at most \(registry.limits.tokensPerBatch) per request")
+            throw ErrorEnvelope.tooManyTokens(limit: registry.limits.tokensPerBatch)
         }
         let outcomes =
             adding
@@ -71,8 +70,8 @@ struct InstanceIDController {
     @Sendable func info(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
-        guard RegistrationToken.isWellFormed(token) else { throw APIError.plain(.badRequest, "InvalidToken") }
-        let notFound = APIError.plain(.notFound, "No information found about this instance id.")
+        guard RegistrationToken.isWellFormed(token) else { throw RegistryError.malformedToken }
+        let notFound = ErrorEnvelope.unknownToken(.instanceID)
         guard let known = try await registry.token(token, in: project), known.state == .registered else {
             throw notFound
         }

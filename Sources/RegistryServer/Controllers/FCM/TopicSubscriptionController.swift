@@ -43,9 +43,7 @@ struct TopicSubscriptionController {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
-            throw APIError.google(
-                .forbidden, "PERMISSION_DENIED",
-                "The caller does not have permission: the server key belongs to another project")
+            throw ErrorEnvelope.projectMismatch
         }
         return (project, named, try request.pathValue("token", context: context))
     }

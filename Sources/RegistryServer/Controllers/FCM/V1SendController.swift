@@ -21,9 +21,7 @@ struct V1SendController {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
-            throw APIError.google(
-                .forbidden, "PERMISSION_DENIED",
-                "The caller does not have permission: the server key belongs to another project")
+            throw ErrorEnvelope.projectMismatch
         }
         let body = try await JSONBody.decode(
             [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
@@ -51,6 +49,10 @@ struct V1SendController {
         case .notRegistered:
             return .google(
                 HTTPResponse.Status(code: wording.v1.status), wording.v1.name, "Requested entity was not found.", fcmErrorCode: wording.v1.fcmCode)
+        case .senderIDMismatch:
+            return .google(
+                HTTPResponse.Status(code: wording.v1.status), wording.v1.name, wording.description,
+                fcmErrorCode: wording.v1.fcmCode)
         case .invalidRegistration:
             return invalid("The registration token is not a valid FCM registration token", field: problem.v1Field)
         case .invalidCondition(let diagnostic, let source):

@@ -59,7 +59,7 @@ struct InspectionController {
         guard
             let (group, members) = try await registry.groupMembers(
                 named: name, in: project, after: after, limit: size)
-        else { throw APIError.native(.notFound, "not_found", "no group named \(name)") }
+        else { throw ErrorEnvelope.noGroup(named: name) }
         return GroupDetail(
             name: group.name, memberCount: group.memberCount, createdAt: group.createdAt,
             members: members.items.map { Member(token: $0.name, since: $0.since) },
@@ -80,7 +80,7 @@ struct InspectionController {
         guard
             let (topic, subscribers) = try await registry.topicSubscribers(
                 named: name, in: project, after: after, limit: size)
-        else { throw APIError.native(.notFound, "not_found", "no topic named \(name)") }
+        else { throw ErrorEnvelope.noTopic(named: name) }
         return TopicDetail(
             name: topic.name, subscriberCount: topic.subscriberCount, createdAt: topic.createdAt,
             subscribers: subscribers.items.map { Member(token: $0.name, since: $0.since) },

@@ -141,7 +141,7 @@ struct TokenController {
     @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
         guard let info = try await registry.token(token, in: project) else {
-            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+            throw ErrorEnvelope.unknownToken(.native)
         }
         return try await details(info, project)
     }
@@ -155,7 +155,7 @@ struct TokenController {
     @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
         guard let info = try await registry.unregisterToken(token, in: project) else {
-            throw APIError.native(.notFound, "not_found", "the project does not know this token")
+            throw ErrorEnvelope.unknownToken(.native)
         }
         return try await details(info, project)
     }
