@@ -37,6 +37,19 @@ extension MessageProblem {
             return ProblemWording(
                 legacy: "MismatchSenderId", legacyRefusesRequest: false, xmpp: "SENDER_ID_MISMATCH",
                 v1: (403, "PERMISSION_DENIED", "SENDER_ID_MISMATCH"), description: "SenderId mismatch")
+        case .unavailable:
+            return ProblemWording(
+                legacy: "Unavailable", legacyRefusesRequest: false, xmpp: "SERVICE_UNAVAILABLE",
+                v1: (503, "UNAVAILABLE", "UNAVAILABLE"), description: "The service is currently unavailable.")
+        case .internalError:
+            return ProblemWording(
+                legacy: "InternalServerError", legacyRefusesRequest: false, xmpp: "INTERNAL_SERVER_ERROR",
+                v1: (500, "INTERNAL", "INTERNAL"), description: "Internal error encountered.")
+        case .quotaExceeded(_, let topics):
+            return ProblemWording(
+                legacy: topics ? "TopicsMessageRateExceeded" : "DeviceMessageRateExceeded", legacyRefusesRequest: false,
+                xmpp: topics ? "TOPICS_MESSAGE_RATE_EXCEEDED" : "DEVICE_MESSAGE_RATE_EXCEEDED",
+                v1: (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED"), description: "Quota exceeded for sending messages.")
         case .invalidTTL(let text):
             return ProblemWording(
                 legacy: "InvalidTtl", legacyRefusesRequest: false, xmpp: "INVALID_JSON", v1: invalidArgument,
@@ -61,6 +74,15 @@ extension MessageProblem {
         }
     }
 
+    /// Seconds an answer's `Retry-After` header asks the sender to wait; `nil` for none.
+    public var retryAfter: Int? {
+        switch self {
+        case .unavailable(let seconds), .internalError(let seconds): seconds
+        case .quotaExceeded(let seconds, _): seconds
+        default: nil
+        }
+    }
+
     /// The field a v1 `fieldViolations` entry names.
     public var v1Field: String {
         switch self {
@@ -69,7 +91,7 @@ extension MessageProblem {
         case .invalidRegistration, .notRegistered, .senderIDMismatch, .missingRegistration: "message.token"
         case .invalidDataKey: "message.data"
         case .invalidTTL: "message.android.ttl"
-        case .messageTooBig, .invalidParameters: "message"
+        case .messageTooBig, .invalidParameters, .unavailable, .internalError, .quotaExceeded: "message"
         }
     }
 }

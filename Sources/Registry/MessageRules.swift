@@ -11,6 +11,13 @@ public enum MessageProblem: Error, Sendable, Hashable {
     case notRegistered(String)
     /// A recipient another project (another sender) registered, and this one never has.
     case senderIDMismatch(String)
+    /// FCM could not take the message now (an injected fault): retry, after `retryAfter` seconds.
+    case unavailable(retryAfter: Int?)
+    /// FCM failed inside (an injected fault): retry with back-off.
+    case internalError(retryAfter: Int?)
+    /// The sending quota is spent (an injected fault): wait `retryAfter` seconds. `topics` for a
+    /// send to topics or a condition, which the legacy API words differently.
+    case quotaExceeded(retryAfter: Int, topics: Bool)
     /// `time_to_live` / `ttl` outside 0…2,419,200 seconds, or not a whole number.
     case invalidTTL(String)
     /// A data key FCM keeps for itself.

@@ -31,6 +31,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case rekeyToSameToken
     /// A `pageToken` the listing did not issue (another listing's, or edited).
     case invalidPageToken
+    /// The process holds as many injected faults as it keeps.
+    case tooManyFaults(limit: Int)
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy

@@ -59,6 +59,15 @@ extension RegistryService {
         var result = SendResult(
             messageID: id, problem: nil, tokenProblems: [], recipientCount: 0, refusedMembers: [],
             isDeviceGroup: false)
+        if let fault = faults.take(token: nil, project: project.rowID) {
+            // The project's fault answers every send, as FCM's project quota does.
+            let problem = fault.problem(token: nil, toTopics: message.isToTopics)
+            result.problem = problem
+            if case .registrationIDs(let tokens) = message.target {
+                result.tokenProblems = Array(repeating: problem, count: tokens.count)
+            }
+            return result
+        }
         let recipients: RoaringBitmap
         do {
             switch message.target {
@@ -150,8 +159,11 @@ extension RegistryService {
         var reached = RoaringBitmap()
         var problems: [MessageProblem?] = []
         problems.reserveCapacity(tokens.count)
+        let faulty = faults.hasTokenFaults(in: project.rowID)
         for token in tokens {
-            if !RegistrationToken.isWellFormed(token) {
+            if faulty, let fault = faults.take(token: token, project: project.rowID) {
+                problems.append(fault.problem(token: token, toTopics: false))
+            } else if !RegistrationToken.isWellFormed(token) {
                 problems.append(.invalidRegistration(token))
             } else if let id = ids[token] {
                 reached.insert(id)

@@ -29,3 +29,21 @@ extension RegistryService {
                 from, to: to, topicLimit: limits.topicsPerToken, memberLimit: limits.membersPerGroup, in: project))
     }
 }
+
+/// Faults the emulator plays (`InjectedFault`).
+extension RegistryService {
+    /// Makes the next sends to `token` (or, with `nil`, every send of the project) fail as `fault` says.
+    /// - Throws: `.malformedToken`; `.tooManyFaults` when the process holds as many as it keeps.
+    public func injectFault(_ fault: InjectedFault, token: String?, in project: Project) throws(RegistryError) {
+        if let token { try checkToken(token) }
+        guard faults.set(fault, token: token, project: project.rowID) else {
+            throw .tooManyFaults(limit: FaultBoard.capacity)
+        }
+    }
+
+    /// - Returns: whether there was a fault to remove.
+    public func removeFault(token: String?, in project: Project) throws(RegistryError) -> Bool {
+        if let token { try checkToken(token) }
+        return faults.remove(token: token, project: project.rowID)
+    }
+}

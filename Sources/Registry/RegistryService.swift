@@ -15,6 +15,8 @@ public struct RegistryService: Sendable {
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
+    /// The errors the emulator answers on purpose (`injectFault`).
+    let faults = FaultBoard()
     /// Who is subscribed to what, kept equal to the tables by following the change feed.
     public let audience = AudienceIndex()
     /// Where accepted messages go: today the message log, later the relay to FCM.

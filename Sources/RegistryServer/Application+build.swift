@@ -123,6 +123,7 @@ func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xm
     InspectionController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
     XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
+    FaultController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return (router, open.recorded + routes.recorded)
 }

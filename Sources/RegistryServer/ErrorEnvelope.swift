@@ -111,6 +111,8 @@ enum ErrorEnvelope {
             return badRequest(
                 family, "pageToken is not one this listing issued: pass the previous page's nextPageToken",
                 field: "pageToken")
+        case (.tooManyFaults(let limit), _):
+            return badRequest(family, "the server holds \(limit) faults already: delete some first")
         case (.storeBusy, _):
             return unavailable(family, "the database is locked by another process; try again shortly")
         }

@@ -29,7 +29,11 @@ struct LegacySendController {
             throw Self.refusal(error)
         }
         let result = try await registry.send(message, via: .legacy, in: project)
-        return try Self.answer(result, to: message)
+        var response = try Self.answer(result, to: message)
+        // An Unavailable or rate-exceeded result asks the sender to wait, as FCM does, in a header.
+        let waits = (result.tokenProblems + [result.problem]).compactMap { $0?.retryAfter }
+        if let seconds = waits.max() { response.headers[.retryAfter] = String(seconds) }
+        return response
     }
 
     /// Tables 5 and 6 for JSON requests; 400 `InvalidParameters` for a request FCM could not take.

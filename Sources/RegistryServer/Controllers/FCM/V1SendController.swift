@@ -53,6 +53,12 @@ struct V1SendController {
             return .google(
                 HTTPResponse.Status(code: wording.v1.status), wording.v1.name, wording.description,
                 fcmErrorCode: wording.v1.fcmCode)
+        case .unavailable, .internalError, .quotaExceeded:
+            var error = APIError.google(
+                HTTPResponse.Status(code: wording.v1.status), wording.v1.name, wording.description,
+                fcmErrorCode: wording.v1.fcmCode)
+            if let seconds = problem.retryAfter { error.headers[.retryAfter] = String(seconds) }
+            return error
         case .invalidRegistration:
             return invalid("The registration token is not a valid FCM registration token", field: problem.v1Field)
         case .invalidCondition(let diagnostic, let source):
