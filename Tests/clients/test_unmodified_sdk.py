@@ -82,6 +82,40 @@ def test_rekey_to_a_fid_keeps_topics(app):
         messaging.send(messaging.Message(token=old, data={"a": "b"}), app=app)
 
 
+@pytest.mark.parametrize("error,exception", [
+    ("UNREGISTERED", messaging.UnregisteredError),
+    ("SENDER_ID_MISMATCH", messaging.SenderIdMismatchError),
+    ("QUOTA_EXCEEDED", messaging.QuotaExceededError),
+    ("INVALID_ARGUMENT", exceptions.InvalidArgumentError),
+])
+def test_injected_faults_raise_the_sdks_own_errors(app, error, exception):
+    """A fault set on a token makes the SDK raise the class it raises for FCM's answer."""
+    tok = token(20)
+    headers = {"Authorization": f"key={SERVER_KEY}"}
+    requests.put(f"https://fcm.googleapis.com/api/tokens/{tok}", headers=headers).raise_for_status()
+    fault = requests.put(
+        f"https://fcm.googleapis.com/api/tokens/{tok}/fault", headers=headers,
+        json={"error": error, "retryAfter": "0s"})
+    fault.raise_for_status()
+    try:
+        with pytest.raises(exception):
+            messaging.send(messaging.Message(token=tok, data={"a": "b"}), app=app)
+    finally:
+        requests.delete(f"https://fcm.googleapis.com/api/tokens/{tok}/fault", headers=headers)
+    assert messaging.send(messaging.Message(token=tok, data={"a": "b"}), app=app).startswith("projects/")
+
+
+def test_a_transient_fault_is_retried_by_the_sdk(app):
+    """UNAVAILABLE once: the SDK retries on 503, as it does against FCM, and the send goes through."""
+    tok = token(21)
+    headers = {"Authorization": f"key={SERVER_KEY}"}
+    requests.put(f"https://fcm.googleapis.com/api/tokens/{tok}", headers=headers).raise_for_status()
+    requests.put(
+        f"https://fcm.googleapis.com/api/tokens/{tok}/fault", headers=headers,
+        json={"error": "UNAVAILABLE", "times": 1, "retryAfter": "1s"}).raise_for_status()
+    assert messaging.send(messaging.Message(token=tok, data={"a": "b"}), app=app).startswith("projects/")
+
+
 def test_send_each_and_send_each_async(app):
     messaging.subscribe_to_topic([token(5)], "each", app=app)
     messages = [messaging.Message(token=token(5)), messaging.Message(topic="each"), messaging.Message(token=token(999))]
