@@ -179,7 +179,7 @@ CREATE TABLE keyring (
 CREATE TABLE keyringGroup (
   keyringId INTEGER NOT NULL REFERENCES keyring(id) ON DELETE CASCADE,
   sourceGroupId INTEGER NOT NULL,
-  groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+  groupId INTEGER REFERENCES deviceGroup(id) ON DELETE SET NULL,
   PRIMARY KEY (keyringId, sourceGroupId)
 ) WITHOUT ROWID;
 
@@ -188,7 +188,7 @@ CREATE INDEX keyringGroup_groupId ON keyringGroup(groupId);
 CREATE TABLE importedKey (
   projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
   notificationKey TEXT NOT NULL,
-  groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+  groupId INTEGER REFERENCES deviceGroup(id) ON DELETE SET NULL,
   importedAt INTEGER NOT NULL,
   PRIMARY KEY (projectId, notificationKey)
 ) WITHOUT ROWID;

@@ -76,7 +76,9 @@ public protocol RegistryStore: Sendable {
     func group(named name: String, in project: Project) async throws -> GroupRef?
     /// The group a notification key this database did not seal names: one of Google's, kept by
     /// `import-groups`, or one sealed by a keyring `import` brought, which `open` tries (it
-    /// returns the keyring's id and the group id the key seals). `nil` when none does.
+    /// returns the keyring's id and the group id the key seals). `nil` when none does; an id no
+    /// group has when the key's group was deleted, as the keys this database seals go on naming
+    /// theirs.
     func groupID(
         forImportedKey key: String, in project: Project,
         opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?

@@ -327,7 +327,8 @@ struct ArchiveImporter {
         try db.cachedStatement(
             sql: """
                 INSERT INTO importedKey (projectId, notificationKey, groupId, importedAt) VALUES (?, ?, ?, ?)
-                ON CONFLICT (projectId, notificationKey) DO NOTHING
+                ON CONFLICT (projectId, notificationKey) DO UPDATE SET groupId = excluded.groupId
+                WHERE importedKey.groupId IS NULL
                 """
         ).execute(arguments: [project, key, groupID, Clock.now()])
         if db.changesCount > 0 {

@@ -243,7 +243,9 @@ enum Migrations {
     /// Notification keys this database did not seal, which keep naming the groups they named:
     /// `keyring` holds the secrets of other registries (brought by `import`) and `keyringGroup`
     /// which group each of their sealed group ids now is; `importedKey` holds other issuers' keys
-    /// verbatim (Google's, brought by `import-groups`). A group's rows go with it.
+    /// verbatim (Google's, brought by `import-groups`). When a group is deleted its keys stay,
+    /// naming no group (`groupId` NULL), as the keys this database seals do: a send to one reaches
+    /// no one instead of being read as a registration token.
     private static let v6 = """
         CREATE TABLE keyring (
           id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -257,14 +259,14 @@ enum Migrations {
         CREATE TABLE keyringGroup (
           keyringId INTEGER NOT NULL REFERENCES keyring(id) ON DELETE CASCADE,
           sourceGroupId INTEGER NOT NULL,
-          groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+          groupId INTEGER REFERENCES deviceGroup(id) ON DELETE SET NULL,
           PRIMARY KEY (keyringId, sourceGroupId)
         ) WITHOUT ROWID;
         CREATE INDEX keyringGroup_groupId ON keyringGroup(groupId);
         CREATE TABLE importedKey (
           projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
           notificationKey TEXT NOT NULL,
-          groupId INTEGER NOT NULL REFERENCES deviceGroup(id) ON DELETE CASCADE,
+          groupId INTEGER REFERENCES deviceGroup(id) ON DELETE SET NULL,
           importedAt INTEGER NOT NULL,
           PRIMARY KEY (projectId, notificationKey)
         ) WITHOUT ROWID;

@@ -31,25 +31,30 @@ extension SQLiteStore {
         }
     }
 
+    /// The group id of a key whose group was deleted: no group has it (ids start at 1), so the key
+    /// reaches no one and group operations answer `notification_key not found`.
+    static let deletedGroup: Int64 = 0
+
     public func groupID(
         forImportedKey key: String, in project: Project,
         opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
     ) async throws -> Int64? {
         try await read { db in
-            if let id = try Int64.fetchOne(
+            if let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT groupId FROM importedKey WHERE projectId = ? AND notificationKey = ?"),
                 arguments: [project.rowID, key])
             {
-                return id
+                return row["groupId"] ?? Self.deletedGroup
             }
             let keyrings = try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT id, secret, sealedFor FROM keyring WHERE projectId = ? ORDER BY id"),
                 arguments: [project.rowID]
             ).map { NotificationKeyring(id: $0["id"], secret: [UInt8]($0["secret"] as Data), sealedFor: $0["sealedFor"]) }
             guard !keyrings.isEmpty, let (keyring, group) = open(keyrings) else { return nil }
+            // A key the keyring opens is a notification key, even of a group not (or no more) here.
             return try Int64.fetchOne(
                 db.cachedStatement(sql: "SELECT groupId FROM keyringGroup WHERE keyringId = ? AND sourceGroupId = ?"),
-                arguments: [keyring, group])
+                arguments: [keyring, group]) ?? Self.deletedGroup
         }
     }
 }

@@ -74,4 +74,28 @@ struct ImportedGroupAPITests {
         }
         #expect(try await fixture.registry.store.group(named: "other", in: fixture.project) == nil)
     }
+
+    @Test("A Google key outlives its group as FCM's keys do: it reaches no one, and add says not found")
+    func keyOfADeletedGroup() async throws {
+        let fixture = try await Fixture.make()
+        _ = try await importGroups(csv, into: fixture)
+        try await fixture.test { client in
+            let removed = try await client.groups(
+                #"{"operation":"remove","notification_key":"\#(Self.googleKey)","registration_ids":["\#(token(1))","\#(token(2))"]}"#)
+            #expect(removed.status == .ok)
+            #expect(try await fixture.registry.store.group(named: "appUser-Chris", in: fixture.project) == nil)
+            let send = try await client.call(.post, "/fcm/send", body: #"{"to":"\#(Self.googleKey)","data":{"a":"b"}}"#)
+            #expect(send.json?["success"] == 0)
+            #expect(send.json?["error"] == "NotRegistered")
+            let add = try await client.groups(
+                #"{"operation":"add","notification_key":"\#(Self.googleKey)","registration_ids":["\#(token(3))"]}"#)
+            #expect(add.json == ["error": "notification_key not found"])
+        }
+        // Importing the rows again brings the group back under the same key.
+        _ = try await importGroups(csv, into: fixture)
+        try await fixture.test { client in
+            let send = try await client.call(.post, "/fcm/send", body: #"{"to":"\#(Self.googleKey)","data":{"a":"b"}}"#)
+            #expect(send.json == ["success": 2, "failure": 0])
+        }
+    }
 }
