@@ -166,6 +166,7 @@ let package = Package(
                 "Registry",
                 "RegistrySQLite",
                 "RegistryApp",
+                "RegistryServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -81,19 +81,36 @@ public struct ArchiveImport {
             try await refuse(ImportError(line: line, problem: error.message))
             return
         }
-        if batch.count + problemCount >= Self.batchSize || bytes >= Self.batchBytes { try await commit() }
+        if isFull { try await commit() }
+    }
+
+    /// The batch holds as many records, good or bad, or as many bytes of lines as one transaction takes.
+    private var isFull: Bool {
+        batch.count + problemCount >= Self.batchSize || bytes >= Self.batchBytes
+    }
+
+    /// Takes one row of an `import-groups` CSV (``GoogleGroupsCSV``); the header row and blank
+    /// rows are skipped, a bad row counts against its batch.
+    public mutating func take(row: some Collection<UInt8>, number: Int, of csv: inout GoogleGroupsCSV)
+        async throws(ImportFailure)
+    {
+        let record: ArchiveRecord?
+        do {
+            record = try csv.record(from: row)
+        } catch {
+            records += 1
+            try await refuse(ImportError(line: number, problem: error.message))
+            return
+        }
+        if let record { try await take(record, line: number) }
     }
 
     /// A line the caller could not read (a CSV row, a line too long): it counts against its batch.
     public mutating func refuse(_ problem: ImportError) async throws(ImportFailure) {
         if problems.count < Self.problemsListed { problems.append(problem) }
         problemCount += 1
-        if !needsHeader || sawHeader {
-            if batch.count + problemCount >= Self.batchSize { try await commit() }
-        } else {
-            // Without its header, nothing of the file is read: say so at once.
-            try await commit()
-        }
+        // Without its header, nothing of the file is read: say so at once.
+        if isFull || (needsHeader && !sawHeader) { try await commit() }
     }
 
     /// Writes what is left and ends the import: topics left without subscribers are deleted.

@@ -13,6 +13,9 @@ import Foundation
 /// by the group's name: a group's rows need not be adjacent.
 public struct GoogleGroupsCSV {
     public static let columns = ["notification_key_name", "notification_key", "registration_token"]
+    /// The longest row read: three fields of a few hundred bytes, with room to spare.
+    public static let maximumRowBytes = 16 << 10
+    public static let rowTooLong = ArchiveProblem("the row is longer than 16 KiB")
 
     private let project: String
     private let importedAt: Date
@@ -26,7 +29,7 @@ public struct GoogleGroupsCSV {
     /// The group record a row stands for; `nil` for the header row and blank lines.
     /// - Throws: `ArchiveProblem` saying what is wrong with the row.
     public mutating func record(from line: some Collection<UInt8>) throws(ArchiveProblem) -> ArchiveRecord? {
-        guard line.count <= 16 << 10 else { throw ArchiveProblem("the row is longer than 16 KiB") }
+        guard line.count <= Self.maximumRowBytes else { throw Self.rowTooLong }
         guard let text = String(validating: line, as: UTF8.self) else { throw ArchiveProblem("the row is not UTF-8") }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }

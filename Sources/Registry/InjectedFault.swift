@@ -51,33 +51,52 @@ final class FaultBoard: Sendable {
         var token: String?
     }
 
-    private let faults = Mutex<[Key: InjectedFault]>([:])
+    private struct State {
+        var faults: [Key: InjectedFault] = [:]
+        /// Token faults per project: a send asks on its hot path, so it is kept, not counted.
+        var tokenFaults: [Int64: Int] = [:]
+
+        mutating func setFault(_ fault: InjectedFault?, for key: Key) {
+            let had = faults[key] != nil
+            faults[key] = fault
+            guard key.token != nil, had != (fault != nil) else { return }
+            tokenFaults[key.project, default: 0] += fault == nil ? -1 : 1
+            if tokenFaults[key.project] == 0 { tokenFaults[key.project] = nil }
+        }
+    }
+
+    private let state = Mutex(State())
     /// Tokens with a fault, at most: a fixture table, not a place to store data.
     static let capacity = 10_000
 
     /// - Returns: `false` when the board is full.
     func set(_ fault: InjectedFault, token: String?, project: Int64) -> Bool {
-        faults.withLock { faults in
+        state.withLock { state in
             let key = Key(project: project, token: token)
-            guard faults[key] != nil || faults.count < Self.capacity else { return false }
-            faults[key] = fault
+            guard state.faults[key] != nil || state.faults.count < Self.capacity else { return false }
+            state.setFault(fault, for: key)
             return true
         }
     }
 
     /// - Returns: whether there was one.
     func remove(token: String?, project: Int64) -> Bool {
-        faults.withLock { $0.removeValue(forKey: Key(project: project, token: token)) != nil }
+        state.withLock { state in
+            let key = Key(project: project, token: token)
+            guard state.faults[key] != nil else { return false }
+            state.setFault(nil, for: key)
+            return true
+        }
     }
 
     /// The fault a send meets, counting it once.
     func take(token: String?, project: Int64) -> InjectedFault? {
-        faults.withLock { faults in
+        state.withLock { state in
             let key = Key(project: project, token: token)
-            guard var fault = faults[key] else { return nil }
+            guard var fault = state.faults[key] else { return nil }
             if let remaining = fault.remaining {
                 fault.remaining = remaining - 1
-                faults[key] = remaining > 1 ? fault : nil
+                state.setFault(remaining > 1 ? fault : nil, for: key)
             }
             return fault
         }
@@ -85,6 +104,6 @@ final class FaultBoard: Sendable {
 
     /// Whether any token of the project has a fault: sends skip the lookups when none does.
     func hasTokenFaults(in project: Int64) -> Bool {
-        faults.withLock { faults in faults.keys.contains { $0.project == project && $0.token != nil } }
+        state.withLock { $0.tokenFaults[project] != nil }
     }
 }

@@ -52,6 +52,14 @@ public struct PageRequest: Sendable, Hashable {
         return try PageToken(decoding: token, for: listing).position
     }
 
+    /// The token id to continue after in a listing of token ids (an audience), or `nil` for the
+    /// first page.
+    public func tokenID(in listing: PageToken.Listing) throws(RegistryError) -> UInt32? {
+        guard let position = try position(in: listing) else { return nil }
+        guard let id = UInt32(position) else { throw .invalidPageToken }
+        return id
+    }
+
     /// The entries to list: the size asked for, within `1...maximum`.
     public func size(default defaultSize: Int, maximum: Int) -> Int {
         guard let size, size > 0 else { return defaultSize }

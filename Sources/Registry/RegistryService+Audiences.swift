@@ -25,6 +25,13 @@ public struct Audience: Sendable {
     public var condition: Condition?
 }
 
+extension Audience {
+    /// The token of the page after this one, `nil` on the last page.
+    public var nextPageToken: String? {
+        nextAfter.map { PageToken(.audience, after: String($0)).encoded }
+    }
+}
+
 extension RegistryService {
     /// Resolves `target` to the tokens it reaches, counting with set algebra on the audience index
     /// (never by evaluating token after token) and reading token values only for the page returned.

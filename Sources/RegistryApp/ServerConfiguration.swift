@@ -270,16 +270,7 @@ extension ServerConfiguration {
     public static func resolve(flags: [String: String], environment: [String: String]) throws(ConfigurationError)
         -> ServerConfiguration
     {
-        var configuration = ServerConfiguration()
-        for option in options {
-            let (value, source): (String?, String) =
-                flags[option.flag].map { ($0, "--\(option.flag)") } ?? (environment[option.variable], option.variable)
-            guard let value else { continue }
-            if let expected = option.apply(value, &configuration) {
-                throw ConfigurationError(
-                    description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
-            }
-        }
+        let configuration = try applying(flags: flags, environment: environment)
         guard (configuration.tls.certificate == nil) == (configuration.tls.key == nil) else {
             throw ConfigurationError(description: "--tls-cert and --tls-key (FCM_REGISTRY_TLS_CERT, FCM_REGISTRY_TLS_KEY) go together")
         }
@@ -296,15 +287,25 @@ extension ServerConfiguration {
     /// the database (`import`, `import-groups`, `token rekey`): they hold to the same limits.
     /// - Throws: `ConfigurationError` naming a variable whose value is not acceptable.
     public static func limits(environment: [String: String]) throws(ConfigurationError) -> Limits {
+        try applying(flags: [:], environment: environment).limits
+    }
+
+    /// Every option's value from `flags`, then the environment, over the defaults; no check
+    /// across options.
+    private static func applying(flags: [String: String], environment: [String: String]) throws(ConfigurationError)
+        -> ServerConfiguration
+    {
         var configuration = ServerConfiguration()
         for option in options {
-            guard let value = environment[option.variable] else { continue }
+            let (value, source): (String?, String) =
+                flags[option.flag].map { ($0, "--\(option.flag)") } ?? (environment[option.variable], option.variable)
+            guard let value else { continue }
             if let expected = option.apply(value, &configuration) {
                 throw ConfigurationError(
-                    description: "invalid value '\(value)' for \(option.variable) (--\(option.flag)): expected \(expected)")
+                    description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
             }
         }
-        return configuration.limits
+        return configuration
     }
 
     // MARK: - Option kinds

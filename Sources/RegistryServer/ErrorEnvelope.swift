@@ -228,6 +228,18 @@ enum ErrorEnvelope {
     }
 }
 
+/// The native API's words for a domain error, from the one table, for the command line: a
+/// command that refuses something says it as `POST /api/…` would.
+public enum NativeWording {
+    public static func message(for error: RegistryError) -> String {
+        let refusal = ErrorEnvelope.registryError(error, .native)
+        guard case .object(let body)? = (try? JSONBody.object(refusal.body))?["error"],
+            case .string(let message)? = body["message"]
+        else { return "\(error)" }
+        return message
+    }
+}
+
 /// Thrown by the catch-all routes of a known path that does not take the request's method.
 struct MethodNotAllowed: Error, Sendable {
     var allowed: [HTTPRequest.Method]

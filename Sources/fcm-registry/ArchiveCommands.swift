@@ -109,12 +109,11 @@ struct ImportGroupsCommand: AsyncParsableCommand {
         }
         var session = ArchiveImport(into: registry, needsHeader: false)
         var rows = GoogleGroupsCSV(project: project)
-        try await readLines(of: file, label: "import-groups", maximumLineBytes: 16 << 10) { line, number in
-            do {
-                guard case .text(let bytes) = line else { throw ArchiveProblem("the row is longer than 16 KiB") }
-                if let record = try rows.record(from: bytes) { try await session.take(record, line: number) }
-            } catch let problem as ArchiveProblem {
-                try await session.refuse(ImportError(line: number, problem: problem.message))
+        try await readLines(of: file, label: "import-groups", maximumLineBytes: GoogleGroupsCSV.maximumRowBytes) {
+            line, number in
+            switch line {
+            case .text(let bytes): try await session.take(row: bytes, number: number, of: &rows)
+            case .tooLong: try await session.refuse(ImportError(line: number, problem: GoogleGroupsCSV.rowTooLong.message))
             }
             return session.records
         } finish: {

@@ -55,7 +55,7 @@ struct AudienceCommand: AsyncParsableCommand {
                 target.target, in: project, after: after, pageSize: limit, countOnly: countOnly)
             try printJSON(
                 Printed(
-                    count: audience.count, tokens: audience.tokens, nextPageToken: audience.nextAfter.map { PageToken(.audience, after: String($0)).encoded },
+                    count: audience.count, tokens: audience.tokens, nextPageToken: audience.nextPageToken,
                     topicCounts: audience.topicCounts))
         } catch let error as ConditionError {
             FileHandle.standardError.write(Data(error.diagnostic.rendered(in: target.condition ?? "").utf8))
@@ -83,13 +83,7 @@ struct AudienceCommand: AsyncParsableCommand {
         @OptionGroup var page: PageOptions
 
         func run() async throws {
-            let (position, size) = try page.resolve(.audience)
-            let after = try position.map { position in
-                guard let id = UInt32(position) else {
-                    throw ValidationError("--page-token is not one this listing issued: pass the previous nextPageToken")
-                }
-                return id
-            }
+            let (after, size) = try page.resolveTokenID(.audience)
             try await AudienceCommand.run(
                 target, database: database, project: project, after: after, limit: size, countOnly: false)
         }

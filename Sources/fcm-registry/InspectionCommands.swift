@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Registry
+import RegistryServer
 
 /// Options shared by listings: the page model of the HTTP API (`pageSize`, `pageToken`).
 struct PageOptions: ParsableArguments {
@@ -13,9 +14,19 @@ struct PageOptions: ParsableArguments {
 
     /// The size, at most `maximum`, and the position the token names in `listing`.
     func resolve(_ listing: PageToken.Listing, maximum: Int = 2000) throws -> (after: String?, size: Int) {
-        let request = PageRequest(size: pageSize, token: pageToken)
+        (try readingToken { try request.position(in: listing) }, request.size(default: 100, maximum: maximum))
+    }
+
+    /// The size, and the token id the token names in a listing of token ids (an audience).
+    func resolveTokenID(_ listing: PageToken.Listing, maximum: Int = 2000) throws -> (after: UInt32?, size: Int) {
+        (try readingToken { try request.tokenID(in: listing) }, request.size(default: 100, maximum: maximum))
+    }
+
+    private var request: PageRequest { PageRequest(size: pageSize, token: pageToken) }
+
+    private func readingToken<T>(_ read: () throws -> T) throws -> T {
         do {
-            return (try request.position(in: listing), request.size(default: 100, maximum: maximum))
+            return try read()
         } catch {
             throw ValidationError("--page-token is not one this listing issued: pass the previous nextPageToken")
         }
@@ -172,23 +183,11 @@ struct TokenCommand: AsyncParsableCommand {
                     let moved = try await registry.rekey(from, to: to, in: project)
                     results.append(Result(from: from, to: to, topics: moved.topics, groups: moved.groups))
                 } catch let error as RegistryError {
-                    results.append(Result(from: from, to: to, error: Self.words(error)))
+                    results.append(Result(from: from, to: to, error: NativeWording.message(for: error)))
                 }
             }
             try printJSON(["results": results])
             if results.contains(where: { $0.error != nil }) { throw ExitCode.failure }
-        }
-
-        /// What a refused pair is told, in the native API's words for the same errors.
-        private static func words(_ error: RegistryError) -> String {
-            switch error {
-            case .malformedToken: "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -"
-            case .tokenNotFound: "the token is not registered"
-            case .rekeyToSameToken: "to must be another registration id than the token re-keyed"
-            case .tooManyTopics(let limit): "the token is already subscribed to the maximum of \(limit) topics"
-            case .groupFull(let limit): "too many registration ids: a device group holds at most \(limit) members"
-            default: "\(error)"
-            }
         }
 
         /// The file's pairs: `from,to` per line, blank lines skipped; an error names its line.

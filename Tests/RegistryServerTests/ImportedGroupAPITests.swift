@@ -16,7 +16,7 @@ struct ImportedGroupAPITests {
         var session = ArchiveImport(into: fixture.registry, needsHeader: false, updatingAudience: true)
         var rows = GoogleGroupsCSV(project: fixture.project.projectId)
         for (index, line) in csv.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            if let record = try rows.record(from: Array(line.utf8)) { try await session.take(record, line: index + 1) }
+            try await session.take(row: Array(line.utf8), number: index + 1, of: &rows)
         }
         return try await session.finish()
     }

@@ -124,28 +124,29 @@ struct ArchiveTests {
         #expect(try await importLines(lines, into: source) == ImportTally())
     }
 
+    private static let now = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// An export file's lines: the header, project "p", then `records`.
+    private func fileOfProjectP(_ records: [ArchiveRecord]) throws -> [String] {
+        let coder = ArchiveLineCoder()
+        let project = ProjectArchive(
+            projectId: "p", senderId: "123", createdAt: Self.now, serverKeys: [], serviceAccounts: [], keyrings: [])
+        return try ([.header(ArchiveHeader(exportedAt: Self.now, producer: nil)), .project(project)] + records).map {
+            String(decoding: try coder.encode($0), as: UTF8.self)
+        }
+    }
+
     @Test("A bad line is refused with its number; nothing of its batch is written, the batches before it are")
     func badLineRefusesItsBatch() async throws {
         let registry = try await RegistryService(store: TestStore.inMemory())
-        let coder = ArchiveLineCoder()
-        func line(_ record: ArchiveRecord) -> String { String(decoding: try! coder.encode(record), as: UTF8.self) }
-        let now = Date(timeIntervalSince1970: 1_790_000_000)
-        var lines = [
-            line(.header(ArchiveHeader(exportedAt: now, producer: nil))),
-            line(
-                .project(
-                    ProjectArchive(
-                        projectId: "p", senderId: "123", createdAt: now, serverKeys: [], serviceAccounts: [],
-                        keyrings: []))),
-        ]
-        for n in 1...1_500 {
-            lines.append(
-                line(
-                    .token(
-                        TokenArchive(
-                            project: "p", token: token(n), state: .registered, createdAt: now, updatedAt: now,
-                            topics: [Joined(name: "t", since: now)]))))
-        }
+        let now = Self.now
+        var lines = try fileOfProjectP(
+            (1...1_500).map {
+                .token(
+                    TokenArchive(
+                        project: "p", token: token($0), state: .registered, createdAt: now, updatedAt: now,
+                        topics: [Joined(name: "t", since: now)]))
+            })
         lines[1_200] = #"{"type":"token","project":"p","token":"not a token","#  // line 1,201
         lines[1_300] = lines[1_300].replacingOccurrences(of: "registered", with: "asleep")  // line 1,301
         var session = ArchiveImport(into: registry)
@@ -276,17 +277,15 @@ struct ArchiveTests {
     @Test("An import that stops leaves no topic without subscribers behind")
     func stoppedImportLeavesNoEmptyTopic() async throws {
         let registry = try await RegistryService(store: TestStore.inMemory())
-        let coder = ArchiveLineCoder()
-        func line(_ record: ArchiveRecord) -> String { String(decoding: try! coder.encode(record), as: UTF8.self) }
-        let now = Date(timeIntervalSince1970: 1_790_000_000)
-        var lines = [
-            line(.header(ArchiveHeader(exportedAt: now, producer: nil))),
-            line(.project(ProjectArchive(projectId: "p", senderId: "1", createdAt: now, serverKeys: [], serviceAccounts: [], keyrings: []))),
-            line(.topic(TopicArchive(project: "p", name: "orphan", createdAt: now))),
-        ]
-        for n in 1...998 {
-            lines.append(line(.token(TokenArchive(project: "p", token: token(n), state: .registered, createdAt: now, updatedAt: now, topics: []))))
-        }
+        let now = Self.now
+        var lines = try fileOfProjectP(
+            [.topic(TopicArchive(project: "p", name: "orphan", createdAt: now))]
+                + (1...998).map {
+                    .token(
+                        TokenArchive(
+                            project: "p", token: token($0), state: .registered, createdAt: now, updatedAt: now,
+                            topics: []))
+                })
         lines.append("not json")
         await #expect(throws: ImportFailure.self) { try await importLines(lines, into: registry) }
         let project = try #require(try await registry.projects().first)

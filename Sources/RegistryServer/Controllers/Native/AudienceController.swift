@@ -66,7 +66,7 @@ struct AudienceController {
         }
         let page = PageRequest(size: try PageRequest.checked(body.pageSize), token: body.pageToken)
         let pageSize = page.size
-        let after = try page.position(in: .audience).map(Self.cursor)
+        let after = try page.tokenID(in: .audience)
         let countOnly = body.countOnly ?? false
         let audience: Audience
         do {
@@ -77,7 +77,7 @@ struct AudienceController {
         }
         return AudienceResponse(
                 count: audience.count, tokens: audience.tokens,
-                nextPageToken: audience.nextAfter.map { PageToken(.audience, after: String($0)).encoded },
+                nextPageToken: audience.nextPageToken,
                 topicCounts: audience.topicCounts, condition: audience.condition?.canonical,
                 warnings: audience.condition.map { condition in
                     condition.warnings.map { ConditionReport.Finding($0, in: condition.source) }
@@ -149,12 +149,6 @@ struct AudienceController {
             throw BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
         }
         return dialect
-    }
-
-    /// The token id an audience page token continues after.
-    static func cursor(_ position: String) throws -> UInt32 {
-        guard let id = UInt32(position) else { throw RegistryError.invalidPageToken }
-        return id
     }
 
     /// 400 with the diagnostic: where the condition is wrong, and the caret rendering.
