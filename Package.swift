@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         /// The topic-condition language: lexer, parser, diagnostics, dialects, evaluation. Standard library only.
@@ -137,12 +138,32 @@ let package = Package(
             resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: strict
         ),
+        /// Delivery to devices through FCM HTTP v1: the workers that drain the outbox, the HTTP/2
+        /// client to the upstream, access tokens from the service account's key, the per-project
+        /// rate and pauses.
+        .target(
+            name: "FCMRelay",
+            dependencies: [
+                "FCMWire",
+                "Registry",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         /// The composition root: the configuration and its option table, the store factory, and
         /// the one service group every long-running part of `serve` is a peer in.
         .target(
             name: "RegistryApp",
             dependencies: [
                 "AudienceEngine",
+                "FCMRelay",
                 "Registry",
                 "RegistrySQLite",
                 "RegistryServer",

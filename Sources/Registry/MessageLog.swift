@@ -44,14 +44,17 @@ public struct StoreMessageLog: MessageSink {
         self.limits = limits
     }
 
-    public func accept(_ message: AcceptedMessage) async throws {
+    public func relays(_ project: Project) async throws -> Bool { false }
+
+    public func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem] {
         try await log.appendMessage(
             message, body: Self.normalizedJSON(message.message), entries: limits.messageLogEntries,
             bytes: limits.messageLogBytes)
+        return [:]
     }
 
     /// The message as stored and listed: sorted keys, so equal messages read the same.
-    static func normalizedJSON(_ message: Message) -> String {
+    public static func normalizedJSON(_ message: Message) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(message)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"

@@ -20,12 +20,21 @@ public struct SendResult: Sendable {
     public var refusedMembers: [String]
     /// Whether the target turned out to be a device group (a notification key).
     public var isDeviceGroup: Bool
+    /// A device group sent to through the relay: the members FCM refused (legacy
+    /// `failed_registration_ids`, with `success` the others).
+    public var failedMembers: [String] = []
 }
 
-/// Where accepted messages go. Today's sink is the message log; the relay to FCM will be another.
+/// Where accepted messages go: the message log, or the relay to FCM, which logs them too.
 public protocol MessageSink: Sendable {
-    /// Takes an accepted message; returns once it is durably taken.
-    func accept(_ message: AcceptedMessage) async throws
+    /// Whether FCM, not the registry, judges this project's tokens (its relay is on): a send to a
+    /// token the registry has never seen goes to FCM all the same.
+    func relays(_ project: Project) async throws -> Bool
+    /// Takes an accepted message. Returns once it is durably taken; for a direct send through the
+    /// relay, once FCM's outcomes are in or the answer timeout passed.
+    /// - Returns: the recipients FCM refused, by token; empty when there is no such answer (yet).
+    /// - Throws: `MessageProblem.unavailable` when the relay's outbox is full.
+    func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem]
 }
 
 /// A message that passed every check, with whom it reaches.
@@ -36,7 +45,23 @@ public struct AcceptedMessage: Sendable {
     public var message: Message
     /// Ids of the tokens reached, ascending.
     public var recipients: RoaringBitmap
+    /// A direct send through the relay (a token, `registration_ids`, a device group): every
+    /// recipient token, each once, the registry's own and those only FCM knows. `nil` otherwise.
+    public var directTokens: [String]?
     public var receivedAt: Date
+
+    public init(
+        id: String, project: Project, via: MessageProtocol, message: Message, recipients: RoaringBitmap,
+        directTokens: [String]? = nil, receivedAt: Date
+    ) {
+        self.id = id
+        self.project = project
+        self.via = via
+        self.message = message
+        self.recipients = recipients
+        self.directTokens = directTokens
+        self.receivedAt = receivedAt
+    }
 }
 
 /// The message pipeline: every protocol's codec builds a `Message` and calls `send`.
@@ -69,6 +94,9 @@ extension RegistryService {
             return result
         }
         let recipients: RoaringBitmap
+        // With the relay on, FCM is the judge of a token, not the registry.
+        let relaying = try await sink.relays(project)
+        var direct: [String]?
         do {
             switch message.target {
             case .topic(let topic):
@@ -91,15 +119,18 @@ extension RegistryService {
                 }
                 result.isDeviceGroup = true
                 recipients = try await groupRecipients(members, of: message, key: key, in: project, result: &result)
+                if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
             case .token(let token):
                 if let members = try await groupMembers(forNotificationKey: token, in: project) {
                     result.isDeviceGroup = true
                     recipients = try await groupRecipients(
                         members, of: message, key: token, in: project, result: &result)
+                    if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
                 } else {
                     guard !token.isEmpty else { throw MessageProblem.missingRegistration }
                     try MessageRules.checkContent(message)
-                    (recipients, result.tokenProblems) = try await tokenRecipients([token], in: project)
+                    (recipients, result.tokenProblems, direct) = try await tokenRecipients(
+                        [token], in: project, relaying: relaying)
                     if let problem = result.tokenProblems[0] { throw problem }
                 }
             case .registrationIDs(let tokens):
@@ -114,21 +145,56 @@ extension RegistryService {
                     result.tokenProblems = Array(repeating: error, count: tokens.count)
                     throw error
                 }
-                (recipients, result.tokenProblems) = try await tokenRecipients(tokens, in: project)
+                (recipients, result.tokenProblems, direct) = try await tokenRecipients(
+                    tokens, in: project, relaying: relaying)
+            }
+            result.recipientCount = direct?.count ?? recipients.count
+            // Topic and condition sends are logged even when nobody is subscribed: the sender did send.
+            let reachesAnyone = !recipients.isEmpty || !(direct ?? []).isEmpty
+            if !message.options.dryRun && (message.isToTopics || reachesAnyone) {
+                let refused: [String: MessageProblem]
+                do {
+                    refused = try await sink.accept(
+                        AcceptedMessage(
+                            id: id, project: project, via: protocolName, message: message, recipients: recipients,
+                            directTokens: direct, receivedAt: Date()))
+                } catch let problem as MessageProblem {
+                    // The outbox is full: every recipient of a multicast is answered so.
+                    result.tokenProblems = result.tokenProblems.map { $0 ?? problem }
+                    throw problem
+                }
+                try Self.apply(refused, to: &result, of: message)
             }
         } catch let problem as MessageProblem {
             result.problem = problem
+            result.recipientCount = 0
             return result
         }
-        result.recipientCount = recipients.count
-        // Topic and condition sends are logged even when nobody is subscribed: the sender did send.
-        if !message.options.dryRun && (message.isToTopics || !recipients.isEmpty) {
-            try await sink.accept(
-                AcceptedMessage(
-                    id: id, project: project, via: protocolName, message: message, recipients: recipients,
-                    receivedAt: Date()))
-        }
         return result
+    }
+
+    /// Puts FCM's refusals of a direct send through the relay where each protocol answers them: a
+    /// token's problem, a multicast's results, a device group's failed members.
+    private static func apply(_ refused: [String: MessageProblem], to result: inout SendResult, of message: Message)
+        throws(MessageProblem)
+    {
+        guard !refused.isEmpty else { return }
+        switch message.target {
+        case .registrationIDs(let tokens):
+            for (index, token) in tokens.enumerated() where result.tokenProblems[index] == nil {
+                result.tokenProblems[index] = refused[token]
+            }
+        case .token(let token) where !result.isDeviceGroup:
+            if let problem = refused[token] {
+                result.tokenProblems = [problem]
+                throw problem
+            }
+        case .token, .notificationKey:
+            result.failedMembers = refused.keys.sorted()
+            result.recipientCount -= refused.count
+        case .topic, .condition:
+            break
+        }
     }
 
     /// The members of a device group whose content passed; on a content problem, the members are
@@ -147,9 +213,10 @@ extension RegistryService {
         return RoaringBitmap(sortedIDs: members)
     }
 
-    /// Each named token's problem (`nil` when it may receive) and the ids of those that may.
-    private func tokenRecipients(_ tokens: [String], in project: Project) async throws -> (
-        RoaringBitmap, [MessageProblem?]
+    /// Each named token's problem (`nil` when it may receive) and the ids of those that may; with
+    /// the relay on, also every token that may receive, each once, known to the registry or not.
+    private func tokenRecipients(_ tokens: [String], in project: Project, relaying: Bool) async throws -> (
+        RoaringBitmap, [MessageProblem?], [String]?
     ) {
         // One lookup for the whole multicast, not one per token; a second only for those missing.
         let wellFormed = tokens.filter(RegistrationToken.isWellFormed)
@@ -159,12 +226,18 @@ extension RegistryService {
         var reached = RoaringBitmap()
         var problems: [MessageProblem?] = []
         problems.reserveCapacity(tokens.count)
+        var direct: [String] = []
+        var seen: Set<String> = []
         let faulty = faults.hasTokenFaults(in: project.rowID)
         for token in tokens {
             if faulty, let fault = faults.take(token: token, project: project.rowID) {
                 problems.append(fault.problem(token: token, toTopics: false))
             } else if !RegistrationToken.isWellFormed(token) {
                 problems.append(.invalidRegistration(token))
+            } else if relaying {
+                if let id = ids[token] { reached.insert(id) }
+                if seen.insert(token).inserted { direct.append(token) }
+                problems.append(nil)
             } else if let id = ids[token] {
                 reached.insert(id)
                 problems.append(nil)
@@ -175,7 +248,7 @@ extension RegistryService {
                 problems.append(.notRegistered(token))
             }
         }
-        return (reached, problems)
+        return (reached, problems, relaying ? direct : nil)
     }
 
     /// The sorted member ids of the group a string names, if it is a notification key this project

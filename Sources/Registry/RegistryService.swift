@@ -12,6 +12,8 @@ public struct RegistryService: Sendable {
     package let feed: any ChangeFeed
     package let messageLog: any MessageLogStore
     package let archive: any ArchiveStore
+    /// The relay's settings and durable work.
+    package let outbox: any OutboxStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -44,6 +46,7 @@ public struct RegistryService: Sendable {
         feed = store
         messageLog = store
         archive = store
+        outbox = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

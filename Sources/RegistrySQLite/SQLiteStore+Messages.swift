@@ -8,39 +8,58 @@ import Registry
 extension SQLiteStore: MessageLogStore {
     public func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws {
         let chunks = MessageRecipients.chunks(of: message.recipients)
-        let size = body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count }
-        let project = message.project.rowID
         try await write { db, _ in
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, recipients, bytes, receivedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, X'', ?, ?)
-                    """
-            ).execute(arguments: [
-                project, message.id, message.via.rawValue, message.message.targetDescription, body,
-                message.recipients.count, size, Clock.milliseconds(message.receivedAt),
-            ])
-            try MessageRecipients.insert(chunks, of: db.lastInsertedRowID, project: project, db)
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO messageLog (projectId, entries, bytes) VALUES (?, 1, ?)
-                    ON CONFLICT (projectId) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes
-                    """
-            ).execute(arguments: [project, size])
-            try Self.evictOldMessages(db, project: project, entries: entries, bytes: bytes)
+            _ = try Self.insertMessage(message, body: body, chunks: chunks, entries: entries, bytes: bytes, db)
         }
     }
 
-    /// Deletes the project's oldest entries while the log is over either bound (the newest entry stays).
-    private static func evictOldMessages(_ db: Database, project: Int64, entries: Int, bytes: Int) throws {
+    /// Logs a message, evicting the project's oldest while the log is over a bound.
+    /// - Returns: the message row's id.
+    static func insertMessage(
+        _ message: AcceptedMessage, body: String, chunks: [(chunk: Int64, ids: Data)], entries: Int, bytes: Int,
+        _ db: Database
+    ) throws -> Int64 {
+        let size = body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count }
+        let project = message.project.rowID
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, recipients, bytes, receivedAt)
+                VALUES (?, ?, ?, ?, ?, ?, X'', ?, ?)
+                """
+        ).execute(arguments: [
+            project, message.id, message.via.rawValue, message.message.targetDescription, body,
+            message.directTokens?.count ?? message.recipients.count, size, Clock.milliseconds(message.receivedAt),
+        ])
+        let row = db.lastInsertedRowID
+        try MessageRecipients.insert(chunks, of: row, project: project, db)
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO messageLog (projectId, entries, bytes) VALUES (?, 1, ?)
+                ON CONFLICT (projectId) DO UPDATE SET entries = entries + 1, bytes = bytes + excluded.bytes
+                """
+        ).execute(arguments: [project, size])
+        try evictOldMessages(db, project: project, entries: entries, bytes: bytes, keeping: row)
+        return row
+    }
+
+    /// Deletes the project's oldest entries while the log is over either bound. The newest entry
+    /// stays, and so does every message the relay has not finished delivering: the outbox has its
+    /// own bound.
+    private static func evictOldMessages(_ db: Database, project: Int64, entries: Int, bytes: Int, keeping newest: Int64)
+        throws
+    {
         let usage = try db.cachedStatement(sql: "SELECT entries, bytes FROM messageLog WHERE projectId = ?")
         let oldest = try db.cachedStatement(
-            sql: "SELECT id, bytes FROM message WHERE projectId = ? ORDER BY id LIMIT 64")
+            sql: """
+                SELECT id, bytes FROM message WHERE projectId = ? AND id <> ? AND NOT EXISTS
+                  (SELECT 1 FROM outbox WHERE outbox.messageId = message.id AND outbox.finishedAt IS NULL)
+                ORDER BY id LIMIT 64
+                """)
         while let row = try Row.fetchOne(usage, arguments: [project]) {
             var (count, size): (Int, Int) = (row[0], row[1])
             guard count > entries || (size > bytes && count > 1) else { return }
             var doomed: [Int64] = []
-            for victim in try Row.fetchAll(oldest, arguments: [project]) {
+            for victim in try Row.fetchAll(oldest, arguments: [project, newest]) {
                 guard count > entries || (size > bytes && count > 1) else { break }
                 doomed.append(victim[0])
                 count -= 1

@@ -41,7 +41,14 @@ struct LegacySendController {
         if let problem = result.problem, problem.wording.legacyRefusesRequest { throw refusal(problem) }
         if result.isDeviceGroup {
             guard let problem = result.problem else {
-                return try JSONResponse.any(["success": result.recipientCount, "failure": 0])
+                guard !result.failedMembers.isEmpty else {
+                    return try JSONResponse.any(["success": result.recipientCount, "failure": 0])
+                }
+                // Through the relay: the members FCM refused, as FCM's own partial answer.
+                return try JSONResponse.any([
+                    "success": result.recipientCount, "failure": result.failedMembers.count,
+                    "failed_registration_ids": result.failedMembers,
+                ])
             }
             return try JSONResponse.any([
                 "success": 0, "failure": result.refusedMembers.count,

@@ -1,0 +1,76 @@
+import Foundation
+
+/// Delivery through FCM HTTP v1: turning it on and off, what the relay does to the registry when
+/// FCM answers, and what users see of it.
+extension RegistryService {
+    /// Turns delivery on for `projectId`, with the Firebase project and key of a service-account
+    /// file. Everything is checked before anything is stored.
+    /// - Throws: `RelaySetupError` for a file or upstream that cannot be used, `.projectNotFound`.
+    public func setRelay(projectId: String, serviceAccountJSON: Data, upstream: String) async throws -> RelaySettings {
+        let settings = try RelaySettings(serviceAccountJSON: serviceAccountJSON, upstream: upstream)
+        try await outbox.setRelay(settings, for: try await project(named: projectId))
+        return settings
+    }
+
+    /// Turns delivery off: what is still pending fails with `RELAY_OFF`.
+    public func turnRelayOff(projectId: String) async throws {
+        try await outbox.setRelay(nil, for: try await project(named: projectId))
+    }
+
+    /// The project's relay settings, `nil` when it does not relay.
+    public func relaySettings(of project: Project) async throws -> RelaySettings? {
+        try await outbox.relaySettings()[project.rowID]
+    }
+
+    private func project(named projectId: String) async throws -> Project {
+        guard let project = try await projects().first(where: { $0.projectId == projectId }) else {
+            throw RegistryError.projectNotFound(projectId)
+        }
+        return project
+    }
+
+    // MARK: - FCM's verdicts, applied to the registry
+
+    /// FCM said the token is gone for this sender: it is unregistered, so it leaves its groups and
+    /// topics (through the change feed, on every server) and a later send does not reach it.
+    public func prune(_ token: String, in project: Project) async throws {
+        guard RegistrationToken.isWellFormed(token) else { return }
+        if try await store.token(token, in: project)?.state == .registered {
+            _ = applied(try await store.unregisterToken(token, in: project))
+            try await outbox.countPruned(project: project.rowID, tokens: 1)
+        }
+    }
+
+    /// FCM took a message for a token the registry had never seen (or had unregistered): with the
+    /// relay on, FCM is the judge of a token, so it is registered now.
+    public func adopt(_ token: String, in project: Project) async throws {
+        guard RegistrationToken.isWellFormed(token) else { return }
+        if try await store.token(token, in: project)?.state != .registered {
+            _ = applied(try await store.registerToken(token, in: project))
+        }
+    }
+
+    // MARK: - What users see
+
+    /// A logged message's delivery counts; `nil` when it was not relayed.
+    public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
+        try await outbox.delivery(ofMessage: id, in: project)
+    }
+
+    /// A relayed message's recipients in `state`; `nil` when the message was not relayed.
+    public func deliveries(ofMessage id: String, state: DeliveryState, in project: Project, page: PageRequest)
+        async throws -> Page<DeliveryEntry>?
+    {
+        let after = try page.position(in: .deliveries).map { position -> Int64 in
+            guard let value = Int64(position), value >= 0 else { throw RegistryError.invalidPageToken }
+            return value
+        }
+        return try await outbox.deliveries(
+            ofMessage: id, in: project, state: state, after: after, limit: page.size(default: 100, maximum: 1000))
+    }
+
+    /// The project's relay, `nil` when it does not relay.
+    public func relayStatus(in project: Project) async throws -> RelayStatus? {
+        try await outbox.relayStatus(of: project)
+    }
+}
