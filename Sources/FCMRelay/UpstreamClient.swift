@@ -1,1 +1,81 @@
 import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// The relay's one HTTP client, to FCM and to token endpoints: HTTP/2 by ALPN over TLS verified
+/// against the system's trust store (plus `--relay-ca-file`), connections pooled and reused, every
+/// request bounded in time and every answer in size. Never a way to skip verification.
+final class UpstreamClient: Sendable {
+    /// An answer, cut to what the relay reads.
+    struct Answer: Sendable {
+        var status: Int
+        var retryAfter: Int?
+        var body: [UInt8]
+    }
+
+    /// FCM's answers are small: a name, or an error with details.
+    static let maximumAnswerBytes = 64 << 10
+
+    private let http: HTTPClient
+    private let timeout: Duration
+
+    init(options: RelayOptions) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile = options.caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10), read: .seconds(Int64(options.requestTimeout.components.seconds))))
+        configuration.httpVersion = .automatic
+        configuration.decompression = .disabled
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(8, options.concurrency / 4))
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        timeout = options.requestTimeout
+    }
+
+    /// Posts `body` and reads the answer.
+    /// - Throws: on a connection error or timeout (no answer came).
+    func post(_ url: String, contentType: String, authorization: String?, body: [UInt8]) async throws -> Answer {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(name: "User-Agent", value: "fcm-registry-relay")
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await http.execute(
+            request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+        var bytes: [UInt8] = []
+        do {
+            let buffer = try await response.body.collect(upTo: Self.maximumAnswerBytes)
+            bytes = Array(buffer.readableBytesView)
+        } catch {
+            // An answer too large to be FCM's is read by its status alone.
+        }
+        let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return Answer(status: Int(response.status.code), retryAfter: retryAfter.map { max(0, $0) }, body: bytes)
+    }
+
+    func shutdown() async throws {
+        try await http.shutdown()
+    }
+}
+
+extension UpstreamClient.Answer {
+    /// FCM's error code: the `FcmError` detail's `errorCode`, else the error's `status`, as the SDKs read it.
+    var errorCode: String? {
+        guard !(200..<300).contains(status),
+            let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let error = json["error"] as? [String: Any]
+        else { return nil }
+        for detail in error["details"] as? [[String: Any]] ?? [] {
+            if (detail["@type"] as? String)?.hasSuffix("google.firebase.fcm.v1.FcmError") == true,
+                let code = detail["errorCode"] as? String
+            {
+                return code
+            }
+        }
+        return error["status"] as? String
+    }
+}

@@ -72,6 +72,15 @@ extension RegistryService {
             bytes: limits.messageLogPageBytes)
     }
 
+    /// The logged message with this id.
+    /// - Throws: `.messageNotFound` when the log does not hold it.
+    public func loggedMessage(_ id: String, in project: Project) async throws -> LoggedMessage {
+        guard id.utf8.count <= 256, let message = try await messageLog.message(id, in: project) else {
+            throw RegistryError.messageNotFound
+        }
+        return message
+    }
+
     /// The project's logged messages that reached `token`: none when the project does not know it.
     public func loggedMessages(to token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<LoggedMessage>

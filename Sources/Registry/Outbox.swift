@@ -40,6 +40,8 @@ public protocol OutboxStore: Sendable {
         _ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, claimant: String, leaseUntil: Date,
         now: Date
     ) async throws -> JobProgress?
+    /// Extends the claim while a page is in flight; `false` when `claimant` no longer holds it.
+    func renew(_ job: OutboxJob, claimant: String, leaseUntil: Date) async throws -> Bool
     /// Gives the job back, to be claimed again from `notBefore` on.
     func release(_ job: OutboxJob, claimant: String, notBefore: Date) async throws
     /// Pauses (or resumes, with `nil`) every job of the project: FCM's quota was spent.

@@ -29,6 +29,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case serviceAccountNotFound
     /// A token re-keyed to itself.
     case rekeyToSameToken
+    /// No logged message has this id in the project (never sent, or evicted from the log).
+    case messageNotFound
     /// A `pageToken` the listing did not issue (another listing's, or edited).
     case invalidPageToken
     /// The process holds as many injected faults as it keeps.

@@ -178,6 +178,8 @@ public protocol MessageLogStore: Sendable {
         -> Page<LoggedMessage>
     /// Entries and bytes of each project's message log, by project id.
     func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)]
+    /// The logged message with this id, if the log still holds it.
+    func message(_ id: String, in project: Project) async throws -> LoggedMessage?
 
 }
 

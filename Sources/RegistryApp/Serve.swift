@@ -1,4 +1,5 @@
 import AudienceEngine
+import FCMRelay
 import Logging
 import NIOCore
 import NIOPosix
@@ -29,8 +30,12 @@ public enum Serve {
         // 3. The store, then the registry over it.
         let started = ContinuousClock.now
         let store = try StoreFactory.open(configuration.storage.database, feedRetention: configuration.limits.feedRetention)
+        // Accepted messages go to the log, and for the projects that relay, to the outbox too.
+        let handoff = RelayHandoff()
         let registry = try await RegistryService(
-            store: store, limits: configuration.limits, checkpoint: configuration.storage.resolvedCheckpointPath)
+            store: store, limits: configuration.limits,
+            sink: RelaySink(store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff),
+            checkpoint: configuration.storage.resolvedCheckpointPath)
         // 4. The audience index.
         let startup = try await registry.startAudience()
         logger.info("audience index loaded", metadata: loadedMetadata(registry, startup, since: started))
@@ -51,7 +56,8 @@ public enum Serve {
         // The store's own peers first: the group stops them last, after the listeners' requests.
         let services =
             StoreFactory.services(of: store)
-            + (try buildServices(registry: registry, configuration: configuration, logger: logger, metrics: metrics))
+            + (try buildServices(
+                registry: registry, configuration: configuration, logger: logger, metrics: metrics, relay: handoff))
         try await runServer(services, configuration: configuration, logger: logger)
     }
 

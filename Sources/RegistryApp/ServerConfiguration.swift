@@ -1,4 +1,6 @@
+import FCMRelay
 import Logging
+import NIOSSL
 import Registry
 import RegistryServer
 import XMPPServer
@@ -12,6 +14,8 @@ public struct ServerConfiguration: Sendable {
     public var http: HTTPSettings? = HTTPSettings()
     public var tls = TLSListenerConfiguration()
     public var xmpp = XMPPConfiguration()
+    /// Delivery through FCM HTTP v1, for the projects `project relay` turned it on for.
+    public var relay = RelayOptions()
     /// How often the server reads the change feed for other processes' writes, when nothing
     /// rings its doorbell sooner.
     public var feedInterval = Duration.milliseconds(10)
@@ -257,6 +261,44 @@ extension ServerConfiguration {
             "xmpp-idle-timeout", "FCM_REGISTRY_XMPP_IDLE_TIMEOUT",
             "Close an XMPP connection that sends nothing (not even a ping) this long.", "5m"
         ) { $1.xmpp.settings.idleTimeout = $0 },
+        duration(
+            "relay-answer-timeout", "FCM_REGISTRY_RELAY_ANSWER_TIMEOUT",
+            "How long a send to tokens or a device group waits for FCM's outcomes before answering.", "10s"
+        ) { $1.relay.answerTimeout = $0 },
+        integer(
+            "relay-max-attempts", "FCM_REGISTRY_RELAY_MAX_ATTEMPTS",
+            "Attempts of one recipient through FCM's 5xx answers and connection errors.", 5, 1...100
+        ) { $1.relay.maximumAttempts = $0 },
+        duration(
+            "relay-deadline", "FCM_REGISTRY_RELAY_DEADLINE",
+            "How long after its send a message is retried (its time to live, when shorter).", "24h"
+        ) { $1.relay.deadline = $0 },
+        integer(
+            "relay-rate", "FCM_REGISTRY_RELAY_RATE", "Sends per second to FCM, per project (FCM's quota: 10,000).",
+            10_000, 1...10_000_000
+        ) { $1.relay.ratePerSecond = $0 },
+        duration(
+            "relay-lease", "FCM_REGISTRY_RELAY_LEASE",
+            "How long a server's claim on an outbox message lasts unrenewed (a dead server's passes on after it).",
+            "30s"
+        ) { $1.relay.lease = $0 },
+        integer(
+            "relay-outbox-limit", "FCM_REGISTRY_RELAY_OUTBOX_LIMIT",
+            "Undelivered messages a project's outbox holds; past it, sends are refused as unavailable.", 10_000,
+            1...10_000_000
+        ) { $1.relay.outboxMessages = $0 },
+        integer(
+            "relay-concurrency", "FCM_REGISTRY_RELAY_CONCURRENCY",
+            "Requests to FCM in flight at once for one message (HTTP/2 streams).", 200, 1...10_000
+        ) { $1.relay.concurrency = $0 },
+        duration(
+            "relay-poll-interval", "FCM_REGISTRY_RELAY_POLL_INTERVAL",
+            "How often the outbox is looked at for retries and other servers' work.", "1s"
+        ) { $1.relay.pollInterval = $0 },
+        text(
+            "relay-ca-file", "FCM_REGISTRY_RELAY_CA_FILE",
+            "PEM CA certificates trusted besides the system's, for a proxy or an emulator upstream.", ""
+        ) { $1.relay.caFile = $0.isEmpty ? nil : $0 },
     ]
 
     /// The option with this flag (without dashes), for commands that take one of `serve`'s options.
@@ -279,6 +321,13 @@ extension ServerConfiguration {
         }
         guard configuration.http != nil || configuration.tls.isConfigured else {
             throw ConfigurationError(description: "--port off leaves no listener: give --tls-cert and --tls-key")
+        }
+        if let caFile = configuration.relay.caFile {
+            guard let certificates = try? NIOSSLCertificate.fromPEMFile(caFile), !certificates.isEmpty else {
+                throw ConfigurationError(
+                    description:
+                        "cannot read CA certificates from \(caFile) (--relay-ca-file / FCM_REGISTRY_RELAY_CA_FILE): expected a PEM file")
+            }
         }
         return configuration
     }

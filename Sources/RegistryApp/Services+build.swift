@@ -1,3 +1,4 @@
+import FCMRelay
 import Hummingbird
 import Logging
 import NIOSSL
@@ -11,15 +12,20 @@ import XMPPServer
 /// Every peer `serve` runs, as `configuration` says: the plain HTTP listener (unless `--port off`),
 /// the TLS listener speaking HTTP/2 and HTTP/1.1 by ALPN (with `--tls-cert` and `--tls-key`), the
 /// XMPP connection server (with TLS, or `--xmpp-plaintext`), the feed follower, and the checkpoint
-/// writer (unless checkpoints are off). The relay will be one more.
+/// writer (unless checkpoints are off), and the relay's worker (with `relay`, the handoff its
+/// registry's sink shares).
 public func buildServices(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
-    metrics: PrometheusCollectorRegistry
+    metrics: PrometheusCollectorRegistry, relay: RelayHandoff? = nil
 ) throws -> [any Service] {
     let xmpp = XMPPHub(limits: configuration.xmpp.hub)
     var services: [any Service] = [
         FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger)
     ]
+    if let relay {
+        services.append(
+            try RelayWorker(registry: registry, options: configuration.relay, handoff: relay, logger: logger))
+    }
     if registry.checkpointPath != nil {
         services.append(
             CheckpointWriter(registry: registry, interval: configuration.storage.checkpointInterval, logger: logger))

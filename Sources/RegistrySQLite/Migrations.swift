@@ -332,5 +332,6 @@ enum Migrations {
         );
         CREATE INDEX delivery_due ON delivery(messageId, nextAttemptAt) WHERE state = 'pending';
         CREATE INDEX delivery_state ON delivery(messageId, state, id);
+        CREATE INDEX message_messageId ON message(projectId, messageId);
         """
 }

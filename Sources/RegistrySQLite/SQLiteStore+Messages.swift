@@ -125,6 +125,23 @@ extension SQLiteStore: MessageLogStore {
         }
     }
 
+    public func message(_ id: String, in project: Project) async throws -> LoggedMessage? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT messageId, protocol, target, body, recipientCount, receivedAt FROM message
+                    WHERE projectId = ? AND messageId = ? ORDER BY id DESC LIMIT 1
+                    """, arguments: [project.rowID, id]
+            ).map {
+                LoggedMessage(
+                    id: $0["messageId"], via: MessageProtocol(rawValue: $0["protocol"]) ?? .legacy,
+                    target: $0["target"], body: $0["body"], receivedAt: Clock.date($0["receivedAt"]),
+                    recipientCount: $0["recipientCount"])
+            }
+        }
+    }
+
     public func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)] {
         try await read { db in
             var usage: [String: (entries: Int, bytes: Int)] = [:]

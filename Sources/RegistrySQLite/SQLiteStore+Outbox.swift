@@ -276,6 +276,15 @@ extension SQLiteStore: OutboxStore {
         }
     }
 
+    public func renew(_ job: OutboxJob, claimant: String, leaseUntil: Date) async throws -> Bool {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE outbox SET leaseUntil = ? WHERE messageId = ? AND claimedBy = ? AND finishedAt IS NULL",
+                arguments: [Clock.milliseconds(leaseUntil), job.id, claimant])
+            return db.changesCount > 0
+        }
+    }
+
     public func release(_ job: OutboxJob, claimant: String, notBefore: Date) async throws {
         try await write { db, _ in
             try db.execute(

@@ -122,6 +122,7 @@ func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xm
     AudienceController(registry: registry).addRoutes(to: routes)
     InspectionController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
+    DeliveryController(registry: registry).addRoutes(to: routes)
     XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)

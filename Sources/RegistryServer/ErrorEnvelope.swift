@@ -105,6 +105,8 @@ enum ErrorEnvelope {
             return notFound(family, "no such server key")
         case (.serviceAccountNotFound, _):
             return notFound(family, "no such service account")
+        case (.messageNotFound, _):
+            return notFound(family, "no logged message has this id: it was never sent here, or the log dropped it")
         case (.rekeyToSameToken, _):
             return badRequest(family, "to must be another registration id than the token re-keyed", field: "to")
         case (.invalidPageToken, _):

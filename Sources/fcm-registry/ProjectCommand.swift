@@ -8,8 +8,8 @@ struct ProjectCommand: AsyncParsableCommand {
         commandName: "project",
         abstract: "Create projects and manage their server keys.",
         subcommands: [
-            Create.self, List.self, AddKey.self, RevokeKey.self, ServiceAccountCommand.self,
-            RevokeServiceAccount.self,
+            Create.self, List.self, Show.self, AddKey.self, RevokeKey.self, ServiceAccountCommand.self,
+            RevokeServiceAccount.self, Relay.self,
         ]
     )
 
@@ -147,6 +147,111 @@ struct ProjectCommand: AsyncParsableCommand {
             let registry = try await database.openRegistry()
             try await registry.revokeServiceAccount(keyID: keyID)
             print("revoked")
+        }
+    }
+
+    /// What `show` and `relay` print of a project's relay: never the key.
+    struct RelayState: Encodable {
+        var firebase_project_id: String
+        var client_email: String
+        var token_uri: String
+        var upstream: String
+        var pending: Int?
+        var in_flight: Int?
+        var delivered: Int?
+        var failed: Int?
+        var pruned: Int?
+        var paused_until: Date?
+        var last_error: String?
+
+        init(_ settings: RelaySettings, status: RelayStatus?) {
+            firebase_project_id = settings.firebaseProjectID
+            client_email = settings.clientEmail
+            token_uri = settings.tokenURI
+            upstream = settings.upstream
+            pending = status?.pending
+            in_flight = status?.inFlight
+            delivered = status?.delivered
+            failed = status?.failed
+            pruned = status?.pruned
+            paused_until = status?.pausedUntil
+            last_error = status?.lastError
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a project: its ids, service accounts, and its relay to FCM (never a key).")
+        @OptionGroup var project: ProjectOption
+        @OptionGroup var database: DatabaseOptions
+
+        struct Shown: Encodable {
+            var project_id: String
+            var sender_id: String
+            var service_accounts: [List.Account]
+            /// `null` when the project does not relay: messages are logged, not delivered.
+            var relay: RelayState?
+        }
+
+        func run() async throws {
+            let registry = try await database.openRegistry()
+            let chosen = try await project.resolve(in: registry)
+            let accounts = try await registry.serviceAccounts(in: chosen).map {
+                List.Account(
+                    private_key_id: $0.keyID, client_email: $0.clientEmail, created_at: $0.createdAt,
+                    revoked_at: $0.revokedAt)
+            }
+            var relay: RelayState?
+            if let settings = try await registry.relaySettings(of: chosen) {
+                relay = RelayState(settings, status: try await registry.relayStatus(in: chosen))
+            }
+            try printJSON(
+                Shown(
+                    project_id: chosen.projectId, sender_id: chosen.senderId, service_accounts: accounts, relay: relay))
+        }
+    }
+
+    struct Relay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Deliver a project's messages to devices through FCM HTTP v1, or stop (--off).",
+            discussion: """
+                FILE is the Firebase project's service-account key, as the Firebase console downloads it: messages \
+                go to its project_id, with access tokens from its token_uri. The key is kept in the database and \
+                never printed. A running server takes the change within a second. See docs/relay.md.
+                """)
+
+        @OptionGroup var project: ProjectOption
+        @Option(name: .customLong("service-account"), help: "The service-account JSON file of the Firebase project.")
+        var serviceAccount: String?
+        @Option(help: "The FCM API's base URL, for a proxy or an emulator.")
+        var upstream: String = RelaySettings.googleUpstream
+        @Flag(help: "Turn delivery off: what is still pending fails with RELAY_OFF.") var off = false
+        @OptionGroup var database: DatabaseOptions
+
+        func validate() throws {
+            guard off != (serviceAccount != nil) else {
+                throw ValidationError("give --service-account FILE to turn delivery on, or --off to turn it off")
+            }
+        }
+
+        func run() async throws {
+            let registry = try await database.openRegistry()
+            let chosen = try await project.resolve(in: registry)
+            guard let serviceAccount else {
+                try await registry.turnRelayOff(projectId: chosen.projectId)
+                print("relay off for \(chosen.projectId)")
+                return
+            }
+            guard let data = FileManager.default.contents(atPath: serviceAccount) else {
+                throw ValidationError("cannot read \(serviceAccount)")
+            }
+            do {
+                let settings = try await registry.setRelay(
+                    projectId: chosen.projectId, serviceAccountJSON: data, upstream: upstream)
+                try printJSON(RelayState(settings, status: nil))
+            } catch let error as RelaySetupError {
+                throw ValidationError(error.description)
+            }
         }
     }
 }

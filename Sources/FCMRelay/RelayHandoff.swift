@@ -1,0 +1,135 @@
+import Registry
+import Synchronization
+
+/// What the sink and the worker of one server share: the worker's door (a direct send's job is
+/// worked at once by the server that took it), the doorbell (a topic send is looked at without
+/// waiting for the next poll), and the answers direct sends wait for.
+public final class RelayHandoff: Sendable {
+    /// This server's name in claims: unique per process, so a restarted server's old claims
+    /// expire with their lease instead of being taken for its own.
+    public let serverID: String
+
+    private struct Waiter {
+        var refused: [String: MessageProblem] = [:]
+        /// The job finished, or the answer timeout passed, before the sender began to wait.
+        var finished = false
+        var continuation: CheckedContinuation<[String: MessageProblem], Never>?
+    }
+
+    private let starter = Mutex<(@Sendable (OutboxJob) -> Void)?>(nil)
+    private let waiters = Mutex<[Int64: Waiter]>([:])
+    private let bell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
+
+    public init(serverID: String = "\(UInt64.random(in: 1...UInt64.max))") {
+        self.serverID = serverID
+        (bell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: - The worker's side
+
+    /// The worker is running: `start` hands it jobs from now on.
+    func attach(_ start: @escaping @Sendable (OutboxJob) -> Void) {
+        starter.withLock { $0 = start }
+    }
+
+    func detach() {
+        starter.withLock { $0 = nil }
+    }
+
+    /// Whether a worker runs in this process to take a job at once.
+    var isAttached: Bool { starter.withLock { $0 != nil } }
+
+    /// Waits for the doorbell, at most `timeout`.
+    func waitForWork(_ timeout: Duration) async {
+        let bell = bell
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var iterator = bell.makeAsyncIterator()
+                _ = await iterator.next()
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            _ = await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// A recipient of a direct job failed for good.
+    func refused(_ token: String, _ problem: MessageProblem, job: Int64) {
+        waiters.withLock { waiters in waiters[job]?.refused[token] = problem }
+    }
+
+    /// The job has an outcome for every recipient (or this server stopped working it).
+    func finished(_ job: Int64) {
+        let resumed = waiters.withLock {
+            waiters -> (CheckedContinuation<[String: MessageProblem], Never>, [String: MessageProblem])? in
+            guard var waiter = waiters[job] else { return nil }
+            guard let continuation = waiter.continuation else {
+                waiter.finished = true
+                waiters[job] = waiter
+                return nil
+            }
+            waiters[job] = nil
+            return (continuation, waiter.refused)
+        }
+        if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
+    }
+
+    // MARK: - The sink's side
+
+    /// Rings the doorbell: there is new work.
+    public func wake() {
+        ring.yield()
+    }
+
+    /// Hands a job this server claimed to its worker, and waits for the recipients FCM refused,
+    /// at most `timeout`; what is still pending then is answered as accepted.
+    func deliverNow(_ job: OutboxJob, timeout: Duration) async -> [String: MessageProblem] {
+        waiters.withLock { $0[job.id] = Waiter() }
+        guard let start = starter.withLock({ $0 }) else {
+            _ = waiters.withLock { $0.removeValue(forKey: job.id) }
+            wake()
+            return [:]
+        }
+        start(job)
+        let id = job.id
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                try? await Task.sleep(for: timeout)
+                self.timeOut(id)
+            }
+            let refused = await withCheckedContinuation { continuation in
+                let done = waiters.withLock { waiters -> [String: MessageProblem]? in
+                    guard var waiter = waiters[id] else { return [:] }
+                    if waiter.finished {
+                        waiters[id] = nil
+                        return waiter.refused
+                    }
+                    waiter.continuation = continuation
+                    waiters[id] = waiter
+                    return nil
+                }
+                if let done { continuation.resume(returning: done) }
+            }
+            group.cancelAll()
+            return refused
+        }
+    }
+
+    /// The answer timeout passed: the waiter gets what is known so far.
+    private func timeOut(_ job: Int64) {
+        let resumed = waiters.withLock {
+            waiters -> (CheckedContinuation<[String: MessageProblem], Never>, [String: MessageProblem])? in
+            guard var waiter = waiters[job] else { return nil }
+            guard let continuation = waiter.continuation else {
+                // Not waiting yet: it answers at once when it does.
+                waiter.finished = true
+                waiters[job] = waiter
+                return nil
+            }
+            waiters[job] = nil
+            return (continuation, waiter.refused)
+        }
+        if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
+    }
+}

@@ -1,0 +1,74 @@
+import FCMWire
+import Foundation
+import Registry
+
+/// The sink of a server that relays: a relaying project's messages go to the message log and the
+/// outbox in one transaction; every other project's to the log alone, as in the emulator.
+///
+/// A topic or condition send is answered as soon as its job is durable. A direct send's job is
+/// claimed by this server and worked at once, and the answer waits for FCM's outcomes, at most
+/// `--relay-answer-timeout`.
+public struct RelaySink: MessageSink {
+    let outbox: any OutboxStore
+    let log: StoreMessageLog
+    let limits: Limits
+    let options: RelayOptions
+    let handoff: RelayHandoff
+    let settings: RelaySettingsCache
+
+    public init(store: any RegistryBackend, limits: Limits, options: RelayOptions, handoff: RelayHandoff) {
+        outbox = store
+        log = StoreMessageLog(log: store, limits: limits)
+        self.limits = limits
+        self.options = options
+        self.handoff = handoff
+        settings = RelaySettingsCache(outbox: store)
+    }
+
+    public func relays(_ project: Project) async throws -> Bool {
+        try await settings.settings()[project.rowID] != nil
+    }
+
+    public func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem] {
+        guard try await relays(message.project) else { return try await log.accept(message) }
+        let template = V1Outgoing.template(message.message, via: message.via, now: message.receivedAt)
+        let direct = message.directTokens
+        let claimant = direct != nil && handoff.isAttached ? handoff.serverID : nil
+        let deadline = message.receivedAt.addingTimeInterval(Self.retryWindow(message.message, options: options))
+        let id: Int64
+        do {
+            id = try await outbox.enqueue(
+                message, body: StoreMessageLog.normalizedJSON(message.message), template: template, deadline: deadline,
+                direct: direct, claimant: claimant, leaseUntil: Date().addingTimeInterval(options.lease.seconds),
+                bounds: OutboxBounds(
+                    outboxMessages: options.outboxMessages, logEntries: limits.messageLogEntries,
+                    logBytes: limits.messageLogBytes))
+        } catch is OutboxFull {
+            throw MessageProblem.unavailable(retryAfter: 10)
+        }
+        guard claimant != nil else {
+            handoff.wake()
+            return [:]
+        }
+        let job = OutboxJob(
+            id: id, messageID: message.id, project: message.project.rowID, template: template, deadline: deadline,
+            isDirect: true)
+        return await handoff.deliverNow(job, timeout: options.answerTimeout)
+    }
+
+    /// How long a message is retried: `--relay-deadline`, or its time to live when shorter (but
+    /// long enough for a first attempt and a retry: a time to live of 0 means "now or never" to
+    /// the device, not to the relay's first try).
+    static func retryWindow(_ message: Message, options: RelayOptions) -> TimeInterval {
+        let deadline = options.deadline.seconds
+        guard let ttl = message.options.timeToLive else { return deadline }
+        return min(deadline, max(ttl, 30))
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as `Date` arithmetic wants it.
+    var seconds: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,323 @@
+import FCMWire
+import Foundation
+import Logging
+import Metrics
+import Registry
+import ServiceLifecycle
+import Synchronization
+
+/// Drains the outbox into FCM HTTP v1: claims jobs (with a lease, so that two servers never work
+/// the same one), sends each recipient's message over HTTP/2, records a page of outcomes at a
+/// time with the cursor, prunes the tokens FCM says are gone, and retries what may be retried.
+///
+/// On SIGTERM it claims nothing more, lets each job finish the page in flight and record it, and
+/// gives the job back: a restart goes on where it stopped, without duplicates. After `kill -9`,
+/// the jobs' leases expire and a page in flight is sent again: at least once, and duplicates
+/// bounded by what was in flight.
+public final class RelayWorker: Service, Sendable {
+    let registry: RegistryService
+    let options: RelayOptions
+    let handoff: RelayHandoff
+    let logger: Logger
+    private let client: UpstreamClient
+    private let accessTokens: AccessTokenCache
+    private let pacer: ProjectPacer
+    private let settings: RelaySettingsCache
+    private let active = Mutex<[Int64: Task<Void, Never>]>([:])
+    private let stopping = Atomic<Bool>(false)
+    private let projects = Mutex<[Int64: Project]>([:])
+    /// Jobs worked at once; each sends up to `options.concurrency` requests at a time.
+    static let jobsAtOnce = 4
+
+    public init(registry: RegistryService, options: RelayOptions, handoff: RelayHandoff, logger: Logger) throws {
+        self.registry = registry
+        self.options = options
+        self.handoff = handoff
+        self.logger = logger
+        client = try UpstreamClient(options: options)
+        accessTokens = AccessTokenCache(client: client)
+        pacer = ProjectPacer(ratePerSecond: options.ratePerSecond)
+        settings = RelaySettingsCache(outbox: registry.outbox)
+    }
+
+    public func run() async throws {
+        handoff.attach { [self] job in start(job) }
+        await withGracefulShutdownHandler {
+            var lastGauges = ContinuousClock.now - .seconds(60)
+            while !stopping.load(ordering: .relaxed) {
+                await claimWork()
+                if ContinuousClock.now - lastGauges >= .seconds(5) {
+                    await updateGauges()
+                    lastGauges = .now
+                }
+                await handoff.waitForWork(options.pollInterval)
+            }
+        } onGracefulShutdown: { [self] in
+            stopping.store(true, ordering: .relaxed)
+            handoff.wake()
+        }
+        handoff.detach()
+        for task in active.withLock({ Array($0.values) }) { await task.value }
+        try? await client.shutdown()
+    }
+
+    /// Claims what this server has room for.
+    private func claimWork() async {
+        let room = Self.jobsAtOnce - active.withLock { $0.count }
+        guard room > 0 else { return }
+        do {
+            let jobs = try await registry.outbox.claim(
+                handoff.serverID, leaseUntil: leaseEnd(), now: Date(), limit: room)
+            for job in jobs { start(job) }
+        } catch {
+            logger.warning("relay: cannot claim outbox work", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Works `job` in a task of its own, once.
+    private func start(_ job: OutboxJob) {
+        active.withLock { working in
+            guard working[job.id] == nil else { return }
+            working[job.id] = Task { [self] in
+                await work(job)
+                active.withLock { _ = $0.removeValue(forKey: job.id) }
+                handoff.finished(job.id)
+                handoff.wake()
+            }
+        }
+    }
+
+    private func leaseEnd() -> Date {
+        Date().addingTimeInterval(options.lease.seconds)
+    }
+
+    // MARK: - One job
+
+    private func work(_ job: OutboxJob) async {
+        do {
+            try await workPages(job)
+        } catch {
+            logger.warning(
+                "relay: job stopped", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
+            try? await registry.outbox.release(
+                job, claimant: handoff.serverID, notBefore: Date().addingTimeInterval(options.pollInterval.seconds))
+        }
+    }
+
+    private func workPages(_ job: OutboxJob) async throws {
+        let outbox = registry.outbox
+        let me = handoff.serverID
+        while true {
+            guard let relay = try await settings.settings()[job.project], let project = try await project(job.project)
+            else { return }  // turned off: `--off` has failed what was pending
+            if stopping.load(ordering: .relaxed) {
+                try await outbox.release(job, claimant: me, notBefore: Date())
+                return
+            }
+            if let pause = pacer.pause(of: job.project) {
+                try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(pause.seconds))
+                return
+            }
+            let now = Date()
+            let page = try await outbox.nextAttempts(of: job, now: now, limit: options.pageSize)
+            var outcomes = page.alreadyGone.map {
+                DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
+            }
+            if now >= job.deadline {
+                outcomes += page.attempts.map {
+                    DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
+                }
+            } else if !page.attempts.isEmpty {
+                outcomes += try await withLeaseRenewed(job) {
+                    await self.send(page.attempts, of: job, with: relay)
+                }
+            }
+            guard
+                let progress = try await outbox.record(
+                    outcomes, of: job, page: page, claimant: me, leaseUntil: leaseEnd(), now: Date())
+            else { return }  // another server holds it now
+            await apply(outcomes, of: job, in: project)
+            if progress.finished { return }
+            if page.isEmpty {
+                // Nothing due now: wait here for a retry that is near, else give the job back.
+                let next = progress.nextRetryAt ?? Date().addingTimeInterval(options.pollInterval.seconds)
+                let wait = next.timeIntervalSinceNow
+                if wait > 5 || stopping.load(ordering: .relaxed) {
+                    try await outbox.release(job, claimant: me, notBefore: next)
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(Int(max(wait, 0.01) * 1000)))
+            }
+        }
+    }
+
+    /// Runs `body` while renewing the job's claim: a page against a slow upstream may take
+    /// longer than the lease.
+    private func withLeaseRenewed<T: Sendable>(_ job: OutboxJob, _ body: @escaping @Sendable () async -> T)
+        async throws -> T
+    {
+        let outbox = registry.outbox
+        let me = handoff.serverID
+        let lease = options.lease
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: lease / 3)
+                    _ = try await outbox.renew(job, claimant: me, leaseUntil: Date().addingTimeInterval(lease.seconds))
+                }
+                return nil
+            }
+            group.addTask { await body() }
+            while let result = try await group.next() {
+                if let result {
+                    group.cancelAll()
+                    return result
+                }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// Sends a page, `options.concurrency` requests at a time.
+    private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
+        -> [DeliveryOutcome]
+    {
+        await withTaskGroup(of: DeliveryOutcome.self) { group in
+            var outcomes: [DeliveryOutcome] = []
+            outcomes.reserveCapacity(attempts.count)
+            var next = attempts.makeIterator()
+            for _ in 0..<min(options.concurrency, attempts.count) {
+                if let attempt = next.next() { group.addTask { await self.attempt(attempt, of: job, with: relay) } }
+            }
+            for await outcome in group {
+                outcomes.append(outcome)
+                if let attempt = next.next() { group.addTask { await self.attempt(attempt, of: job, with: relay) } }
+            }
+            return outcomes
+        }
+    }
+
+    /// One request to FCM, and what its answer means for the recipient.
+    private func attempt(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings) async
+        -> DeliveryOutcome
+    {
+        let wait = pacer.reserve(job.project)
+        if wait > .zero { try? await Task.sleep(for: wait) }
+        if let pause = pacer.pause(of: job.project) {
+            return pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds)
+        }
+        let verdict: DeliveryVerdict
+        var bearer: String?
+        do {
+            let token = try await accessTokens.token(for: job.project, settings: relay)
+            bearer = token
+            let answer = try await client.post(
+                relay.sendURL, contentType: "application/json", authorization: "Bearer \(token)",
+                body: V1Outgoing.body(template: job.template, token: attempt.token))
+            verdict = DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
+        } catch {
+            // No answer (connection error, timeout, token endpoint down): retried like a 503.
+            verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+        }
+        switch verdict {
+        case .delivered:
+            Self.count("delivered", code: nil)
+            return DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil)
+        case .prune(let code):
+            Self.count("pruned", code: code)
+            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
+        case .fail(let code, let reauthenticate):
+            if reauthenticate, let bearer { await accessTokens.drop(project: job.project, token: bearer) }
+            Self.count("failed", code: code)
+            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
+        case .retry(let code, let after):
+            guard attempt.attempts + 1 < options.maximumAttempts else {
+                Self.count("failed", code: code)
+                return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
+            }
+            Self.count("retried", code: code)
+            return pending(
+                attempt, of: job, code: code,
+                after: DeliveryPolicy.backOff(afterAttempts: attempt.attempts + 1, retryAfter: after))
+        case .pauseProject(let code, let seconds):
+            // FCM's quota is the project's: every send of it waits, here and on every server.
+            pacer.pause(job.project, for: .seconds(seconds))
+            let until = Date().addingTimeInterval(TimeInterval(seconds))
+            try? await registry.outbox.pause(project: job.project, until: until, error: code)
+            logger.warning(
+                "relay: project paused by FCM's quota",
+                metadata: ["project": "\(job.project)", "seconds": "\(seconds)", "error": "\(code)"])
+            Self.count("paused", code: code)
+            return pending(attempt, of: job, code: code, after: TimeInterval(seconds))
+        }
+    }
+
+    /// Another try after `after` seconds, unless that is past the message's deadline.
+    private func pending(_ attempt: DeliveryAttempt, of job: OutboxJob, code: String, after: TimeInterval)
+        -> DeliveryOutcome
+    {
+        let next = Date().addingTimeInterval(after)
+        guard next < job.deadline else {
+            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
+        }
+        return DeliveryOutcome(attempt: attempt, state: .pending, error: code, nextAttemptAt: next)
+    }
+
+    /// What a recorded page means beyond the outbox: pruned tokens leave the registry, tokens
+    /// only FCM knew join it, and a sender waiting on a direct send learns who was refused.
+    private func apply(_ outcomes: [DeliveryOutcome], of job: OutboxJob, in project: Project) async {
+        for outcome in outcomes {
+            let token = outcome.attempt.token
+            do {
+                switch (outcome.state, outcome.error) {
+                case (.failed, "UNREGISTERED"?), (.failed, "SENDER_ID_MISMATCH"?):
+                    try await registry.prune(token, in: project)
+                case (.delivered, _) where job.isDirect:
+                    try await registry.adopt(token, in: project)
+                default:
+                    break
+                }
+            } catch {
+                logger.warning("relay: cannot update a token after FCM's answer", metadata: ["error": "\(error)"])
+            }
+            if job.isDirect, outcome.state == .failed, let code = outcome.error {
+                handoff.refused(token, DeliveryPolicy.problem(for: code, token: token, retryAfter: nil), job: job.id)
+            }
+        }
+    }
+
+    private func project(_ rowID: Int64) async throws -> Project? {
+        if let project = projects.withLock({ $0[rowID] }) { return project }
+        let all = try await registry.projects()
+        projects.withLock { cache in
+            for project in all { cache[project.rowID] = project }
+        }
+        return all.first { $0.rowID == rowID }
+    }
+
+    // MARK: - Metrics
+
+    private static func count(_ outcome: String, code: String?) {
+        Counter(
+            label: "fcm_registry_relay_sends_total",
+            dimensions: [("outcome", outcome), ("error", code ?? "")]
+        ).increment()
+    }
+
+    /// The queue of each relaying project, as `GET /api/relay` shows it.
+    private func updateGauges() async {
+        guard let relaying = try? await settings.settings() else { return }
+        for rowID in relaying.keys {
+            guard let project = try? await project(rowID),
+                let status = try? await registry.relayStatus(in: project)
+            else { continue }
+            let dimensions = [("project", project.projectId)]
+            Gauge(label: "fcm_registry_relay_pending", dimensions: dimensions).record(status.pending)
+            Gauge(label: "fcm_registry_relay_in_flight", dimensions: dimensions).record(status.inFlight)
+            Gauge(label: "fcm_registry_relay_delivered", dimensions: dimensions).record(status.delivered)
+            Gauge(label: "fcm_registry_relay_failed", dimensions: dimensions).record(status.failed)
+            Gauge(label: "fcm_registry_relay_pruned", dimensions: dimensions).record(status.pruned)
+            Gauge(label: "fcm_registry_relay_paused", dimensions: dimensions).record(status.pausedUntil == nil ? 0 : 1)
+        }
+    }
+}

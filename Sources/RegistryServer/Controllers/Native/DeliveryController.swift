@@ -1,0 +1,100 @@
+import FCMWire
+import Foundation
+import Hummingbird
+import Registry
+
+/// What became of a message on each device, and the relay's queue: the native API's view of
+/// delivery through FCM HTTP v1.
+struct DeliveryController {
+    let registry: RegistryService
+
+    func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/messages/:id", .get, use: message)
+        routes.on("/api/messages/:id/deliveries", .get, use: deliveries)
+        routes.on("/api/relay", .get, use: relay)
+    }
+
+    struct MessageDetail: ResponseEncodable {
+        var id: String
+        var `protocol`: String
+        var target: String
+        var receivedAt: Date
+        var recipientCount: Int
+        var payload: String
+        /// `null` when the project did not relay the message: it was logged, not delivered.
+        var delivery: DeliveryCounts?
+    }
+
+    /// `GET /api/messages/{id}`: the logged message and, when it was relayed, its delivery counts.
+    @Sendable func message(_ request: Request, context: RegistryRequestContext) async throws -> MessageDetail {
+        let project = try context.requireProject()
+        let id = try request.pathValue("id", context: context)
+        let logged = try await registry.loggedMessage(id, in: project)
+        return MessageDetail(
+            id: logged.id, protocol: logged.via.rawValue, target: logged.target, receivedAt: logged.receivedAt,
+            recipientCount: logged.recipientCount, payload: logged.body,
+            delivery: try await registry.delivery(ofMessage: id, in: project))
+    }
+
+    struct Delivery: Encodable {
+        var token: String
+        var state: DeliveryState
+        /// FCM's error code: the last one for a pending recipient, the final one for a failed one.
+        var error: String?
+        var attempts: Int
+    }
+
+    struct DeliveryList: ResponseEncodable {
+        var deliveries: [Delivery]
+        var nextPageToken: String?
+    }
+
+    /// `GET /api/messages/{id}/deliveries?state=pending|delivered|failed`: the recipients in that
+    /// state (default `failed`), a page at a time.
+    @Sendable func deliveries(_ request: Request, context: RegistryRequestContext) async throws -> DeliveryList {
+        let project = try context.requireProject()
+        let id = try request.pathValue("id", context: context)
+        let stateName = request.uri.queryParameters.get("state") ?? "failed"
+        guard let state = DeliveryState(rawValue: stateName) else {
+            throw BadRequest("state must be pending, delivered or failed", field: "state")
+        }
+        _ = try await registry.loggedMessage(id, in: project)
+        guard
+            let page = try await registry.deliveries(
+                ofMessage: id, state: state, in: project, page: try PageRequest(query: request))
+        else { return DeliveryList(deliveries: [], nextPageToken: nil) }
+        return DeliveryList(
+            deliveries: page.items.map {
+                Delivery(token: $0.token, state: $0.state, error: $0.error, attempts: $0.attempts)
+            }, nextPageToken: page.nextPageToken(.deliveries))
+    }
+
+    struct ProjectRelay: Encodable {
+        var projectId: String
+        var firebaseProjectId: String
+        var upstream: String
+        var pending: Int
+        var inFlight: Int
+        var delivered: Int
+        var failed: Int
+        var pruned: Int
+        var pausedUntil: Date?
+        var lastError: String?
+    }
+
+    struct RelayList: ResponseEncodable {
+        var projects: [ProjectRelay]
+    }
+
+    /// `GET /api/relay`: the caller's project's relay (an empty list when it does not relay).
+    @Sendable func relay(_ request: Request, context: RegistryRequestContext) async throws -> RelayList {
+        let project = try context.requireProject()
+        guard let status = try await registry.relayStatus(in: project) else { return RelayList(projects: []) }
+        return RelayList(projects: [
+            ProjectRelay(
+                projectId: status.projectID, firebaseProjectId: status.firebaseProjectID, upstream: status.upstream,
+                pending: status.pending, inFlight: status.inFlight, delivered: status.delivered, failed: status.failed,
+                pruned: status.pruned, pausedUntil: status.pausedUntil, lastError: status.lastError)
+        ])
+    }
+}
