@@ -222,6 +222,7 @@ let package = Package(
             name: "RegistryServerTests",
             dependencies: [
                 "AudienceEngine",
+                "FCMRelay",
                 "Conditions",
                 "ConnectionGuards",
                 "FCMWire",

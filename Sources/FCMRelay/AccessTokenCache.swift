@@ -16,15 +16,23 @@ actor AccessTokenCache {
         var description: String
     }
 
+    /// A token and its lifetime, as a token endpoint grants them.
+    typealias Fetch = @Sendable (RelaySettings) async throws -> (token: String, lifetime: Duration)
+
     static let refreshMargin: Duration = .seconds(225)
-    private let client: UpstreamClient
+    private let fetch: Fetch
     private var entries: [Int64: Entry] = [:]
     private var fetching: [Int64: Task<Entry, any Error>] = [:]
-    /// Tokens fetched, for tests and metrics.
+    /// Tokens fetched so far.
     private(set) var fetches = 0
 
     init(client: UpstreamClient) {
-        self.client = client
+        fetch = { settings in try await Self.grant(settings, client: client) }
+    }
+
+    /// With another way to fetch a token: a test's.
+    init(fetch: @escaping Fetch) {
+        self.fetch = fetch
     }
 
     /// The project's access token, fetched when there is none, it is near its expiry, or the
@@ -32,8 +40,13 @@ actor AccessTokenCache {
     func token(for project: Int64, settings: RelaySettings) async throws -> String {
         if let entry = entries[project], entry.settings == settings, entry.refreshAt > .now { return entry.token }
         if let task = fetching[project] { return try await task.value.token }
-        let client = client
-        let task = Task { try await Self.fetch(settings, client: client) }
+        let fetch = fetch
+        let task = Task {
+            let (token, lifetime) = try await fetch(settings)
+            // Refreshed ahead of expiry; a short-lived token is used for at most half its life.
+            let refreshIn = lifetime > Self.refreshMargin * 2 ? lifetime - Self.refreshMargin : lifetime / 2
+            return Entry(token: token, refreshAt: .now + refreshIn, settings: settings)
+        }
         fetching[project] = task
         defer { fetching[project] = nil }
         let entry = try await task.value
@@ -47,7 +60,10 @@ actor AccessTokenCache {
         if entries[project]?.token == token { entries[project] = nil }
     }
 
-    private static func fetch(_ settings: RelaySettings, client: UpstreamClient) async throws -> Entry {
+    /// The JWT-bearer grant at the key file's `token_uri`.
+    private static func grant(_ settings: RelaySettings, client: UpstreamClient) async throws
+        -> (token: String, lifetime: Duration)
+    {
         let assertion = try settings.assertion()
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
         let answer = try await client.post(
@@ -62,8 +78,6 @@ actor AccessTokenCache {
         else {
             throw Refused(description: "the token endpoint answered \(answer.status)")
         }
-        let lifetime = Duration.seconds(granted.expires_in ?? 3600)
-        let refreshIn = max(lifetime - refreshMargin, min(lifetime, .seconds(30)))
-        return Entry(token: granted.access_token, refreshAt: .now + refreshIn, settings: settings)
+        return (granted.access_token, .seconds(max(1, granted.expires_in ?? 3600)))
     }
 }

@@ -16,7 +16,8 @@ public struct RelayOptions: Sendable, Hashable {
     public var outboxMessages = 10_000
     /// Requests to FCM in flight at once, per server (HTTP/2 streams).
     public var concurrency = 200
-    /// Recipients read, sent and recorded together.
+    /// Recipients read, sent and recorded together: after `kill -9`, at most a page per message
+    /// being worked is sent again.
     public var pageSize = 500
     /// How often the outbox is looked at for work another server left or a retry that fell due.
     public var pollInterval: Duration = .seconds(1)

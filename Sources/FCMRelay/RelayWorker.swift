@@ -44,7 +44,7 @@ public final class RelayWorker: Service, Sendable {
         handoff.attach { [self] job in start(job) }
         await withGracefulShutdownHandler {
             var lastGauges = ContinuousClock.now - .seconds(60)
-            while !stopping.load(ordering: .relaxed) {
+            while !stopping.load(ordering: .relaxed) && !Task.isCancelled {
                 await claimWork()
                 if ContinuousClock.now - lastGauges >= .seconds(5) {
                     await updateGauges()

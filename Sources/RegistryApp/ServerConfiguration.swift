@@ -291,6 +291,11 @@ extension ServerConfiguration {
             "relay-concurrency", "FCM_REGISTRY_RELAY_CONCURRENCY",
             "Requests to FCM in flight at once for one message (HTTP/2 streams).", 200, 1...10_000
         ) { $1.relay.concurrency = $0 },
+        integer(
+            "relay-page-size", "FCM_REGISTRY_RELAY_PAGE_SIZE",
+            "Recipients sent and recorded together (after a crash, at most a page per message is sent again).", 500,
+            1...10_000
+        ) { $1.relay.pageSize = $0 },
         duration(
             "relay-poll-interval", "FCM_REGISTRY_RELAY_POLL_INTERVAL",
             "How often the outbox is looked at for retries and other servers' work.", "1s"

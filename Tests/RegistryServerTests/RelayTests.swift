@@ -1,0 +1,203 @@
+import FCMRelay
+import Foundation
+import HTTPTypes
+import Registry
+import Testing
+
+/// The relay end to end: a relaying registry delivers through FCM HTTP v1 to an emulator registry
+/// playing FCM, which answers with FCM's own bodies and, on purpose, its faults.
+@Suite struct RelayTests {
+    @Test func aTopicSendReachesEveryDeviceOnceAndAnswersAtOnce() async throws {
+        try await RelayHarness.run { harness in
+            let tokens = (1...30).map(token)
+            try await harness.registerUpstream(tokens)
+            try await harness.subscribe(tokens, to: "news")
+            let reply = try await harness.client.call(
+                .post, "/fcm/send", body: #"{"to":"/topics/news","data":{"k":"v"},"priority":"high"}"#)
+            #expect(reply.status == .ok)
+            let id = try #require(reply.json?["message_id"].flatMap { if case .number(let n) = $0 { n } else { nil } })
+            let counts = try await harness.settled(String(Int64(id)))
+            #expect(counts == DeliveryCounts(pending: 0, delivered: 30, failed: 0))
+            // One v1 message per device, each named by its token, none twice.
+            let received = try await harness.deliveredTokens()
+            #expect(received.sorted() == tokens.sorted())
+            let first = try #require(try await harness.delivered().first)
+            #expect(first["data"] == ["k": "v"])
+            #expect(first["platform"]?["android"] == ["priority": "HIGH"])
+            let listed = try await harness.client.call(
+                .get, "/api/messages/\(Int64(id))/deliveries?state=delivered&pageSize=1000")
+            #expect(listed.json?["deliveries"]?.array?.count == 30)
+        }
+    }
+
+    @Test func unregisteredIsAnsweredAndPrunedThroughTheFeed() async throws {
+        try await RelayHarness.run { harness in
+            let (alive, dead) = (token(1), token(2))
+            try await harness.registerUpstream([alive])  // FCM never knew `dead`
+            try await harness.subscribe([alive, dead], to: "news")
+            let reply = try await harness.client.call(
+                .post, "/v1/projects/relay-app/messages:send", body: #"{"message":{"token":"\#(dead)"}}"#)
+            #expect(reply.status == .notFound)
+            #expect(reply.json?["error"]?["details"]?.array?.first?["errorCode"] == "UNREGISTERED")
+            // Unregistered, so it left its topic: the audience (kept by the change feed) no longer has it.
+            let token = try await harness.client.call(.get, "/api/tokens/\(dead)")
+            #expect(token.json?["state"] == "unregistered")
+            let audience = try await harness.client.call(
+                .post, "/api/audiences:resolve", body: #"{"topic":"news"}"#)
+            #expect(audience.json?["tokens"] == [.string(alive)])
+            let relay = try await harness.client.call(.get, "/api/relay")
+            #expect(relay.json?["projects"]?.array?.first?["pruned"] == 1)
+        }
+    }
+
+    @Test func senderMismatchAndInvalidArgumentFailEachTokenWithoutRetry() async throws {
+        try await RelayHarness.run { harness in
+            let tokens = [token(1), token(2), token(3)]
+            try await harness.registerUpstream(tokens)
+            try await harness.subscribe(tokens, to: "news")
+            try harness.fault(.senderIDMismatch, times: nil, token: tokens[1])
+            try harness.fault(.invalidArgument, times: nil, token: tokens[2])
+            let reply = try await harness.client.call(
+                .post, "/fcm/send", body: #"{"registration_ids":\#(jsonArray(tokens)),"data":{"a":"b"}}"#)
+            #expect(reply.json?["success"] == 1)
+            #expect(reply.json?["failure"] == 2)
+            let results = try #require(reply.json?["results"]?.array)
+            #expect(results[1] == ["error": "MismatchSenderId"])
+            #expect(results[2] == ["error": "InvalidRegistration"])
+            let id = try await harness.newestMessageID()
+            let failed = try await harness.client.call(
+                .get, "/api/messages/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)/deliveries?state=failed")
+            let entries = try #require(failed.json?["deliveries"]?.array)
+            #expect(Set(entries.compactMap { $0["error"]?.string }) == ["SENDER_ID_MISMATCH", "INVALID_ARGUMENT"])
+            #expect(entries.allSatisfy { $0["attempts"] == 1 })
+            // A mismatched sender is pruned; a bad argument is not the token's death.
+            #expect(try await harness.relay.token(tokens[1], in: harness.project)?.state == .unregistered)
+            #expect(try await harness.relay.token(tokens[2], in: harness.project)?.state == .registered)
+        }
+    }
+
+    @Test func unavailableIsRetriedHonouringRetryAfter() async throws {
+        try await RelayHarness.run { harness in
+            let device = token(1)
+            try await harness.registerUpstream([device])
+            try harness.fault(.unavailable, times: 2, retryAfter: 1, token: device)
+            let started = ContinuousClock.now
+            let reply = try await harness.client.call(
+                .post, "/v1/projects/relay-app/messages:send", body: #"{"message":{"token":"\#(device)"}}"#)
+            #expect(reply.status == .ok)
+            // Two waits of at least the Retry-After second before the third attempt went through.
+            #expect(ContinuousClock.now - started >= .seconds(2))
+            let delivered = try await harness.client.call(
+                .get,
+                "/api/messages/\(try await harness.newestMessageID().addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)/deliveries?state=delivered"
+            )
+            #expect(delivered.json?["deliveries"]?.array?.first?["attempts"] == 3)
+            #expect(try await harness.deliveredTokens() == [device])
+        }
+    }
+
+    @Test func internalErrorsFailAfterTheLastAttempt() async throws {
+        try await RelayHarness.run { harness in
+            let device = token(1)
+            try await harness.registerUpstream([device])
+            try await harness.subscribe([device], to: "news")
+            try harness.fault(.internal, times: nil, retryAfter: 0, token: device)
+            let reply = try await harness.client.call(
+                .post, "/fcm/send", body: #"{"to":"\#(device)","data":{"a":"b"}}"#)
+            #expect(reply.json?["results"]?.array?.first == ["error": "InternalServerError"])
+            let id = try await harness.newestMessageID()
+            let counts = try await harness.settled(id)
+            #expect(counts == DeliveryCounts(pending: 0, delivered: 0, failed: 1))
+            let failed = try await harness.client.call(
+                .get, "/api/messages/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)/deliveries")
+            #expect(failed.json?["deliveries"]?.array?.first?["attempts"] == 3)
+            #expect(failed.json?["deliveries"]?.array?.first?["error"] == "INTERNAL")
+            // Not the token's fault: it stays registered.
+            #expect(try await harness.relay.token(device, in: harness.project)?.state == .registered)
+        }
+    }
+
+    @Test func quotaExceededPausesTheWholeProject() async throws {
+        try await RelayHarness.run { harness in
+            let tokens = [token(1), token(2)]
+            try await harness.registerUpstream(tokens)
+            try await harness.subscribe(tokens, to: "news")
+            try harness.fault(.quotaExceeded, times: 1, retryAfter: 2, token: nil)
+            let reply = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#)
+            #expect(reply.status == .ok)
+            try await harness.waitUntil {
+                try await harness.relay.relayStatus(in: harness.project)?.pausedUntil != nil
+            }
+            let status = try #require(try await harness.relay.relayStatus(in: harness.project))
+            #expect(status.lastError == "QUOTA_EXCEEDED")
+            // While paused, nothing more goes out; after the pause, both devices get the message.
+            #expect(try await harness.deliveredTokens().count <= 1)
+            let counts = try await harness.settled(try await harness.newestMessageID())
+            #expect(counts.delivered == 2)
+            #expect(try await harness.deliveredTokens().sorted() == tokens.sorted())
+        }
+    }
+
+    @Test func aTokenOnlyFCMKnowsIsSentToAndThenRegistered() async throws {
+        try await RelayHarness.run { harness in
+            let device = token(7)
+            try await harness.registerUpstream([device])
+            #expect(try await harness.relay.token(device, in: harness.project) == nil)
+            let reply = try await harness.client.call(
+                .post, "/v1/projects/relay-app/messages:send",
+                body: #"{"message":{"token":"\#(device)","notification":{"title":"t"}}}"#)
+            #expect(reply.status == .ok)
+            #expect(try await harness.relay.token(device, in: harness.project)?.state == .registered)
+            #expect(try await harness.delivered().first?["notification"] == ["title": "t"])
+        }
+    }
+
+    @Test func aDeviceGroupAnswersWhichMembersFCMRefused() async throws {
+        try await RelayHarness.run { harness in
+            let members = [token(1), token(2), token(3)]
+            try await harness.registerUpstream([members[0], members[2]])
+            let key = try await harness.client.createGroup("family", members)
+            let reply = try await harness.client.call(
+                .post, "/fcm/send", body: #"{"to":"\#(key)","data":{"a":"b"}}"#)
+            #expect(reply.json == ["success": 2, "failure": 1, "failed_registration_ids": [.string(members[1])]])
+        }
+    }
+
+    @Test func pastTheAnswerTimeoutASendIsAcceptedAndDeliveryGoesOn() async throws {
+        var options = RelayHarness.testOptions
+        options.answerTimeout = .milliseconds(300)
+        try await RelayHarness.run(options: options) { harness in
+            let device = token(1)
+            try await harness.registerUpstream([device])
+            try harness.fault(.unavailable, times: 1, retryAfter: 2, token: device)
+            let started = ContinuousClock.now
+            let reply = try await harness.client.call(
+                .post, "/v1/projects/relay-app/messages:send", body: #"{"message":{"token":"\#(device)"}}"#)
+            #expect(reply.status == .ok)
+            #expect(ContinuousClock.now - started < .seconds(2))
+            let counts = try await harness.settled(try await harness.newestMessageID())
+            #expect(counts.delivered == 1)
+        }
+    }
+
+    @Test func aFullOutboxRefusesSendsAndWritesNothing() async throws {
+        var options = RelayHarness.testOptions
+        options.outboxMessages = 1
+        try await RelayHarness.run(options: options) { harness in
+            let device = token(1)
+            try await harness.registerUpstream([device])
+            try await harness.subscribe([device], to: "news")
+            // The first message waits out a long quota pause, so it stays in the outbox.
+            try harness.fault(.quotaExceeded, times: 1, retryAfter: 600, token: nil)
+            #expect(try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#).status == .ok)
+            let legacy = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#)
+            #expect(legacy.json == ["error": "Unavailable"])
+            let v1 = try await harness.client.call(
+                .post, "/v1/projects/relay-app/messages:send", body: #"{"message":{"topic":"news"}}"#)
+            #expect(v1.status == .serviceUnavailable)
+            #expect(v1.json?["error"]?["status"] == "UNAVAILABLE")
+            let log = try await harness.relay.loggedMessages(.all, in: harness.project, after: nil, limit: 10)
+            #expect(log.items.count == 1)
+        }
+    }
+}
