@@ -194,3 +194,62 @@ CREATE TABLE importedKey (
 ) WITHOUT ROWID;
 
 CREATE INDEX importedKey_groupId ON importedKey(groupId);
+
+CREATE TABLE relay (
+  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+  firebaseProjectId TEXT NOT NULL,
+  clientEmail TEXT NOT NULL,
+  privateKeyId TEXT,
+  privateKey TEXT NOT NULL,
+  tokenUri TEXT NOT NULL,
+  upstream TEXT NOT NULL,
+  pausedUntil INTEGER,
+  lastError TEXT,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  pruned INTEGER NOT NULL DEFAULT 0,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE TABLE outbox (
+  messageId INTEGER PRIMARY KEY REFERENCES message(id) ON DELETE CASCADE,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  template TEXT NOT NULL,
+  direct INTEGER NOT NULL,
+  recipients INTEGER NOT NULL,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  cursor INTEGER NOT NULL DEFAULT -1,
+  walked INTEGER NOT NULL,
+  claimedBy TEXT,
+  leaseUntil INTEGER,
+  notBefore INTEGER NOT NULL,
+  deadline INTEGER NOT NULL,
+  createdAt INTEGER NOT NULL,
+  finishedAt INTEGER
+);
+
+CREATE INDEX outbox_open ON outbox(notBefore) WHERE finishedAt IS NULL;
+
+CREATE INDEX outbox_projectOpen ON outbox(projectId) WHERE finishedAt IS NULL;
+
+CREATE TABLE delivery (
+  id INTEGER PRIMARY KEY,
+  messageId INTEGER NOT NULL REFERENCES outbox(messageId) ON DELETE CASCADE,
+  tokenId INTEGER,
+  token TEXT,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+  error TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  nextAttemptAt INTEGER,
+  updatedAt INTEGER NOT NULL,
+  CHECK ((tokenId IS NULL) <> (token IS NULL)),
+  UNIQUE (messageId, tokenId),
+  UNIQUE (messageId, token)
+);
+
+CREATE INDEX delivery_due ON delivery(messageId, nextAttemptAt) WHERE state = 'pending';
+
+CREATE INDEX delivery_state ON delivery(messageId, state, id);
+
+CREATE INDEX message_messageId ON message(projectId, messageId);

@@ -44,7 +44,7 @@ public struct RelaySink: MessageSink {
                     outboxMessages: options.outboxMessages, logEntries: limits.messageLogEntries,
                     logBytes: limits.messageLogBytes))
         } catch is OutboxFull {
-            throw MessageProblem.unavailable(retryAfter: 10)
+            throw MessageProblem.outboxFull(retryAfter: 10)
         }
         guard claimant != nil else {
             handoff.wake()

@@ -41,6 +41,11 @@ extension MessageProblem {
             return ProblemWording(
                 legacy: "Unavailable", legacyRefusesRequest: false, xmpp: "SERVICE_UNAVAILABLE",
                 v1: (503, "UNAVAILABLE", "UNAVAILABLE"), description: "The service is currently unavailable.")
+        case .outboxFull:
+            return ProblemWording(
+                legacy: "Unavailable", legacyRefusesRequest: false, xmpp: "SERVICE_UNAVAILABLE",
+                v1: (503, "UNAVAILABLE", "UNAVAILABLE"),
+                description: "The relay's outbox is full: too many messages wait for delivery. Retry later.")
         case .internalError:
             return ProblemWording(
                 legacy: "InternalServerError", legacyRefusesRequest: false, xmpp: "INTERNAL_SERVER_ERROR",
@@ -78,7 +83,7 @@ extension MessageProblem {
     public var retryAfter: Int? {
         switch self {
         case .unavailable(let seconds), .internalError(let seconds): seconds
-        case .quotaExceeded(let seconds, _): seconds
+        case .quotaExceeded(let seconds, _), .outboxFull(let seconds): seconds
         default: nil
         }
     }
@@ -91,7 +96,7 @@ extension MessageProblem {
         case .invalidRegistration, .notRegistered, .senderIDMismatch, .missingRegistration: "message.token"
         case .invalidDataKey: "message.data"
         case .invalidTTL: "message.android.ttl"
-        case .messageTooBig, .invalidParameters, .unavailable, .internalError, .quotaExceeded: "message"
+        case .messageTooBig, .invalidParameters, .unavailable, .internalError, .quotaExceeded, .outboxFull: "message"
         }
     }
 }

@@ -13,6 +13,9 @@ public enum MessageProblem: Error, Sendable, Hashable {
     case senderIDMismatch(String)
     /// FCM could not take the message now (an injected fault): retry, after `retryAfter` seconds.
     case unavailable(retryAfter: Int?)
+    /// The relay's outbox holds as many undelivered messages as it may: nothing was taken; retry
+    /// after `retryAfter` seconds. Answered with HTTP 503 in every protocol that has a status.
+    case outboxFull(retryAfter: Int)
     /// FCM failed inside (an injected fault): retry with back-off.
     case internalError(retryAfter: Int?)
     /// The sending quota is spent (an injected fault): wait `retryAfter` seconds. `topics` for a

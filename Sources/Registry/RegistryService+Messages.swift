@@ -33,7 +33,7 @@ public protocol MessageSink: Sendable {
     /// Takes an accepted message. Returns once it is durably taken; for a direct send through the
     /// relay, once FCM's outcomes are in or the answer timeout passed.
     /// - Returns: the recipients FCM refused, by token; empty when there is no such answer (yet).
-    /// - Throws: `MessageProblem.unavailable` when the relay's outbox is full.
+    /// - Throws: `MessageProblem.outboxFull` when the relay's outbox is full.
     func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem]
 }
 

@@ -191,6 +191,18 @@ struct ProjectCommand: AsyncParsableCommand {
             var service_accounts: [List.Account]
             /// `null` when the project does not relay: messages are logged, not delivered.
             var relay: RelayState?
+
+            private enum CodingKeys: String, CodingKey {
+                case project_id, sender_id, service_accounts, relay
+            }
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(project_id, forKey: .project_id)
+                try container.encode(sender_id, forKey: .sender_id)
+                try container.encode(service_accounts, forKey: .service_accounts)
+                try container.encode(relay, forKey: .relay)
+            }
         }
 
         func run() async throws {

@@ -191,7 +191,9 @@ import Testing
             try harness.fault(.quotaExceeded, times: 1, retryAfter: 600, token: nil)
             #expect(try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#).status == .ok)
             let legacy = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#)
+            #expect(legacy.status == .serviceUnavailable)
             #expect(legacy.json == ["error": "Unavailable"])
+            #expect(legacy.headers[.retryAfter] == "10")
             let v1 = try await harness.client.call(
                 .post, "/v1/projects/relay-app/messages:send", body: #"{"message":{"topic":"news"}}"#)
             #expect(v1.status == .serviceUnavailable)

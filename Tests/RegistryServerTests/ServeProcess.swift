@@ -20,16 +20,21 @@ final class ServeProcess {
     /// Where its standard error goes, with `keepingLog`.
     var logFile: URL { folder.appendingPathComponent("serve.log") }
 
+    /// The database it serves.
+    let database: String
+
     /// Starts `serve` with `options` after its port, database and key file; with `keepingLog`,
-    /// its standard error goes to ``logFile``.
-    init(_ options: [String], keepingLog: Bool = false) throws {
+    /// its standard error goes to ``logFile``; with `database`, it serves that file (another
+    /// process's) instead of a fresh one.
+    init(_ options: [String], keepingLog: Bool = false, database: String? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         port = Self.freePort()
+        self.database = database ?? folder.appendingPathComponent("r.sqlite").path
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments =
             [
-                "serve", "--port", "\(port)", "--db", folder.appendingPathComponent("r.sqlite").path,
+                "serve", "--port", "\(port)", "--db", self.database,
                 "--key-file", folder.appendingPathComponent("key.json").path, "--log-level", "warning",
             ] + options
         process.standardOutput = FileHandle.nullDevice

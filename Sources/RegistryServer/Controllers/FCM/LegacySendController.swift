@@ -33,6 +33,8 @@ struct LegacySendController {
         // An Unavailable or rate-exceeded result asks the sender to wait, as FCM does, in a header.
         let waits = (result.tokenProblems + [result.problem]).compactMap { $0?.retryAfter }
         if let seconds = waits.max() { response.headers[.retryAfter] = String(seconds) }
+        // A relay whose outbox is full took nothing: the request itself is refused, as a 503.
+        if case .outboxFull? = result.problem { response.status = .serviceUnavailable }
         return response
     }
 

@@ -53,7 +53,7 @@ struct V1SendController {
             return .google(
                 HTTPResponse.Status(code: wording.v1.status), wording.v1.name, wording.description,
                 fcmErrorCode: wording.v1.fcmCode)
-        case .unavailable, .internalError, .quotaExceeded:
+        case .unavailable, .internalError, .quotaExceeded, .outboxFull:
             var error = APIError.google(
                 HTTPResponse.Status(code: wording.v1.status), wording.v1.name, wording.description,
                 fcmErrorCode: wording.v1.fcmCode)

@@ -23,6 +23,22 @@ struct DeliveryController {
         var payload: String
         /// `null` when the project did not relay the message: it was logged, not delivered.
         var delivery: DeliveryCounts?
+
+        private enum CodingKeys: String, CodingKey {
+            case id, `protocol`, target, receivedAt, recipientCount, payload, delivery
+        }
+
+        /// Every key, `delivery` as `null` when there is none: a listing reader need not guess.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(`protocol`, forKey: .protocol)
+            try container.encode(target, forKey: .target)
+            try container.encode(receivedAt, forKey: .receivedAt)
+            try container.encode(recipientCount, forKey: .recipientCount)
+            try container.encode(payload, forKey: .payload)
+            try container.encode(delivery, forKey: .delivery)
+        }
     }
 
     /// `GET /api/messages/{id}`: the logged message and, when it was relayed, its delivery counts.
