@@ -42,10 +42,6 @@ if [[ -z "${BINARY:-}" ]]; then
 fi
 [[ -x "$BINARY" ]] || { echo "no executable at $BINARY: build fcm-registry first" >&2; exit 1; }
 BINARY=$(cd "$(dirname "$BINARY")" && pwd)/$(basename "$BINARY")
-if ! "$BINARY" project relay --help >/dev/null 2>&1; then
-    echo "$BINARY has no 'project relay': it predates the relay, rebuild it (or set BINARY)" >&2
-    exit 1
-fi
 (( TOKENS % BATCH == 0 && TOKENS > 0 )) || { echo "TOKENS must be a positive multiple of $BATCH" >&2; exit 2; }
 
 # MARK: - Tools
@@ -90,6 +86,10 @@ trap 'exit 130' INT TERM
 # A copy, so that a rebuild during the run does not change what is measured.
 cp "$BINARY" "$WORK/fcm-registry"
 FCM=$WORK/fcm-registry
+if ! "$FCM" project relay --help >/dev/null 2>&1; then
+    echo "$BINARY has no 'project relay': it predates the relay (or is being rebuilt); rebuild it or set BINARY" >&2
+    exit 1
+fi
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -10,10 +10,18 @@ public final class RelayHandoff: Sendable {
     public let serverID: String
 
     private struct Waiter {
+        var recipients: [String]
         var refused: [String: MessageProblem] = [:]
+        var delivered: Set<String> = []
         /// The job finished, or the answer timeout passed, before the sender began to wait.
         var finished = false
-        var continuation: CheckedContinuation<[String: MessageProblem], Never>?
+        var continuation: CheckedContinuation<DirectOutcomes, Never>?
+
+        var outcomes: DirectOutcomes {
+            DirectOutcomes(
+                refused: refused,
+                undecided: Set(recipients).subtracting(delivered).subtracting(refused.keys))
+        }
     }
 
     private let starter = Mutex<(@Sendable (OutboxJob) -> Void)?>(nil)
@@ -59,10 +67,15 @@ public final class RelayHandoff: Sendable {
         waiters.withLock { waiters in waiters[job]?.refused[token] = problem }
     }
 
+    /// FCM took the message for a recipient of a direct job.
+    func delivered(_ token: String, job: Int64) {
+        waiters.withLock { waiters in _ = waiters[job]?.delivered.insert(token) }
+    }
+
     /// The job has an outcome for every recipient (or this server stopped working it).
     func finished(_ job: Int64) {
         let resumed = waiters.withLock {
-            waiters -> (CheckedContinuation<[String: MessageProblem], Never>, [String: MessageProblem])? in
+            waiters -> (CheckedContinuation<DirectOutcomes, Never>, DirectOutcomes)? in
             guard var waiter = waiters[job] else { return nil }
             guard let continuation = waiter.continuation else {
                 waiter.finished = true
@@ -70,7 +83,7 @@ public final class RelayHandoff: Sendable {
                 return nil
             }
             waiters[job] = nil
-            return (continuation, waiter.refused)
+            return (continuation, waiter.outcomes)
         }
         if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
     }
@@ -84,12 +97,12 @@ public final class RelayHandoff: Sendable {
 
     /// Hands a job this server claimed to its worker, and waits for the recipients FCM refused,
     /// at most `timeout`; what is still pending then is answered as accepted.
-    func deliverNow(_ job: OutboxJob, timeout: Duration) async -> [String: MessageProblem] {
-        waiters.withLock { $0[job.id] = Waiter() }
+    func deliverNow(_ job: OutboxJob, to recipients: [String], timeout: Duration) async -> DirectOutcomes {
+        waiters.withLock { $0[job.id] = Waiter(recipients: recipients) }
         guard let start = starter.withLock({ $0 }) else {
             _ = waiters.withLock { $0.removeValue(forKey: job.id) }
             wake()
-            return [:]
+            return DirectOutcomes(undecided: Set(recipients))
         }
         start(job)
         let id = job.id
@@ -99,11 +112,11 @@ public final class RelayHandoff: Sendable {
                 self.timeOut(id)
             }
             let refused = await withCheckedContinuation { continuation in
-                let done = waiters.withLock { waiters -> [String: MessageProblem]? in
-                    guard var waiter = waiters[id] else { return [:] }
+                let done = waiters.withLock { waiters -> DirectOutcomes? in
+                    guard var waiter = waiters[id] else { return DirectOutcomes.none }
                     if waiter.finished {
                         waiters[id] = nil
-                        return waiter.refused
+                        return waiter.outcomes
                     }
                     waiter.continuation = continuation
                     waiters[id] = waiter
@@ -119,7 +132,7 @@ public final class RelayHandoff: Sendable {
     /// The answer timeout passed: the waiter gets what is known so far.
     private func timeOut(_ job: Int64) {
         let resumed = waiters.withLock {
-            waiters -> (CheckedContinuation<[String: MessageProblem], Never>, [String: MessageProblem])? in
+            waiters -> (CheckedContinuation<DirectOutcomes, Never>, DirectOutcomes)? in
             guard var waiter = waiters[job] else { return nil }
             guard let continuation = waiter.continuation else {
                 // Not waiting yet: it answers at once when it does.
@@ -128,7 +141,7 @@ public final class RelayHandoff: Sendable {
                 return nil
             }
             waiters[job] = nil
-            return (continuation, waiter.refused)
+            return (continuation, waiter.outcomes)
         }
         if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
     }

@@ -29,7 +29,7 @@ public struct RelaySink: MessageSink {
         try await settings.settings()[project.rowID] != nil
     }
 
-    public func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem] {
+    public func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes {
         guard try await relays(message.project) else { return try await log.accept(message) }
         let template = V1Outgoing.template(message.message, via: message.via, now: message.receivedAt)
         let direct = message.directTokens
@@ -46,14 +46,14 @@ public struct RelaySink: MessageSink {
         } catch is OutboxFull {
             throw MessageProblem.outboxFull(retryAfter: 10)
         }
-        guard claimant != nil else {
+        guard claimant != nil, let direct else {
             handoff.wake()
-            return [:]
+            return .none
         }
         let job = OutboxJob(
             id: id, messageID: message.id, project: message.project.rowID, template: template, deadline: deadline,
             isDirect: true)
-        return await handoff.deliverNow(job, timeout: options.answerTimeout)
+        return await handoff.deliverNow(job, to: direct, timeout: options.answerTimeout)
     }
 
     /// How long a message is retried: `--relay-deadline`, or its time to live when shorter (but

@@ -282,6 +282,8 @@ public final class RelayWorker: Service, Sendable {
             }
             if job.isDirect, outcome.state == .failed, let code = outcome.error {
                 handoff.refused(token, DeliveryPolicy.problem(for: code, token: token, retryAfter: nil), job: job.id)
+            } else if job.isDirect, outcome.state == .delivered {
+                handoff.delivered(token, job: job.id)
             }
         }
     }

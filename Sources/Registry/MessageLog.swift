@@ -46,11 +46,11 @@ public struct StoreMessageLog: MessageSink {
 
     public func relays(_ project: Project) async throws -> Bool { false }
 
-    public func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem] {
+    public func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes {
         try await log.appendMessage(
             message, body: Self.normalizedJSON(message.message), entries: limits.messageLogEntries,
             bytes: limits.messageLogBytes)
-        return [:]
+        return .none
     }
 
     /// The message as stored and listed: sorted keys, so equal messages read the same.

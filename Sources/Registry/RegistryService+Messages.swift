@@ -23,6 +23,9 @@ public struct SendResult: Sendable {
     /// A device group sent to through the relay: the members FCM refused (legacy
     /// `failed_registration_ids`, with `success` the others).
     public var failedMembers: [String] = []
+    /// A direct send through the relay: the recipients FCM had not answered for when the answer
+    /// timeout passed (accepted, still being delivered). An XMPP delivery receipt waits for FCM.
+    public var undecided: Set<String> = []
 }
 
 /// Where accepted messages go: the message log, or the relay to FCM, which logs them too.
@@ -32,9 +35,25 @@ public protocol MessageSink: Sendable {
     func relays(_ project: Project) async throws -> Bool
     /// Takes an accepted message. Returns once it is durably taken; for a direct send through the
     /// relay, once FCM's outcomes are in or the answer timeout passed.
-    /// - Returns: the recipients FCM refused, by token; empty when there is no such answer (yet).
+    /// - Returns: what FCM said of a direct send's recipients so far; `.none` otherwise.
     /// - Throws: `MessageProblem.outboxFull` when the relay's outbox is full.
-    func accept(_ message: AcceptedMessage) async throws -> [String: MessageProblem]
+    func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes
+}
+
+/// What FCM said of a direct send's recipients by the time the sender is answered.
+public struct DirectOutcomes: Sendable, Hashable {
+    /// The recipients FCM refused, with the problem each protocol answers.
+    public var refused: [String: MessageProblem]
+    /// The recipients without an outcome yet (the answer timeout passed): accepted, still on their way.
+    public var undecided: Set<String>
+
+    public init(refused: [String: MessageProblem] = [:], undecided: Set<String> = []) {
+        self.refused = refused
+        self.undecided = undecided
+    }
+
+    /// No answer from FCM to give: the message log's, or a topic send's.
+    public static let none = DirectOutcomes()
 }
 
 /// A message that passed every check, with whom it reaches.
@@ -152,9 +171,9 @@ extension RegistryService {
             // Topic and condition sends are logged even when nobody is subscribed: the sender did send.
             let reachesAnyone = !recipients.isEmpty || !(direct ?? []).isEmpty
             if !message.options.dryRun && (message.isToTopics || reachesAnyone) {
-                let refused: [String: MessageProblem]
+                let outcomes: DirectOutcomes
                 do {
-                    refused = try await sink.accept(
+                    outcomes = try await sink.accept(
                         AcceptedMessage(
                             id: id, project: project, via: protocolName, message: message, recipients: recipients,
                             directTokens: direct, receivedAt: Date()))
@@ -163,7 +182,8 @@ extension RegistryService {
                     result.tokenProblems = result.tokenProblems.map { $0 ?? problem }
                     throw problem
                 }
-                try Self.apply(refused, to: &result, of: message)
+                result.undecided = outcomes.undecided
+                try Self.apply(outcomes.refused, to: &result, of: message)
             }
         } catch let problem as MessageProblem {
             result.problem = problem

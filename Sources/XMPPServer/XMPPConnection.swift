@@ -425,9 +425,9 @@ struct XMPPConnection {
     }
 
     /// The delivery receipt an accepted message to one token asked for (§5.4): the emulated
-    /// device has a message as soon as it is accepted.
+    /// device has a message as soon as it is accepted; through the relay, once FCM took it.
     static func receipt(for answer: XMPPDownstream.Answer, messageID: String, project: Project) -> UpstreamMessage? {
-        guard answer.accepted, answer.loggedID != nil, let message = answer.message,
+        guard answer.accepted, !answer.awaitingFCM, answer.loggedID != nil, let message = answer.message,
             message.options.deliveryReceiptRequested == true, case .token(let token) = message.target,
             answer.isDeviceGroup == false
         else { return nil }

@@ -15,6 +15,9 @@ public enum XMPPDownstream {
         public var loggedID: String?
         /// Whether the target turned out to be a device group.
         public var isDeviceGroup = false
+        /// Through the relay: FCM had not taken the message when the ack was given, so no
+        /// receipt can say it reached the device.
+        public var awaitingFCM = false
     }
 
     /// The answer to one downstream message. With `dryRun` nothing is recorded whatever the
@@ -62,6 +65,7 @@ public enum XMPPDownstream {
             return nack(problem.wording.xmpp, problem.wording.description)
         }
         answer.accepted = true
+        answer.awaitingFCM = !result.undecided.isEmpty
         if !message.options.dryRun { answer.loggedID = result.messageID }
         return answer
     }
