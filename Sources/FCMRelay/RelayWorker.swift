@@ -66,6 +66,8 @@ public final class RelayWorker: Service, Sendable {
         let room = Self.jobsAtOnce - active.withLock { $0.count }
         guard room > 0 else { return }
         do {
+            // A server whose projects do not relay (an emulator) writes nothing to look.
+            guard try await !settings.settings().isEmpty else { return }
             let jobs = try await registry.outbox.claim(
                 handoff.serverID, leaseUntil: leaseEnd(), now: Date(), limit: room)
             for job in jobs { start(job) }

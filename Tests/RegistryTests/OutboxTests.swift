@@ -1,0 +1,91 @@
+@testable import AudienceEngine
+import Foundation
+import GRDB
+@testable import Registry
+@testable import RegistrySQLite
+import Testing
+
+/// The relay's outbox in the store: what the log keeps, who may work a job, and how a walk of the
+/// recipients goes on from its cursor.
+@Suite("Outbox")
+struct OutboxTests {
+    static let settings = RelaySettings(
+        firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
+        tokenURI: "https://o/token", upstream: "https://u")
+
+    /// A relaying project with `count` subscribers of `news`, and its store.
+    func relaying(_ count: Int) async throws -> (RegistryService, Project, SQLiteStore) {
+        let (registry, project) = try await makeRegistry()
+        _ = try await registry.subscribe((1...count).map(token), to: "news", in: project)
+        let store = try #require(registry.store as? SQLiteStore)
+        try await store.setRelay(Self.settings, for: project)
+        return (registry, project, store)
+    }
+
+    func enqueue(_ store: SQLiteStore, _ project: Project, _ recipients: RoaringBitmap, bounds: OutboxBounds) async throws
+        -> Int64
+    {
+        let message = AcceptedMessage(
+            id: "m\(Int.random(in: 0...Int.max))", project: project, via: .legacy, message: Message(target: .topic("news")),
+            recipients: recipients, receivedAt: Date())
+        return try await store.enqueue(
+            message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
+            leaseUntil: Date(), bounds: bounds)
+    }
+
+    @Test("The log keeps every undelivered message whatever its bounds; the outbox has its own")
+    func logKeepsUndelivered() async throws {
+        let (_, project, store) = try await relaying(3)
+        let bounds = OutboxBounds(outboxMessages: 3, logEntries: 1, logBytes: 1 << 20)
+        for _ in 0..<3 { _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds) }
+        let count = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message") }
+        #expect(count == 3)
+        await #expect(throws: OutboxFull.self) {
+            _ = try await enqueue(store, project, RoaringBitmap([1]), bounds: bounds)
+        }
+        let after = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message") }
+        #expect(after == 3)  // the refused send wrote nothing
+    }
+
+    @Test("A job is claimed by one server at a time, recorded only by its holder, and taken over after its lease")
+    func claimsAndLeases() async throws {
+        let (_, project, store) = try await relaying(5)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3, 4, 5]), bounds: bounds)
+        let now = Date()
+        let mine = try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 4)
+        #expect(mine.count == 1)
+        #expect(try await store.claim("b", leaseUntil: now.addingTimeInterval(30), now: now, limit: 4).isEmpty)
+        let job = try #require(mine.first)
+        let page = try await store.nextAttempts(of: job, now: now, limit: 2)
+        #expect(page.attempts.map(\.tokenID) == [1, 2])
+        #expect(!page.walked)
+        // After the lease, another server takes the job over, and the first may no longer record.
+        let later = now.addingTimeInterval(31)
+        #expect(try await store.claim("b", leaseUntil: later.addingTimeInterval(30), now: later, limit: 4).count == 1)
+        let delivered = page.attempts.map { DeliveryOutcome(attempt: $0, state: .delivered, error: nil, nextAttemptAt: nil) }
+        #expect(
+            try await store.record(delivered, of: job, page: page, claimant: "a", leaseUntil: later, now: later) == nil)
+        let progress = try await store.record(delivered, of: job, page: page, claimant: "b", leaseUntil: later, now: later)
+        #expect(progress == JobProgress(finished: false, nextRetryAt: nil))
+        // The walk goes on after the cursor; a retry waits its time.
+        let rest = try await store.nextAttempts(of: job, now: later, limit: 10)
+        #expect(rest.attempts.map(\.tokenID) == [3, 4, 5])
+        #expect(rest.walked)
+        let outcomes = [
+            DeliveryOutcome(attempt: rest.attempts[0], state: .delivered, error: nil, nextAttemptAt: nil),
+            DeliveryOutcome(attempt: rest.attempts[1], state: .failed, error: "UNREGISTERED", nextAttemptAt: nil),
+            DeliveryOutcome(
+                attempt: rest.attempts[2], state: .pending, error: "UNAVAILABLE", nextAttemptAt: later.addingTimeInterval(5)),
+        ]
+        let waiting = try await store.record(outcomes, of: job, page: rest, claimant: "b", leaseUntil: later, now: later)
+        #expect(waiting?.finished == false)
+        #expect(try await store.nextAttempts(of: job, now: later, limit: 10).isEmpty)
+        let due = try await store.nextAttempts(of: job, now: later.addingTimeInterval(6), limit: 10)
+        #expect(due.attempts.map(\.attempts) == [1])
+        let last = [DeliveryOutcome(attempt: due.attempts[0], state: .delivered, error: nil, nextAttemptAt: nil)]
+        let done = try await store.record(last, of: job, page: due, claimant: "b", leaseUntil: later, now: later)
+        #expect(done?.finished == true)
+        #expect(try await store.delivery(ofMessage: job.messageID, in: project) == DeliveryCounts(pending: 0, delivered: 4, failed: 1))
+    }
+}
