@@ -109,6 +109,7 @@ public final class RelayWorker: Service, Sendable {
     private func workPages(_ job: OutboxJob) async throws {
         let outbox = registry.outbox
         let me = handoff.serverID
+        var outages = 0
         while true {
             guard let relay = try await settings.settings()[job.project], let project = try await project(job.project)
             else { return }  // turned off: `--off` has failed what was pending
@@ -130,9 +131,22 @@ public final class RelayWorker: Service, Sendable {
                     DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
                 }
             } else if !page.attempts.isEmpty {
-                outcomes += try await withLeaseRenewed(job) {
+                let sent = try await withLeaseRenewed(job) {
                     await self.send(page.attempts, of: job, with: relay)
                 }
+                if sent.allSatisfy({ !$0.answered }) {
+                    // No answer at all (FCM or its token endpoint unreachable): an outage, not
+                    // these recipients' failure. Nothing is recorded, the cursor stays, and the
+                    // job waits with back-off; its deadline still bounds it.
+                    outages += 1
+                    let wait = min(60, DeliveryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
+                    logger.warning(
+                        "relay: no answer from FCM", metadata: ["upstream": "\(relay.upstream)", "retry.in": "\(Int(wait))s"])
+                    try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(wait))
+                    return
+                }
+                outages = 0
+                outcomes += sent.map(\.outcome)
             }
             guard
                 let progress = try await outbox.record(
@@ -182,10 +196,10 @@ public final class RelayWorker: Service, Sendable {
 
     /// Sends a page, `options.concurrency` requests at a time.
     private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
-        -> [DeliveryOutcome]
+        -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
-        await withTaskGroup(of: DeliveryOutcome.self) { group in
-            var outcomes: [DeliveryOutcome] = []
+        await withTaskGroup(of: (outcome: DeliveryOutcome, answered: Bool).self) { group in
+            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
             outcomes.reserveCapacity(attempts.count)
             var next = attempts.makeIterator()
             for _ in 0..<min(options.concurrency, attempts.count) {
@@ -199,15 +213,16 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
-    /// One request to FCM, and what its answer means for the recipient.
+    /// One request to FCM, what its answer means for the recipient, and whether there was one.
     private func attempt(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings) async
-        -> DeliveryOutcome
+        -> (outcome: DeliveryOutcome, answered: Bool)
     {
         let wait = pacer.reserve(job.project)
         if wait > .zero { try? await Task.sleep(for: wait) }
         if let pause = pacer.pause(of: job.project) {
-            return pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds)
+            return (pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true)
         }
+        var answered = false
         let verdict: DeliveryVerdict
         var bearer: String?
         do {
@@ -217,10 +232,18 @@ public final class RelayWorker: Service, Sendable {
                 relay.sendURL, contentType: "application/json", authorization: "Bearer \(token)",
                 body: V1Outgoing.body(template: job.template, token: attempt.token))
             verdict = DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
+            answered = true
         } catch {
             // No answer (connection error, timeout, token endpoint down): retried like a 503.
             verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
         }
+        return (await outcome(of: verdict, for: attempt, of: job, bearer: bearer), answered)
+    }
+
+    /// What a verdict does to the recipient and to the project.
+    private func outcome(of verdict: DeliveryVerdict, for attempt: DeliveryAttempt, of job: OutboxJob, bearer: String?)
+        async -> DeliveryOutcome
+    {
         switch verdict {
         case .delivered:
             Self.count("delivered", code: nil)

@@ -20,6 +20,9 @@ struct RelayHarness: Sendable {
     let project: Project
     /// Calls the relay with its project's server key.
     let client: Fixture.Client
+    /// The emulator's service-account file the relay was set up with, and the emulator's URL.
+    let serviceAccount: Data
+    let upstreamURL: String
 
     /// Options that keep tests short: a quick poll and lease, three attempts.
     static var testOptions: RelayOptions {
@@ -45,9 +48,10 @@ struct RelayHarness: Sendable {
             let (project, key) = try await relay.createProject(projectId: "relay-app", senderId: "222000222000")
             let (_, file) = try await upstream.registry.createServiceAccount(
                 forProject: "test-app", tokenURI: "http://127.0.0.1:\(port)/token")
+            let serviceAccount = try JSONEncoder().encode(file)
+            let upstreamURL = "http://127.0.0.1:\(port)"
             _ = try await relay.setRelay(
-                projectId: "relay-app", serviceAccountJSON: JSONEncoder().encode(file),
-                upstream: "http://127.0.0.1:\(port)")
+                projectId: "relay-app", serviceAccountJSON: serviceAccount, upstream: upstreamURL)
             let worker = try RelayWorker(registry: relay, options: options, handoff: handoff, logger: Logger(label: "relay"))
             let group = ServiceGroup(services: [worker], logger: Logger(label: "relay"))
             var settings = HTTPSettings()
@@ -60,7 +64,8 @@ struct RelayHarness: Sendable {
                         try await body(
                             RelayHarness(
                                 upstream: upstream, relay: relay, project: project,
-                                client: Fixture.Client(client: client, key: key)))
+                                client: Fixture.Client(client: client, key: key), serviceAccount: serviceAccount,
+                                upstreamURL: upstreamURL))
                     }
                 } catch {
                     await group.triggerGracefulShutdown()

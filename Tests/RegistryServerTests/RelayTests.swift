@@ -202,4 +202,27 @@ import Testing
             #expect(log.items.count == 1)
         }
     }
+
+    @Test func whileFCMCannotBeReachedNothingIsSpentAndDeliveryResumesAfter() async throws {
+        try await RelayHarness.run { harness in
+            let tokens = [token(1), token(2), token(3)]
+            try await harness.registerUpstream(tokens)
+            try await harness.subscribe(tokens, to: "news")
+            // Nothing listens on port 1: every request fails to connect.
+            _ = try await harness.relay.setRelay(
+                projectId: "relay-app", serviceAccountJSON: harness.serviceAccount, upstream: "http://127.0.0.1:1")
+            try await Task.sleep(for: .milliseconds(1200))  // the relay settings are read once a second
+            #expect(try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#).status == .ok)
+            let id = try await harness.newestMessageID()
+            try await Task.sleep(for: .milliseconds(1500))
+            // An outage is no recipient's failure: nothing is recorded, everyone is still pending.
+            #expect(try await harness.relay.delivery(ofMessage: id, in: harness.project)?.pending == 3)
+            let pending = try await harness.client.call(.get, "/api/messages/\(id)/deliveries?state=pending")
+            #expect(pending.json?["deliveries"]?.array?.map { $0["attempts"] } == [0, 0, 0])
+            _ = try await harness.relay.setRelay(
+                projectId: "relay-app", serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL)
+            let counts = try await harness.settled(id)
+            #expect(counts == DeliveryCounts(pending: 0, delivered: 3, failed: 0))
+        }
+    }
 }

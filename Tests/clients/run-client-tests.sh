@@ -19,7 +19,7 @@ trap stop EXIT
 python3 -m venv "$work/venv"
 # aiofcm and slixmpp are the XMPP clients of run-xmpp-client.sh. aioxmpp imports pytz without
 # declaring it, and calls pyOpenSSL's X509.get_extension (gone in 26.2).
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" pytest \
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" "pyfcm==2.1.1" pytest \
   "aiofcm==1.4" "aioxmpp==0.13.3" "pyOpenSSL==24.2.1" "pytz==2025.2" "slixmpp==1.17.0"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -42,3 +42,7 @@ CLIENT_VENV="$work/venv" bash Tests/clients/run-unmodified-sdk.sh
 
 # Then XMPP: unmodified XMPP client libraries against the connection server.
 CLIENT_VENV="$work/venv" bash Tests/clients/run-xmpp-client.sh
+
+# Then the relay: a relaying server delivers to an emulator of FCM under Google's host names, and
+# firebase-admin and pyfcm (installed above for this part) send through it.
+CLIENT_VENV="$work/venv" bash Tests/clients/run-relay.sh

@@ -81,13 +81,12 @@ export work binary venv port max_attempts
 in_namespace() {
   set -euo pipefail
   mount --bind "$work/hosts" /etc/hosts
-  local relay
   "$binary" serve --db "$work/relay.sqlite" --port "$port" --xmpp-port off \
     --relay-ca-file "$work/certs/ca.pem" --relay-max-attempts "$max_attempts" --relay-poll-interval 200ms \
     2> "$work/relay.log" &
-  relay=$!
-  echo "$relay" > "$work/relay.pid"
-  trap 'kill "$relay" 2>/dev/null || true; wait "$relay" 2>/dev/null || true' EXIT
+  relay_server=$!
+  echo "$relay_server" > "$work/relay.pid"
+  trap 'kill "$relay_server" 2>/dev/null || true; wait "$relay_server" 2>/dev/null || true' EXIT
   wait_healthy "$work/relay.log" "$RELAY_URL/health"
   REQUESTS_CA_BUNDLE="$work/certs/ca.pem" SSL_CERT_FILE="$work/certs/ca.pem" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_relay.py

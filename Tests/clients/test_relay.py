@@ -105,7 +105,9 @@ def received_upstream(tok):
 
 
 def relay_token(tok):
-    return ok(requests.get(f"{RELAY_URL}/api/tokens/{quoted(tok)}", headers=RELAY))
+    """The relay's record of a token: its state and the names of its topics."""
+    record = ok(requests.get(f"{RELAY_URL}/api/tokens/{quoted(tok)}", headers=RELAY))
+    return {"state": record["state"], "topics": sorted(t["name"] for t in record["topics"])}
 
 
 def relay_message(message_id):
@@ -215,7 +217,8 @@ def test_a_v1_send_reaches_fcm_and_fcm_tokens_join_the_registry(app):
     assert payload["token"] == tok
     assert payload["data"] == {"score": "5x1"}
     assert payload["notification"] == {"title": "Goal", "body": "5x1"}
-    assert payload["platform"]["android"] == {"priority": "HIGH", "ttl": "120s"}
+    # An HTTP v1 message goes out as it was sent (firebase-admin writes the priority in lower case).
+    assert payload["platform"]["android"] == {"priority": "high", "ttl": "120s"}
     assert relay_token(tok)["state"] == "registered"
 
 
@@ -285,18 +288,24 @@ def test_unavailable_twice_is_retried_and_delivered(app):
     assert [m["payload"]["data"] for m in received_upstream(tok)] == [{"try": "3"}]
 
 
-def test_internal_is_retried_up_to_max_attempts_then_fails(app):
-    """Legacy, since firebase-admin would itself retry the relay's 500 four times."""
+def test_internal_is_retried_up_to_max_attempts_then_fails():
+    """Legacy and raw v1 (the server key as bearer), since firebase-admin would itself retry the
+    relay's 500 four times."""
     tok = token("broken")
     register_upstream(tok)
     fault(tok, "INTERNAL")
     try:
         answer = legacy_send({"to": tok, "data": {"a": "b"}})
+        failed = deliveries(newest_relay_message(tok)["id"], "failed")
+        v1 = requests.post(
+            f"{RELAY_URL}/v1/projects/{RELAY_PROJECT}/messages:send",
+            headers={"Authorization": f"Bearer {RELAY_KEY}"}, json={"message": {"token": tok, "data": {"a": "v1"}}})
     finally:
         clear_fault(tok)
     assert answer["results"] == [{"error": "InternalServerError"}]
-    failed = deliveries(newest_relay_message(tok)["id"], "failed")
     assert [(d["token"], d["error"], d["attempts"]) for d in failed] == [(tok, "INTERNAL", MAX_ATTEMPTS)]
+    assert v1.status_code == 500, v1.text
+    assert v1.json()["error"]["status"] == "INTERNAL"
     assert received_upstream(tok) == []
     # The token is not FCM's fault: it stays, and the next send goes through.
     assert "message_id" in legacy_send({"to": tok, "data": {"a": "c"}})["results"][0]
@@ -329,6 +338,7 @@ def test_send_each_and_topic_and_condition_sends(app):
 def test_registration_ids_get_fcms_verdict_per_token():
     fine, unknown, mismatched, invalid = token("ri-ok"), token("ri-new"), token("ri-mm"), token("ri-inv")
     register_upstream(fine, mismatched, invalid)
+    subscribe_relay(f"ri-{uuid.uuid4().hex[:6]}", mismatched, invalid)
     fault(mismatched, "SENDER_ID_MISMATCH", times=1)
     fault(invalid, "INVALID_ARGUMENT", times=1)
     answer = legacy_send({"registration_ids": [fine, unknown, mismatched, invalid], "data": {"k": "v"}})
@@ -337,8 +347,11 @@ def test_registration_ids_get_fcms_verdict_per_token():
     assert answer["results"][1:] == [
         {"error": "NotRegistered"}, {"error": "MismatchSenderId"}, {"error": "InvalidRegistration"}]
     assert [len(received_upstream(t)) for t in (fine, unknown, mismatched, invalid)] == [1, 0, 0, 0]
-    assert relay_token(mismatched)["state"] == "unregistered"
+    assert relay_token(mismatched) == {"state": "unregistered", "topics": []}
     assert relay_token(invalid)["state"] == "registered"
+    # Tokens only FCM knew, once it took the message, join the registry; the others do not.
+    assert relay_token(fine)["state"] == "registered"
+    assert requests.get(f"{RELAY_URL}/api/tokens/{quoted(unknown)}", headers=RELAY).status_code == 404
 
 
 def test_legacy_fields_are_translated_to_v1():
@@ -476,14 +489,21 @@ def test_pyfcm_topic_send_and_unregistered_token(pyfcm_client):
 
 
 def test_relay_off_stops_delivery():
+    """After `project relay --off`, sends are only logged again: nothing reaches the upstream."""
     tok = token("off")
     register_upstream(tok)
     subscribe_relay(f"off-{uuid.uuid4().hex[:6]}", tok)
     subprocess.run([BINARY, "project", "relay", "--project-id", RELAY_PROJECT, "--off", "--db", RELAY_DB],
                    check=True, capture_output=True)
-    # A running server takes the change within a second.
-    eventually(lambda: ok(requests.get(f"{RELAY_URL}/api/relay", headers=RELAY))["projects"] == [])
-    answer = legacy_send({"to": tok, "data": {"after": "off"}})
-    message_id = answer["results"][0]["message_id"]
-    assert relay_message(message_id)["delivery"] is None
-    assert received_upstream(tok) == []
+    assert ok(requests.get(f"{RELAY_URL}/api/relay", headers=RELAY))["projects"] == []
+    # The send path caches relay settings for up to a second: probe until a send is not relayed.
+    probes = iter(range(1000))
+
+    def unrelayed_send():
+        probe = str(next(probes))
+        answer = legacy_send({"to": tok, "data": {"probe": probe}})
+        message_id = answer["results"][0]["message_id"]
+        return probe if relay_message(message_id)["delivery"] is None else None
+
+    last = eventually(unrelayed_send, timeout=10, every=0.2)
+    assert last not in [m["payload"]["data"]["probe"] for m in received_upstream(tok)]
