@@ -24,14 +24,18 @@ public final class RelayHandoff: Sendable {
         }
     }
 
+    /// The doorbell: a ring held while the worker is busy, or the worker waiting for one.
+    private struct Bell {
+        var rung = false
+        var listener: CheckedContinuation<Void, Never>?
+    }
+
     private let starter = Mutex<(@Sendable (OutboxJob) -> Void)?>(nil)
     private let waiters = Mutex<[Int64: Waiter]>([:])
-    private let bell: AsyncStream<Void>
-    private let ring: AsyncStream<Void>.Continuation
+    private let bell = Mutex(Bell())
 
     public init(serverID: String = "\(UInt64.random(in: 1...UInt64.max))") {
         self.serverID = serverID
-        (bell, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     // MARK: - The worker's side
@@ -48,16 +52,25 @@ public final class RelayHandoff: Sendable {
     /// Whether a worker runs in this process to take a job at once.
     var isAttached: Bool { starter.withLock { $0 != nil } }
 
-    /// Waits for the doorbell, at most `timeout`.
+    /// Waits for the doorbell (a ring since the last wait counts), at most `timeout`. One
+    /// listener: the worker's loop.
     func waitForWork(_ timeout: Duration) async {
-        let bell = bell
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var iterator = bell.makeAsyncIterator()
-                _ = await iterator.next()
+            group.addTask { [self] in
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled { wake() }
             }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            _ = await group.next()
+            await withCheckedContinuation { continuation in
+                let rung = bell.withLock { bell -> Bool in
+                    guard !bell.rung else {
+                        bell.rung = false
+                        return true
+                    }
+                    bell.listener = continuation
+                    return false
+                }
+                if rung { continuation.resume() }
+            }
             group.cancelAll()
         }
     }
@@ -92,7 +105,15 @@ public final class RelayHandoff: Sendable {
 
     /// Rings the doorbell: there is new work.
     public func wake() {
-        ring.yield()
+        let listener = bell.withLock { bell -> CheckedContinuation<Void, Never>? in
+            guard let listener = bell.listener else {
+                bell.rung = true
+                return nil
+            }
+            bell.listener = nil
+            return listener
+        }
+        listener?.resume()
     }
 
     /// Hands a job this server claimed to its worker, and waits for the recipients FCM refused,

@@ -127,6 +127,26 @@ import _CryptoExtras
         #expect(pacer.pause(of: 2) == nil)
     }
 
+    // MARK: - The worker's doorbell
+
+    @Test func theDoorbellHoldsOneRingAndOtherwiseWaitsItsTime() async {
+        let handoff = RelayHandoff()
+        handoff.wake()
+        handoff.wake()
+        let clock = ContinuousClock()
+        // The rings held while the worker was busy count once: the next wait returns at once …
+        #expect(await clock.measure { await handoff.waitForWork(.seconds(5)) } < .seconds(1))
+        // … and every later one waits for a ring or its timeout, however often it is called.
+        for _ in 0..<3 {
+            #expect(await clock.measure { await handoff.waitForWork(.milliseconds(200)) } >= .milliseconds(150))
+        }
+        Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            handoff.wake()
+        }
+        #expect(await clock.measure { await handoff.waitForWork(.seconds(5)) } < .seconds(1))
+    }
+
     // MARK: - Access tokens
 
     static let settings = RelaySettings(
