@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Relay fan-out: one topic send to TOKENS (200,000) subscribers, delivered through FCM HTTP v1
-# over HTTP/2 to a private nginx that answers at once, against h2load (1 connection, 100 streams)
-# on the same nginx, in the same run. See README.md beside this file.
+# over HTTP/2 to a private nginx that answers at once (once it has read the request), against
+# h2load (1 connection, 100 streams) on the same nginx, in the same run. See README.md beside this file.
 #
 #   bash Benchmarks/relay/run.sh                 # print the report
 #   bash Benchmarks/relay/run.sh --record        # and write it to Benchmarks/relay/RESULTS.md
 #   BINARY=.build/debug/fcm-registry TOKENS=20000 bash Benchmarks/relay/run.sh
 #
 # Environment: BINARY (default .build/release/fcm-registry, else .build/debug/fcm-registry),
-# TOKENS (200000), H2LOAD_REQUESTS (200000), RELAY_RATE (10000000), LOG_LEVEL (serve's, warning),
+# TOKENS (200000), SMALL_TOKENS (TOKENS/10: two smaller sends first, for memory against audience; 0: none),
+# H2LOAD_REQUESTS (200000), RELAY_RATE (10000000), LOG_LEVEL (serve's, warning),
+# NGINX_EARLY_ANSWER=1 (answer before reading the request body, resetting each stream),
 # KEEP=1 keeps the work folder (it is kept anyway when the run fails).
 set -euo pipefail
 
@@ -19,7 +21,7 @@ for argument in "$@"; do
     case "$argument" in
     --record) RECORD=1 ;;
     -h | --help)
-        sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -31,6 +33,7 @@ done
 
 TOKENS=${TOKENS:-200000}
 H2LOAD_REQUESTS=${H2LOAD_REQUESTS:-200000}
+SMALL_TOKENS=${SMALL_TOKENS:-$((TOKENS / 10))}
 RELAY_RATE=${RELAY_RATE:-10000000}
 BATCH=1000
 PROJECT=bench
@@ -43,6 +46,7 @@ fi
 [[ -x "$BINARY" ]] || { echo "no executable at $BINARY: build fcm-registry first" >&2; exit 1; }
 BINARY=$(cd "$(dirname "$BINARY")" && pwd)/$(basename "$BINARY")
 (( TOKENS % BATCH == 0 && TOKENS > 0 )) || { echo "TOKENS must be a positive multiple of $BATCH" >&2; exit 2; }
+(( SMALL_TOKENS >= 0 && SMALL_TOKENS <= TOKENS )) || { echo "SMALL_TOKENS must be within 0...TOKENS" >&2; exit 2; }
 
 # MARK: - Tools
 
@@ -111,6 +115,26 @@ else
     LISTEN="listen 127.0.0.1:$UPSTREAM_PORT ssl http2;"
 fi
 
+SENT='{"name":"projects/$fcm_project/messages/1"}'
+if [[ "${NGINX_EARLY_ANSWER:-0}" == 1 ]]; then
+    # Answers as soon as the request head is in, then resets the stream (RST_STREAM NO_ERROR)
+    # because the body was never read.
+    SEND_LOCATION="location ~ ^/v1/projects/[^/]+/messages:send\$ {
+            if (\$request_method != POST) { return 405; }
+            return 200 '$SENT';
+        }"
+else
+    # Reads the whole request body first, as FCM does: the mirror reads it before the content
+    # phase, the static handler then finds no file, and the named location answers.
+    SEND_LOCATION="location ~ ^/v1/projects/[^/]+/messages:send\$ {
+            mirror /read-body;
+            root /nonexistent;
+            error_page 404 405 =200 @sent;
+        }
+        location = /read-body { internal; return 204; }
+        location @sent { return 200 '$SENT'; }"
+fi
+
 cat >"$WORK/nginx/nginx.conf" <<EOF
 worker_processes 1;
 pid $WORK/nginx/nginx.pid;
@@ -127,6 +151,7 @@ http {
     keepalive_requests 1000000000;
     keepalive_timeout 600s;
     http2_max_concurrent_streams 512;
+    map \$uri \$fcm_project { ~^/v1/projects/(?<p>[^/]+)/ \$p; }
     server {
         $LISTEN
         ssl_certificate $WORK/tls/server.pem;
@@ -135,10 +160,7 @@ http {
         location = /token {
             return 200 '{"access_token":"bench","expires_in":3600,"token_type":"Bearer"}';
         }
-        location ~ ^/v1/projects/(?<fcm_project>[^/]+)/messages:send\$ {
-            if (\$request_method != POST) { return 405; }
-            return 200 '{"name":"projects/\$fcm_project/messages/1"}';
-        }
+        $SEND_LOCATION
         location = /nginx_status { stub_status; }
         location / { return 404; }
     }
@@ -185,85 +207,115 @@ SERVER_PID=$!
 for _ in $(seq 300); do curl -sf -m 2 "$URL/health" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -sf -m 10 "$URL/health" >/dev/null || { echo "serve did not start:" >&2; cat "$WORK/serve.log" >&2; exit 1; }
 
-# MARK: - Subscribe the audience (nothing is sent)
+# MARK: - Subscribe the audiences (nothing is sent)
 
-echo "subscribing $TOKENS tokens to /topics/$TOPIC..." >&2
-SUBSCRIBE_START=$(now)
-python3 - "$PORT" "$KEY" "$TOPIC" "$TOKENS" "$BATCH" <<'PY'
+# batchAdd of tokens [0, count) to a topic, 1000 a call.
+subscribe() {
+    python3 - "$PORT" "$KEY" "$1" "$2" "$BATCH" <<'PY'
 import http.client, json, sys
 port, key, topic, tokens, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
 headers = {"Authorization": f"key={key}", "Content-Type": "application/json"}
 for start in range(0, tokens, batch):
     body = json.dumps({"to": f"/topics/{topic}", "registration_tokens": [
-        f"bench{n:07d}xxxxxxxxxxxx:APA91b" + "Q" * 40 for n in range(start, start + batch)]})
+        f"bench{n:07d}xxxxxxxxxxxx:APA91b" + "Q" * 40 for n in range(start, min(start + batch, tokens))]})
     connection.request("POST", "/iid/v1:batchAdd", body, headers)
     answer = connection.getresponse()
     text = answer.read()
     results = json.loads(text).get("results", []) if answer.status == 200 else []
-    if answer.status != 200 or len(results) != batch or any(results):
+    if answer.status != 200 or len(results) != min(batch, tokens - start) or any(results):
         sys.exit(f"batchAdd at {start} answered {answer.status}: {text[:300]!r}")
 PY
+}
+
+echo "subscribing $TOKENS tokens to /topics/$TOPIC..." >&2
+SUBSCRIBE_START=$(now)
+subscribe "$TOPIC" "$TOKENS"
 SUBSCRIBE_SECONDS=$(python3 -c "print(f'{$(now) - $SUBSCRIBE_START:.1f}')")
+if ((SMALL_TOKENS > 0)); then
+    echo "subscribing $SMALL_TOKENS of them to /topics/$TOPIC-small..." >&2
+    subscribe "$TOPIC-small" "$SMALL_TOKENS"
+fi
+
+# MARK: - Topic sends, each until every delivery is done
 
 status_kib() { awk -v field="$2:" '$1 == field { print $2 }' "/proc/$1/status"; }
 mib() { python3 -c "print(f'{$1 / 1024:.1f}')"; }
 
-sleep 1 # let the subscriptions' after-work settle before the baseline
-RSS_BEFORE=$(status_kib "$SERVER_PID" VmRSS)
-HWM_BEFORE=$(status_kib "$SERVER_PID" VmHWM)
-# Reset the peak (VmHWM) to the current RSS, so that the peak read at the end is the send's.
-echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null && HWM_RESET=yes || HWM_RESET=no
-NGINX_BEFORE=$(nginx_status)
-
-# MARK: - One topic send, until every delivery is done
-
-echo "sending one message to /topics/$TOPIC..." >&2
-SEND_START=$(now)
-ANSWER_SECONDS=$(curl -sS -m 60 -o "$WORK/send.json" -w '%{time_total}' -X POST "$URL/fcm/send" \
-    -H "Authorization: key=$KEY" -H 'Content-Type: application/json' \
-    -d "{\"to\":\"/topics/$TOPIC\",\"data\":{\"k\":\"v\"}}")
-MESSAGE_ID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["message_id"])' "$WORK/send.json") || {
-    echo "the send answered: $(cat "$WORK/send.json")" >&2
-    exit 1
-}
-
-# Polls every 100 ms over one kept-alive connection, sampling the server's RSS each time.
-read -r DONE_SECONDS DELIVERED FAILED RSS_MAX_SAMPLED < <(python3 - "$PORT" "$KEY" "$MESSAGE_ID" "$SEND_START" \
-    "$SERVER_PID" "$TOKENS" <<'PY'
+# Sends one legacy message to topic $1 ($2 subscribers) and polls its delivery every 100 ms over
+# one kept-alive connection, sampling the server's RSS each time. Sets the SEND_* variables.
+send_and_wait() {
+    local topic=$1 audience=$2 start
+    sleep 1 # let earlier work settle before the baseline
+    SEND_RSS_BEFORE=$(status_kib "$SERVER_PID" VmRSS)
+    SEND_HWM_BEFORE=$(status_kib "$SERVER_PID" VmHWM)
+    # Reset the peak (VmHWM) to the current RSS, so that the peak read at the end is the send's.
+    echo 5 >"/proc/$SERVER_PID/clear_refs" 2>/dev/null && HWM_RESET=yes || HWM_RESET=no
+    SEND_NGINX_BEFORE=$(nginx_status)
+    echo "sending one message to /topics/$topic ($audience subscribers)..." >&2
+    start=$(now)
+    SEND_ANSWER_SECONDS=$(curl -sS -m 60 -o "$WORK/send.json" -w '%{time_total}' -X POST "$URL/fcm/send" \
+        -H "Authorization: key=$KEY" -H 'Content-Type: application/json' \
+        -d "{\"to\":\"/topics/$topic\",\"data\":{\"k\":\"v\"}}")
+    SEND_MESSAGE_ID=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["message_id"])' \
+        "$WORK/send.json") || {
+        echo "the send answered: $(cat "$WORK/send.json")" >&2
+        exit 1
+    }
+    read -r SEND_SECONDS SEND_DELIVERED SEND_FAILED SEND_RSS_SAMPLED SEND_SLOWEST_POLL < <(python3 - "$PORT" \
+        "$KEY" "$SEND_MESSAGE_ID" "$start" "$SERVER_PID" <<'PY'
 import http.client, json, sys, time
-port, key, message, start, pid, tokens = sys.argv[1:]
-start, tokens = float(start), int(tokens)
-connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+port, key, message, start, pid = sys.argv[1:]
+start = float(start)
+connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
 def rss():
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
-peak, last, last_change = 0, None, time.time()
-while True:
-    connection.request("GET", f"/api/messages/{message}", headers={"Authorization": f"key={key}"})
+def get(path):
+    connection.request("GET", path, headers={"Authorization": f"key={key}"})
     answer = connection.getresponse()
-    body = json.loads(answer.read())
+    return answer.status, answer.read().decode()
+peak, slowest, last, last_change = 0, 0.0, None, time.time()
+while True:
+    asked = time.time()
+    status, text = get(f"/api/messages/{message}")
+    slowest = max(slowest, time.time() - asked)
     peak = max(peak, rss())
-    delivery = body.get("delivery") or {}
-    if answer.status != 200 or not delivery:
-        sys.exit(f"GET /api/messages/{message} answered {answer.status}: {body}")
+    delivery = json.loads(text).get("delivery") if status == 200 else None
+    if not delivery:
+        sys.exit(f"GET /api/messages/{message} answered {status}: {text[:300]}")
     if delivery["pending"] == 0:
-        print(f"{time.time() - start:.3f} {delivery['delivered']} {delivery['failed']} {peak}")
+        print(f"{time.time() - start:.3f} {delivery['delivered']} {delivery['failed']} {peak} {slowest * 1000:.0f}")
         break
     if delivery != last:
         last, last_change = delivery, time.time()
     elif time.time() - last_change > 60:
         for path in ["/api/relay", f"/api/messages/{message}/deliveries?state=pending&pageSize=3"]:
-            connection.request("GET", path, headers={"Authorization": f"key={key}"})
-            print(path, connection.getresponse().read().decode(), file=sys.stderr)
+            print(path, *get(path), file=sys.stderr)
         sys.exit(f"no progress for 60 s: {delivery}")
     time.sleep(0.1)
 PY
-)
-RSS_AFTER=$(status_kib "$SERVER_PID" VmRSS)
-HWM_AFTER=$(status_kib "$SERVER_PID" VmHWM)
-NGINX_AFTER=$(nginx_status)
+    )
+    SEND_RSS_AFTER=$(status_kib "$SERVER_PID" VmRSS)
+    SEND_HWM_AFTER=$(status_kib "$SERVER_PID" VmHWM)
+    SEND_NGINX_AFTER=$(nginx_status)
+    if [[ "$SEND_DELIVERED" != "$audience" || "$SEND_FAILED" != 0 ]]; then
+        echo "expected $audience delivered and none failed, got $SEND_DELIVERED and $SEND_FAILED" >&2
+        exit 1
+    fi
+}
+
+if ((SMALL_TOKENS > 0)); then
+    # The first send pays for what is made once (the upstream connection, the access token,
+    # caches): a warm-up, so that the two sends compared both come after it.
+    send_and_wait "$TOPIC-small" "$SMALL_TOKENS"
+    WARMUP_GROWTH=$((SEND_HWM_AFTER - SEND_RSS_BEFORE))
+    send_and_wait "$TOPIC-small" "$SMALL_TOKENS"
+    SMALL_SECONDS=$SEND_SECONDS
+    SMALL_GROWTH=$((SEND_HWM_AFTER - SEND_RSS_BEFORE))
+fi
+send_and_wait "$TOPIC" "$TOKENS"
 RELAY_STATUS=$(curl -sS -m 10 -H "Authorization: key=$KEY" "$URL/api/relay")
 
 # MARK: - h2load against the same nginx
@@ -280,12 +332,12 @@ H2LOAD_OK=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$WORK/h2load.t
 # MARK: - Report
 
 read -r DELIVERIES_RATE RATIO < <(python3 -c "
-d = $TOKENS / $DONE_SECONDS
-print(f'{d:.0f} {d / $H2LOAD_RATE:.2f}')")
+d = $TOKENS / $SEND_SECONDS
+print(f'{d:.0f} {d / $H2LOAD_RATE:.3f}')")
 # stub_status: "Active connections: N", then accepts, handled, requests.
 counts() { awk 'NR == 3 { print $1, $3 }' <<<"$1"; }
-read -r ACCEPTS_BEFORE REQUESTS_BEFORE < <(counts "$NGINX_BEFORE")
-read -r ACCEPTS_AFTER REQUESTS_AFTER < <(counts "$NGINX_AFTER")
+read -r ACCEPTS_BEFORE REQUESTS_BEFORE < <(counts "$SEND_NGINX_BEFORE")
+read -r ACCEPTS_AFTER REQUESTS_AFTER < <(counts "$SEND_NGINX_AFTER")
 # Each status read is itself a connection and a request.
 RELAY_CONNECTIONS=$((ACCEPTS_AFTER - ACCEPTS_BEFORE - 1))
 RELAY_REQUESTS=$((REQUESTS_AFTER - REQUESTS_BEFORE - 1))
@@ -293,33 +345,45 @@ case "$BINARY" in */debug/*) FLAVOR=" (debug build)" ;; */release/*) FLAVOR=" (r
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ]] || COMMIT="$COMMIT + uncommitted changes"
 verdict() { python3 -c "print('met' if $1 else 'NOT met')"; }
-PEAK_GROWTH=$(( (HWM_AFTER - RSS_BEFORE) * 1024 / TOKENS ))
+GROWTH=$((SEND_HWM_AFTER - SEND_RSS_BEFORE))
+if [[ "${NGINX_EARLY_ANSWER:-0}" == 1 ]]; then
+    NGINX_MODE="answers \`200\` on the request head, before the body (then resets the stream)"
+else
+    NGINX_MODE="reads the request body, then answers \`200\`"
+fi
+SMALL_ROW=
+if ((SMALL_TOKENS > 0)); then
+    SMALL_ROW="| the same for a send to $SMALL_TOKENS, made before it | $(mib "$SMALL_GROWTH") MiB ($(python3 -c "print(f'{$SMALL_TOKENS / $SMALL_SECONDS:.0f}')") deliveries/s; a first, warm-up send to them grew it $(mib "$WARMUP_GROWTH") MiB) |"
+fi
 
-REPORT=$(cat <<EOF
+REPORT=$(
+    cat <<EOF
 # Relay fan-out: one topic send to $TOKENS tokens
 
 $(date -u '+%Y-%m-%d %H:%M UTC'); \`Benchmarks/relay/run.sh\` (TOKENS=$TOKENS); commit $COMMIT;
 \`$BINARY\`$FLAVOR. Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'),
-$(uname -r); nginx $NGINX_VERSION (1 worker, \`return 200\`, TLS + HTTP/2, no access log), $(h2load --version | head -1).
-\`serve --relay-rate $RELAY_RATE\`: the default pace is FCM's quota of 10,000 sends/s per project, raised
-here so that the relay itself is measured.
+Linux $(uname -r). Upstream: nginx $NGINX_VERSION on loopback, 1 worker, TLS + HTTP/2, no access log; it
+$NGINX_MODE. $(h2load --version | head -1). \`serve --relay-rate $RELAY_RATE\`: the default pace is
+FCM's quota of 10,000 sends/s per project, raised here so that the relay itself is measured.
 
 | measure | value |
 |---|---|
-| deliveries/s (send → pending 0) | **$DELIVERIES_RATE** ($TOKENS in ${DONE_SECONDS} s, polled every 100 ms) |
-| delivered / failed | $DELIVERED / $FAILED |
+| deliveries/s (send → pending 0) | **$DELIVERIES_RATE** ($TOKENS in ${SEND_SECONDS} s, polled every 100 ms) |
+| delivered / failed | $SEND_DELIVERED / $SEND_FAILED |
 | h2load, 1 connection × 100 streams, same nginx | $H2LOAD_RATE req/s ($H2LOAD_OK of $H2LOAD_REQUESTS succeeded) |
 | deliveries/s ÷ h2load req/s | **$RATIO** |
-| \`POST /fcm/send\` answer time | $(python3 -c "print(f'{$ANSWER_SECONDS * 1000:.1f}')") ms (message $MESSAGE_ID) |
+| \`POST /fcm/send\` answer time | $(python3 -c "print(f'{$SEND_ANSWER_SECONDS * 1000:.1f}')") ms |
+| slowest \`GET /api/messages/{id}\` during the send | $SEND_SLOWEST_POLL ms |
 | upstream connections / requests during the send | $RELAY_CONNECTIONS / $RELAY_REQUESTS (token fetches included) |
-| RSS after subscribing, before the send | $(mib "$RSS_BEFORE") MiB (peak so far $(mib "$HWM_BEFORE") MiB) |
-| RSS peak during the send (VmHWM$( [[ $HWM_RESET == yes ]] && echo ", reset before the send" )) | $(mib "$HWM_AFTER") MiB (highest 100 ms sample $(mib "$RSS_MAX_SAMPLED") MiB) |
-| RSS at the end | $(mib "$RSS_AFTER") MiB |
-| peak growth per recipient | $PEAK_GROWTH bytes |
+| RSS before the send | $(mib "$SEND_RSS_BEFORE") MiB (peak since start $(mib "$SEND_HWM_BEFORE") MiB) |
+| RSS peak during the send (VmHWM$([[ $HWM_RESET == yes ]] && echo ", reset before the send")) | $(mib "$SEND_HWM_AFTER") MiB (highest 100 ms sample $(mib "$SEND_RSS_SAMPLED") MiB) |
+| RSS at the end | $(mib "$SEND_RSS_AFTER") MiB |
+| peak growth during the send | $(mib "$GROWTH") MiB |
+$SMALL_ROW
 | subscribing $TOKENS tokens (batchAdd × $((TOKENS / BATCH))) | ${SUBSCRIBE_SECONDS} s |
 
 Goals: ≥ 10,000 deliveries/s — $(verdict "$DELIVERIES_RATE >= 10000"); ≥ half of h2load's rate —
-$(verdict "$RATIO >= 0.5").
+$(verdict "$RATIO >= 0.5"); memory not growing with the audience — compare the two growth rows.
 
 Relay status at the end: \`$RELAY_STATUS\`
 EOF
@@ -328,8 +392,4 @@ echo "$REPORT"
 if ((RECORD)); then
     echo "$REPORT" >"$HERE/RESULTS.md"
     echo "written to $HERE/RESULTS.md" >&2
-fi
-if [[ "$DELIVERED" != "$TOKENS" || "$FAILED" != 0 ]]; then
-    echo "expected $TOKENS delivered and none failed; serve's log: $WORK/serve.log" >&2
-    exit 1
 fi

@@ -80,6 +80,11 @@ public final class RelayHandoff: Sendable {
         waiters.withLock { waiters in waiters[job]?.refused[token] = problem }
     }
 
+    /// Whether a sender still waits for the job's answer on this server.
+    func isAwaited(_ job: Int64) -> Bool {
+        waiters.withLock { waiters in waiters[job].map { !$0.finished } ?? false }
+    }
+
     /// FCM took the message for a recipient of a direct job.
     func delivered(_ token: String, job: Int64) {
         waiters.withLock { waiters in _ = waiters[job]?.delivered.insert(token) }

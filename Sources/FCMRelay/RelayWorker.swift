@@ -118,6 +118,11 @@ public final class RelayWorker: Service, Sendable {
                 return
             }
             if let pause = pacer.pause(of: job.project) {
+                // A sender waiting for this job's answer keeps it here through the pause.
+                if handoff.isAwaited(job.id) {
+                    try? await Task.sleep(for: min(pause, .milliseconds(250)))
+                    continue
+                }
                 try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(pause.seconds))
                 return
             }
@@ -158,11 +163,13 @@ public final class RelayWorker: Service, Sendable {
                 // Nothing due now: wait here for a retry that is near, else give the job back.
                 let next = progress.nextRetryAt ?? Date().addingTimeInterval(options.pollInterval.seconds)
                 let wait = next.timeIntervalSinceNow
-                if wait > 5 || stopping.load(ordering: .relaxed) {
+                let awaited = handoff.isAwaited(job.id)
+                if (wait > 5 && !awaited) || stopping.load(ordering: .relaxed) {
                     try await outbox.release(job, claimant: me, notBefore: next)
                     return
                 }
-                try? await Task.sleep(for: .milliseconds(Int(max(wait, 0.01) * 1000)))
+                // Near, or a sender waits for the answer (until its timeout): wait here.
+                try? await Task.sleep(for: .milliseconds(Int(min(max(wait, 0.01), awaited ? 0.25 : 5) * 1000)))
             }
         }
     }

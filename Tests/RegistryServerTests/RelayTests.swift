@@ -225,4 +225,14 @@ import Testing
             #expect(counts == DeliveryCounts(pending: 0, delivered: 3, failed: 0))
         }
     }
+
+    @Test func aDirectSendWaitsThroughAQuotaPauseForItsAnswer() async throws {
+        try await RelayHarness.run { harness in
+            // FCM's quota is spent for two seconds, and then FCM does not know the token.
+            try harness.fault(.quotaExceeded, times: 1, retryAfter: 2, token: nil)
+            let reply = try await harness.client.call(
+                .post, "/fcm/send", body: #"{"to":"\#(token(9))","data":{"q":"2"}}"#)
+            #expect(reply.json?["results"] == [["error": "NotRegistered"]])
+        }
+    }
 }

@@ -88,7 +88,7 @@ in_namespace() {
   echo "$relay_server" > "$work/relay.pid"
   trap 'kill "$relay_server" 2>/dev/null || true; wait "$relay_server" 2>/dev/null || true' EXIT
   wait_healthy "$work/relay.log" "$RELAY_URL/health"
-  REQUESTS_CA_BUNDLE="$work/certs/ca.pem" SSL_CERT_FILE="$work/certs/ca.pem" \
+  PYTHONDONTWRITEBYTECODE=1 REQUESTS_CA_BUNDLE="$work/certs/ca.pem" SSL_CERT_FILE="$work/certs/ca.pem" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_relay.py
 }
 export -f in_namespace wait_healthy
