@@ -21,7 +21,7 @@ for argument in "$@"; do
     case "$argument" in
     --record) RECORD=1 ;;
     -h | --help)
-        sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -79,6 +79,7 @@ cleanup() {
         wait "$NGINX_PID" 2>/dev/null || true
     fi
     if [[ "${KEEP:-0}" == 1 || $status -ne 0 ]]; then
+        rm -f "$WORK/fcm-registry" # the executable's copy; logs, database and configuration stay
         echo "work folder kept: $WORK" >&2
     else
         rm -rf "$WORK"
@@ -91,7 +92,7 @@ trap 'exit 130' INT TERM
 cp "$BINARY" "$WORK/fcm-registry"
 FCM=$WORK/fcm-registry
 if ! "$FCM" project relay --help >/dev/null 2>&1; then
-    echo "$BINARY has no 'project relay': it predates the relay (or is being rebuilt); rebuild it or set BINARY" >&2
+    echo "$BINARY has no 'project relay': it predates the relay, or is being rebuilt" >&2
     exit 1
 fi
 
@@ -343,7 +344,9 @@ RELAY_CONNECTIONS=$((ACCEPTS_AFTER - ACCEPTS_BEFORE - 1))
 RELAY_REQUESTS=$((REQUESTS_AFTER - REQUESTS_BEFORE - 1))
 case "$BINARY" in */debug/*) FLAVOR=" (debug build)" ;; */release/*) FLAVOR=" (release build)" ;; *) FLAVOR= ;; esac
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-[[ -z "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ]] || COMMIT="$COMMIT + uncommitted changes"
+if [[ -n "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ]]; then
+    COMMIT="$COMMIT + uncommitted changes"
+fi
 verdict() { python3 -c "print('met' if $1 else 'NOT met')"; }
 GROWTH=$((SEND_HWM_AFTER - SEND_RSS_BEFORE))
 if [[ "${NGINX_EARLY_ANSWER:-0}" == 1 ]]; then
@@ -351,9 +354,13 @@ if [[ "${NGINX_EARLY_ANSWER:-0}" == 1 ]]; then
 else
     NGINX_MODE="reads the request body, then answers \`200\`"
 fi
+PEAK_NOTE=
+[[ $HWM_RESET == yes ]] && PEAK_NOTE=", reset before the send"
 SMALL_ROW=
 if ((SMALL_TOKENS > 0)); then
-    SMALL_ROW="| the same for a send to $SMALL_TOKENS, made before it | $(mib "$SMALL_GROWTH") MiB ($(python3 -c "print(f'{$SMALL_TOKENS / $SMALL_SECONDS:.0f}')") deliveries/s; a first, warm-up send to them grew it $(mib "$WARMUP_GROWTH") MiB) |"
+    SMALL_RATE=$(python3 -c "print(f'{$SMALL_TOKENS / $SMALL_SECONDS:.0f}')")
+    SMALL_ROW="| the same for a send to $SMALL_TOKENS, made before it | $(mib "$SMALL_GROWTH") MiB"
+    SMALL_ROW+=" ($SMALL_RATE deliveries/s; a first, warm-up send to them grew it $(mib "$WARMUP_GROWTH") MiB) |"
 fi
 
 REPORT=$(
@@ -376,7 +383,7 @@ FCM's quota of 10,000 sends/s per project, raised here so that the relay itself 
 | slowest \`GET /api/messages/{id}\` during the send | $SEND_SLOWEST_POLL ms |
 | upstream connections / requests during the send | $RELAY_CONNECTIONS / $RELAY_REQUESTS (token fetches included) |
 | RSS before the send | $(mib "$SEND_RSS_BEFORE") MiB (peak since start $(mib "$SEND_HWM_BEFORE") MiB) |
-| RSS peak during the send (VmHWM$([[ $HWM_RESET == yes ]] && echo ", reset before the send")) | $(mib "$SEND_HWM_AFTER") MiB (highest 100 ms sample $(mib "$SEND_RSS_SAMPLED") MiB) |
+| RSS peak during the send (VmHWM$PEAK_NOTE) | $(mib "$SEND_HWM_AFTER") MiB (highest 100 ms sample $(mib "$SEND_RSS_SAMPLED") MiB) |
 | RSS at the end | $(mib "$SEND_RSS_AFTER") MiB |
 | peak growth during the send | $(mib "$GROWTH") MiB |
 $SMALL_ROW

@@ -2,7 +2,8 @@
 # Drives a real fcm-registry server with unmodified client SDKs (firebase-admin for Python): first
 # over plain HTTP with the SDK's URLs pointed at the server, then (run-unmodified-sdk.sh) with only a
 # service-account file under Google's host names, then (run-xmpp-client.sh) XMPP client libraries
-# (aiofcm, slixmpp) against the XMPP connection server. Needs a built .build/debug/fcm-registry,
+# (aiofcm, slixmpp) against the XMPP connection server, then (run-relay.sh) a relaying server
+# delivering to an emulator under Google's host names, with firebase-admin and pyfcm sending through it. Needs a built .build/debug/fcm-registry,
 # python3, curl, and root for the last two parts; installs the clients in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
