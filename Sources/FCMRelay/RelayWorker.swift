@@ -182,6 +182,10 @@ public final class RelayWorker: Service, Sendable {
         let outbox = registry.outbox
         let me = handoff.serverID
         let lease = options.lease
+        // However an upstream misbehaves, a page ends: its requests are cancelled past this, and
+        // the page, unrecorded, is tried again.
+        let pageDeadline =
+            options.requestTimeout * 2 + .seconds(Double(options.pageSize) / Double(options.ratePerSecond) + 5)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -189,6 +193,10 @@ public final class RelayWorker: Service, Sendable {
                     _ = try await outbox.renew(job, claimant: me, leaseUntil: Date().addingTimeInterval(lease.seconds))
                 }
                 return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: pageDeadline)
+                throw PageTimedOut(deadline: pageDeadline)
             }
             group.addTask { await body() }
             while let result = try await group.next() {
@@ -205,24 +213,37 @@ public final class RelayWorker: Service, Sendable {
     private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
         -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
-        await withTaskGroup(of: (outcome: DeliveryOutcome, answered: Bool).self) { group in
+        // One access token for the page, not a look-up per request.
+        guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
+            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
+            for attempt in attempts {
+                outcomes.append((await outcome(of: unanswered, for: attempt, of: job, bearer: nil), false))
+            }
+            return outcomes
+        }
+        return await withTaskGroup(of: (outcome: DeliveryOutcome, answered: Bool).self) { group in
             var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
             outcomes.reserveCapacity(attempts.count)
             var next = attempts.makeIterator()
             for _ in 0..<min(options.concurrency, attempts.count) {
-                if let attempt = next.next() { group.addTask { await self.attempt(attempt, of: job, with: relay) } }
+                if let attempt = next.next() {
+                    group.addTask { await self.attempt(attempt, of: job, with: relay, bearer: bearer) }
+                }
             }
             for await outcome in group {
                 outcomes.append(outcome)
-                if let attempt = next.next() { group.addTask { await self.attempt(attempt, of: job, with: relay) } }
+                if let attempt = next.next() {
+                    group.addTask { await self.attempt(attempt, of: job, with: relay, bearer: bearer) }
+                }
             }
             return outcomes
         }
     }
 
     /// One request to FCM, what its answer means for the recipient, and whether there was one.
-    private func attempt(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings) async
-        -> (outcome: DeliveryOutcome, answered: Bool)
+    private func attempt(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
+        async -> (outcome: DeliveryOutcome, answered: Bool)
     {
         let wait = pacer.reserve(job.project)
         if wait > .zero { try? await Task.sleep(for: wait) }
@@ -231,17 +252,14 @@ public final class RelayWorker: Service, Sendable {
         }
         var answered = false
         let verdict: DeliveryVerdict
-        var bearer: String?
         do {
-            let token = try await accessTokens.token(for: job.project, settings: relay)
-            bearer = token
             let answer = try await client.post(
-                relay.sendURL, contentType: "application/json", authorization: "Bearer \(token)",
+                relay.sendURL, contentType: "application/json", authorization: "Bearer \(bearer)",
                 body: V1Outgoing.body(template: job.template, token: attempt.token))
             verdict = DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
             answered = true
         } catch {
-            // No answer (connection error, timeout, token endpoint down): retried like a 503.
+            // No answer (connection error, timeout): retried like a 503.
             verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
         }
         return (await outcome(of: verdict, for: attempt, of: job, bearer: bearer), answered)
@@ -329,13 +347,28 @@ public final class RelayWorker: Service, Sendable {
         return all.first { $0.rowID == rowID }
     }
 
+    /// A page's requests did not all end within their deadline.
+    struct PageTimedOut: Error, CustomStringConvertible {
+        var deadline: Duration
+        var description: String { "a page of requests to FCM took longer than \(deadline)" }
+    }
+
     // MARK: - Metrics
 
+    /// The send counters, made once each: a counter is looked up by label and dimensions in the
+    /// metrics system, which is too slow to do once per delivery.
+    private static let counters = Mutex<[String: Counter]>([:])
+
     private static func count(_ outcome: String, code: String?) {
-        Counter(
-            label: "fcm_registry_relay_sends_total",
-            dimensions: [("outcome", outcome), ("error", code ?? "")]
-        ).increment()
+        let key = "\(outcome) \(code ?? "")"
+        let counter = counters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(
+                label: "fcm_registry_relay_sends_total", dimensions: [("outcome", outcome), ("error", code ?? "")])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     /// The queue of each relaying project, as `GET /api/relay` shows it.
