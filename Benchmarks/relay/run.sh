@@ -202,7 +202,7 @@ PY
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 "$FCM" serve --db "$DB" --port "$PORT" --xmpp-port off --relay-ca-file "$WORK/tls/ca.pem" \
-    --relay-rate "$RELAY_RATE" --log-level "${LOG_LEVEL:-warning}" >"$WORK/serve.log" 2>&1 &
+    --relay-rate "$RELAY_RATE" --log-level "${LOG_LEVEL:-warning}" ${SERVE_OPTIONS:-} >"$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 # -m: a connection accepted while the server starts has once been left unanswered (seen under load).
 for _ in $(seq 300); do curl -sf -m 2 "$URL/health" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -19,12 +19,13 @@ final class ProjectPacer: Sendable {
         interval = .nanoseconds(1_000_000_000 / Int64(max(1, ratePerSecond)))
     }
 
-    /// Reserves one send of `project`: how long to wait before it goes (zero within the burst).
-    func reserve(_ project: Int64) -> Duration {
+    /// Reserves `count` sends of `project`: how long to wait before the last of them may go
+    /// (zero within the burst).
+    func reserve(_ project: Int64, count: Int = 1) -> Duration {
         let now = ContinuousClock.now
         return buckets.withLock { buckets in
             var bucket = buckets[project] ?? Bucket(nextFree: now - burst, pausedUntil: nil)
-            bucket.nextFree = max(bucket.nextFree, now - burst) + interval
+            bucket.nextFree = max(bucket.nextFree, now - burst) + interval * count
             buckets[project] = bucket
             return max(.zero, bucket.nextFree - now)
         }

@@ -26,6 +26,8 @@ public final class RelayWorker: Service, Sendable {
     private let active = Mutex<[Int64: Task<Void, Never>]>([:])
     private let stopping = Atomic<Bool>(false)
     private let projects = Mutex<[Int64: Project]>([:])
+    /// The HTTP/2 fan-out path, per `https` upstream.
+    private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
     /// Jobs worked at once; each sends up to `options.concurrency` requests at a time.
     static let jobsAtOnce = 4
 
@@ -58,6 +60,7 @@ public final class RelayWorker: Service, Sendable {
         }
         handoff.detach()
         for task in active.withLock({ Array($0.values) }) { await task.value }
+        for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
         try? await client.shutdown()
     }
 
@@ -222,6 +225,9 @@ public final class RelayWorker: Service, Sendable {
             }
             return outcomes
         }
+        if let fanOut = fanOut(to: relay.upstream) {
+            return await send(attempts, of: job, through: fanOut, with: relay, bearer: bearer)
+        }
         return await withTaskGroup(of: (outcome: DeliveryOutcome, answered: Bool).self) { group in
             var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
             outcomes.reserveCapacity(attempts.count)
@@ -239,6 +245,48 @@ public final class RelayWorker: Service, Sendable {
             }
             return outcomes
         }
+    }
+
+    /// The HTTP/2 fan-out path to an `https` upstream, made once per upstream.
+    private func fanOut(to upstream: String) -> HTTP2Upstream? {
+        fanOuts.withLock { fanOuts in
+            if let existing = fanOuts[upstream] { return existing }
+            guard let made = HTTP2Upstream(upstream: upstream, caFile: options.caFile) else { return nil }
+            fanOuts[upstream] = made
+            return made
+        }
+    }
+
+    /// A page through the HTTP/2 fan-out path: paced as a whole, `--relay-concurrency` streams at once.
+    private func send(
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
+        bearer: String
+    ) async -> [(outcome: DeliveryOutcome, answered: Bool)] {
+        let wait = pacer.reserve(job.project, count: attempts.count)
+        if wait > .zero { try? await Task.sleep(for: wait) }
+        if let pause = pacer.pause(of: job.project) {
+            return attempts.map { (pending($0, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true) }
+        }
+        let path = "/v1/projects/\(relay.firebaseProjectID)/messages:send"
+        let answers = await fanOut.postAll(
+            path: path, authorization: "Bearer \(bearer)",
+            bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
+            window: options.concurrency)
+        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
+        outcomes.reserveCapacity(attempts.count)
+        for (attempt, answer) in zip(attempts, answers) {
+            switch answer {
+            case .success(let answer):
+                let verdict = DeliveryPolicy.verdict(
+                    status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
+                outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), true))
+            case .failure:
+                // No answer (connection error, reset, timeout): retried like a 503.
+                let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+                outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), false))
+            }
+        }
+        return outcomes
     }
 
     /// One request to FCM, what its answer means for the recipient, and whether there was one.
