@@ -34,9 +34,10 @@ final class HTTP2Upstream: Sendable {
         tls = context
     }
 
-    /// Posts every body to `path` with `headers`, at most `window` at a time.
+    /// Posts every body to `path` with `headers`, at most `window` at a time, all within `timeout`:
+    /// past it, what is unanswered fails and the connection (stalled, or half open) is closed.
     /// - Returns: each body's answer, in order, or the error that left it without one.
-    func postAll(path: String, authorization: String, bodies: [[UInt8]], window: Int) async
+    func postAll(path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration) async
         -> [Result<UpstreamClient.Answer, any Error>]
     {
         let open: (channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer)
@@ -55,7 +56,11 @@ final class HTTP2Upstream: Sendable {
         let streams = open.streams
         @Sendable func launch(_ index: Int) {
             let promise = loop.makePromise(of: UpstreamClient.Answer.self)
-            streams.createStreamChannel(promise: nil) { stream in
+            page.started(index, promise)
+            // A stream the connection could not open (it closed meanwhile) fails its request.
+            let opened = loop.makePromise(of: (any Channel).self)
+            opened.futureResult.whenFailure { promise.fail($0) }
+            streams.createStreamChannel(promise: opened) { stream in
                 stream.eventLoop.makeCompletedFuture {
                     try stream.pipeline.syncOperations.addHandler(
                         OneExchange(head: head, body: bodies[index], answer: promise))
@@ -65,7 +70,13 @@ final class HTTP2Upstream: Sendable {
                 if let next = page.complete(index, with: result) { launch(next) }
             }
         }
+        let channel = open.channel
         loop.execute {
+            let deadline = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)) {
+                page.expire(ChannelError.connectTimeout(.seconds(timeout.components.seconds)))
+                channel.close(promise: nil)
+            }
+            page.all.futureResult.whenComplete { _ in deadline.cancel() }
             for _ in 0..<min(max(1, window), bodies.count) { launch(page.take()) }
         }
         let results: [Result<UpstreamClient.Answer, any Error>] =
@@ -94,13 +105,17 @@ final class HTTP2Upstream: Sendable {
                 mode: .client, connectionConfiguration: .init(), streamConfiguration: .init(),
                 inboundStreamInitializer: { $0.close() })
         }.get()
-        let open = (channel: channel as any Channel, streams: streams)
-        let previous = connection.withLockedValue { current in
-            defer { current = open }
-            return current
+        let made = (channel: channel as any Channel, streams: streams)
+        // Two pages may connect at once: the first live connection stays, the other is closed.
+        let (kept, closing) = connection.withLockedValue {
+            current -> ((channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer), (any Channel)?) in
+            if let current, current.channel.isActive { return (current, made.channel) }
+            let stale = current?.channel
+            current = made
+            return (made, stale)
         }
-        if let previous { previous.channel.close(promise: nil) }
-        return open
+        closing?.close(promise: nil)
+        return kept
     }
 
     private func dropIfClosed(_ channel: any Channel) {
@@ -118,16 +133,32 @@ final class HTTP2Upstream: Sendable {
 /// A page's answers as they come, on the connection's event loop only.
 private final class PageOfStreams: @unchecked Sendable {
     private var results: [Result<UpstreamClient.Answer, any Error>?]
+    private var answers: [EventLoopPromise<UpstreamClient.Answer>?]
     private var next = 0
     private var done = 0
+    private var expired = false
     private let loop: any EventLoop
     let all: EventLoopPromise<[Result<UpstreamClient.Answer, any Error>]>
 
     init(count: Int, loop: any EventLoop) {
         results = Array(repeating: nil, count: count)
+        answers = Array(repeating: nil, count: count)
         self.loop = loop
         all = loop.makePromise()
         if count == 0 { all.succeed([]) }
+    }
+
+    func started(_ index: Int, _ answer: EventLoopPromise<UpstreamClient.Answer>) {
+        loop.preconditionInEventLoop()
+        answers[index] = answer
+    }
+
+    /// The page's time is up: nothing more starts, and what is unanswered fails.
+    func expire(_ error: any Error) {
+        loop.preconditionInEventLoop()
+        expired = true
+        while next < results.count { _ = complete(take(), with: .failure(error)) }
+        for (index, answer) in answers.enumerated() where results[index] == nil { answer?.fail(error) }
     }
 
     /// The next index to start.
@@ -140,10 +171,11 @@ private final class PageOfStreams: @unchecked Sendable {
     /// Records one answer; returns the next index to start, if any is left.
     func complete(_ index: Int, with result: Result<UpstreamClient.Answer, any Error>) -> Int? {
         loop.preconditionInEventLoop()
+        guard results[index] == nil else { return nil }
         results[index] = result
         done += 1
         if done == results.count { all.succeed(results.map { $0! }) }
-        return next < results.count ? take() : nil
+        return !expired && next < results.count ? take() : nil
     }
 }
 
@@ -181,7 +213,8 @@ private final class OneExchange: ChannelInboundHandler, @unchecked Sendable {
             if status == nil, let code = frame.headers.first(name: ":status").flatMap(Int.init) {
                 // An interim 1xx answer is followed by the real one.
                 if code >= 200 { status = code }
-                retryAfter = frame.headers.first(name: "retry-after").flatMap { Int($0) }.map { max(0, $0) }
+                retryAfter = frame.headers.first(name: "retry-after").flatMap { Int($0) }
+                    .map { min(max(0, $0), UpstreamClient.maximumRetryAfter) }
             }
             if frame.endStream { finish(context) }
         case .data(let frame):

@@ -188,7 +188,8 @@ public final class RelayWorker: Service, Sendable {
         // However an upstream misbehaves, a page ends: its requests are cancelled past this, and
         // the page, unrecorded, is tried again.
         let pageDeadline =
-            options.requestTimeout * 2 + .seconds(Double(options.pageSize) / Double(options.ratePerSecond) + 5)
+            options.requestTimeout * 2
+            + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(options.ratePerSecond) + 5)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -268,10 +269,19 @@ public final class RelayWorker: Service, Sendable {
             return attempts.map { (pending($0, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true) }
         }
         let path = "/v1/projects/\(relay.firebaseProjectID)/messages:send"
+        // A page cancelled at its deadline while waiting its turn sends nothing.
+        guard !Task.isCancelled else {
+            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
+            for attempt in attempts {
+                outcomes.append((await outcome(of: unanswered, for: attempt, of: job, bearer: bearer), false))
+            }
+            return outcomes
+        }
         let answers = await fanOut.postAll(
             path: path, authorization: "Bearer \(bearer)",
             bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
-            window: options.concurrency)
+            window: options.concurrency, timeout: options.requestTimeout)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
         outcomes.reserveCapacity(attempts.count)
         for (attempt, answer) in zip(attempts, answers) {
@@ -295,6 +305,11 @@ public final class RelayWorker: Service, Sendable {
     {
         let wait = pacer.reserve(job.project)
         if wait > .zero { try? await Task.sleep(for: wait) }
+        guard !Task.isCancelled else {
+            // Cancelled at the page's deadline while waiting its turn: nothing is sent.
+            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+            return (await outcome(of: unanswered, for: attempt, of: job, bearer: bearer), false)
+        }
         if let pause = pacer.pause(of: job.project) {
             return (pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true)
         }

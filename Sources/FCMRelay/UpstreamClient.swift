@@ -17,6 +17,8 @@ final class UpstreamClient: Sendable {
 
     /// FCM's answers are small: a name, or an error with details.
     static let maximumAnswerBytes = 64 << 10
+    /// The longest `Retry-After` taken from an upstream, in seconds: an hour.
+    static let maximumRetryAfter = 3600
 
     private let http: HTTPClient
     private let timeout: Duration
@@ -54,7 +56,9 @@ final class UpstreamClient: Sendable {
             // An answer too large to be FCM's is read by its status alone.
         }
         let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        return Answer(status: Int(response.status.code), retryAfter: retryAfter.map { max(0, $0) }, body: bytes)
+        return Answer(
+            status: Int(response.status.code), retryAfter: retryAfter.map { min(max(0, $0), Self.maximumRetryAfter) },
+            body: bytes)
     }
 
     func shutdown() async throws {

@@ -267,7 +267,7 @@ extension ServerConfiguration {
         ) { $1.relay.answerTimeout = $0 },
         integer(
             "relay-max-attempts", "FCM_REGISTRY_RELAY_MAX_ATTEMPTS",
-            "Attempts of one recipient through FCM's 5xx answers and connection errors.", 5, 1...100
+            "Requests to FCM for one recipient (a 429's counted too) before a 5xx or connection error fails it.", 5, 1...100
         ) { $1.relay.maximumAttempts = $0 },
         duration(
             "relay-deadline", "FCM_REGISTRY_RELAY_DEADLINE",

@@ -37,7 +37,8 @@ struct RelayProcessTests {
             // Some delivered, most not: then the process is stopped.
             try await Self.waitUntil { try await Self.received(upstream).count >= 60 }
             kill(first.process.processIdentifier, signal)
-            first.process.waitUntilExit()
+            // Polled, not waited for: a blocked thread of the task pool would stall other tests.
+            while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
             let before = try await Self.received(upstream).count
             #expect(before < tokens.count)
 
@@ -104,7 +105,7 @@ struct RelayProcessTests {
         ]
         command.standardOutput = FileHandle.nullDevice
         try command.run()
-        command.waitUntilExit()
+        while command.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(command.terminationStatus == 0)
     }
 
