@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release archive works outside the build: it unpacks into an empty folder, its binary needs
-# only the C and C++ runtimes and libsqlite3, and it runs there (--version, a condition check, and
+# only the C and C++ runtimes, libsqlite3 and zlib, and it runs there (--version, a condition check, and
 # serve answering /health on a fresh database).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,10 +14,11 @@ binary="$place/bin/fcm-registry"
 echo "ldd $binary:"
 ldd "$binary" | tee "$place/ldd.txt"
 # Allowed: the kernel's vDSO, the dynamic loader, the C runtime (libc, libm, libdl, libpthread,
-# librt, libutil), the C++ runtime (libstdc++, libgcc_s), and libsqlite3.
-unexpected=$(grep -vE '^\s*(linux-vdso\.so|/lib.*/ld-linux|lib(c|m|dl|pthread|rt|util)\.so|libstdc\+\+\.so|libgcc_s\.so|libsqlite3\.so)' "$place/ldd.txt" || true)
+# librt, libutil), the C++ runtime (libstdc++, libgcc_s), libsqlite3, and zlib (libz: the relay's
+# HTTP client links it; every Debian system has it, zlib1g is of required priority).
+unexpected=$(grep -vE '^\s*(linux-vdso\.so|/lib.*/ld-linux|lib(c|m|dl|pthread|rt|util)\.so|libstdc\+\+\.so|libgcc_s\.so|libsqlite3\.so|libz\.so)' "$place/ldd.txt" || true)
 if [ -n "$unexpected" ]; then
-  echo "the binary needs more than the C and C++ runtimes and libsqlite3:" >&2
+  echo "the binary needs more than the C and C++ runtimes, libsqlite3 and zlib:" >&2
   echo "$unexpected" >&2
   exit 1
 fi
