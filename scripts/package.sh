@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release archive: dist/fcm-registry-VERSION-linux-ARCH.tar.gz, holding
 #   bin/fcm-registry                    built with the Swift runtime linked in (--static-swift-stdlib):
-#                                       it needs only the C and C++ runtimes and libsqlite3
+#                                       it needs only the C and C++ runtimes, libsqlite3 and zlib
 #   lib/systemd/system/fcm-registry.service
 #   share/doc/fcm-registry/             the README and docs/
 # Install with:  sudo tar -xzf dist/fcm-registry-*.tar.gz -C /usr/local --strip-components 1
