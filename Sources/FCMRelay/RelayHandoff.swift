@@ -92,18 +92,7 @@ public final class RelayHandoff: Sendable {
 
     /// The job has an outcome for every recipient (or this server stopped working it).
     func finished(_ job: Int64) {
-        let resumed = waiters.withLock {
-            waiters -> (CheckedContinuation<DirectOutcomes, Never>, DirectOutcomes)? in
-            guard var waiter = waiters[job] else { return nil }
-            guard let continuation = waiter.continuation else {
-                waiter.finished = true
-                waiters[job] = waiter
-                return nil
-            }
-            waiters[job] = nil
-            return (continuation, waiter.outcomes)
-        }
-        if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
+        answer(job)
     }
 
     // MARK: - The sink's side
@@ -135,7 +124,7 @@ public final class RelayHandoff: Sendable {
         return await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 try? await Task.sleep(for: timeout)
-                self.timeOut(id)
+                self.answer(id)
             }
             let refused = await withCheckedContinuation { continuation in
                 let done = waiters.withLock { waiters -> DirectOutcomes? in
@@ -155,13 +144,13 @@ public final class RelayHandoff: Sendable {
         }
     }
 
-    /// The answer timeout passed: the waiter gets what is known so far.
-    private func timeOut(_ job: Int64) {
+    /// The sender gets what is known now: the job finished, or the answer timeout passed. One
+    /// not waiting yet gets it as soon as it does.
+    private func answer(_ job: Int64) {
         let resumed = waiters.withLock {
             waiters -> (CheckedContinuation<DirectOutcomes, Never>, DirectOutcomes)? in
             guard var waiter = waiters[job] else { return nil }
             guard let continuation = waiter.continuation else {
-                // Not waiting yet: it answers at once when it does.
                 waiter.finished = true
                 waiters[job] = waiter
                 return nil
@@ -169,6 +158,6 @@ public final class RelayHandoff: Sendable {
             waiters[job] = nil
             return (continuation, waiter.outcomes)
         }
-        if let (continuation, refused) = resumed { continuation.resume(returning: refused) }
+        if let (continuation, outcomes) = resumed { continuation.resume(returning: outcomes) }
     }
 }

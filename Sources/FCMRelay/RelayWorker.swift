@@ -219,12 +219,7 @@ public final class RelayWorker: Service, Sendable {
     {
         // One access token for the page, not a look-up per request.
         guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
-            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
-            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-            for attempt in attempts {
-                outcomes.append((await outcome(of: unanswered, for: attempt, of: job, bearer: nil), false))
-            }
-            return outcomes
+            return await unanswered(attempts, of: job, bearer: nil)
         }
         if let fanOut = fanOut(to: relay.upstream) {
             return await send(attempts, of: job, through: fanOut, with: relay, bearer: bearer)
@@ -268,18 +263,10 @@ public final class RelayWorker: Service, Sendable {
         if let pause = pacer.pause(of: job.project) {
             return attempts.map { (pending($0, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true) }
         }
-        let path = "/v1/projects/\(relay.firebaseProjectID)/messages:send"
         // A page cancelled at its deadline while waiting its turn sends nothing.
-        guard !Task.isCancelled else {
-            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
-            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-            for attempt in attempts {
-                outcomes.append((await outcome(of: unanswered, for: attempt, of: job, bearer: bearer), false))
-            }
-            return outcomes
-        }
+        guard !Task.isCancelled else { return await unanswered(attempts, of: job, bearer: bearer) }
         let answers = await fanOut.postAll(
-            path: path, authorization: "Bearer \(bearer)",
+            path: relay.sendPath, authorization: "Bearer \(bearer)",
             bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
             window: options.concurrency, timeout: options.requestTimeout)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
@@ -291,10 +278,22 @@ public final class RelayWorker: Service, Sendable {
                     status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
                 outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), true))
             case .failure:
-                // No answer (connection error, reset, timeout): retried like a 503.
-                let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
-                outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), false))
+                // No answer (connection error, reset, timeout).
+                outcomes += await unanswered([attempt], of: job, bearer: bearer)
             }
+        }
+        return outcomes
+    }
+
+    /// Recipients FCM gave no answer for (no access token, a connection error or timeout, a page
+    /// cancelled at its deadline): each is retried as after a 503.
+    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob, bearer: String?) async
+        -> [(outcome: DeliveryOutcome, answered: Bool)]
+    {
+        let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
+        for attempt in attempts {
+            outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), false))
         }
         return outcomes
     }
@@ -305,11 +304,8 @@ public final class RelayWorker: Service, Sendable {
     {
         let wait = pacer.reserve(job.project)
         if wait > .zero { try? await Task.sleep(for: wait) }
-        guard !Task.isCancelled else {
-            // Cancelled at the page's deadline while waiting its turn: nothing is sent.
-            let unanswered = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
-            return (await outcome(of: unanswered, for: attempt, of: job, bearer: bearer), false)
-        }
+        // Cancelled at the page's deadline while waiting its turn: nothing is sent.
+        guard !Task.isCancelled else { return await unanswered([attempt], of: job, bearer: bearer)[0] }
         if let pause = pacer.pause(of: job.project) {
             return (pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true)
         }

@@ -81,9 +81,14 @@ public struct RelaySettings: Sendable, Hashable {
         }
     }
 
+    /// The path one message is posted to.
+    public var sendPath: String {
+        "/v1/projects/\(firebaseProjectID)/messages:send"
+    }
+
     /// The URL one message is posted to.
     public var sendURL: String {
-        "\(upstream)/v1/projects/\(firebaseProjectID)/messages:send"
+        upstream + sendPath
     }
 
     /// The JWT-bearer grant's assertion: RS256, signed with the key, `iss` the client email, `aud`

@@ -100,14 +100,7 @@ struct RelayHarness: Sendable {
 
     /// What FCM (the emulator) received: the v1 messages, one per recipient, oldest first.
     func delivered() async throws -> [JSON] {
-        var messages: [JSON] = []
-        var after: String?
-        repeat {
-            let page = try await upstream.registry.loggedMessages(.all, in: upstream.project, after: after, limit: 1000)
-            messages += try page.items.map { try JSONDecoder().decode(JSON.self, from: Data($0.body.utf8)) }
-            after = page.nextAfter
-        } while after != nil
-        return messages.reversed()
+        try await upstream.loggedBodies().reversed()
     }
 
     /// The tokens FCM received messages for.
@@ -121,18 +114,6 @@ struct RelayHarness: Sendable {
         return try #require(page.items.first?.id)
     }
 
-    /// Waits until `condition` holds, up to `seconds`.
-    func waitUntil(
-        _ seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
-        _ condition: @Sendable () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("condition did not hold within \(seconds) s", sourceLocation: sourceLocation)
-    }
 
     /// A message's delivery counts once nothing is pending (or as they are after `seconds`).
     func settled(_ id: String, within seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
@@ -149,4 +130,31 @@ struct RelayHarness: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
     }
+}
+
+extension Fixture {
+    /// Every message the registry logged, as its normalized JSON, newest first.
+    func loggedBodies() async throws -> [JSON] {
+        var messages: [JSON] = []
+        var after: String?
+        repeat {
+            let page = try await registry.loggedMessages(.all, in: project, after: after, limit: 1000)
+            messages += try page.items.map { try JSONDecoder().decode(JSON.self, from: Data($0.body.utf8)) }
+            after = page.nextAfter
+        } while after != nil
+        return messages
+    }
+}
+
+/// Waits until `condition` holds, polling, up to `seconds`; records an issue if it never does.
+func waitUntil(
+    _ seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    Issue.record("condition did not hold within \(seconds) s", sourceLocation: sourceLocation)
 }

@@ -35,7 +35,7 @@ struct RelayProcessTests {
             let sent = try await Self.post(first, "/fcm/send", key: key, #"{"to":"/topics/news","data":{"k":"v"}}"#)
             let id = try #require(sent["message_id"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } })
             // Some delivered, most not: then the process is stopped.
-            try await Self.waitUntil { try await Self.received(upstream).count >= 60 }
+            try await waitUntil { try await Self.received(upstream).count >= 60 }
             kill(first.process.processIdentifier, signal)
             // Polled, not waited for: a blocked thread of the task pool would stall other tests.
             while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
@@ -43,7 +43,7 @@ struct RelayProcessTests {
             #expect(before < tokens.count)
 
             let second = try ServeProcess(Self.options, database: first.database)
-            try await Self.waitUntil(60) {
+            try await waitUntil(60) {
                 let message = try await Self.get(second, "/api/messages/\(id)", key: key)
                 return message["delivery"]?["pending"] == 0
             }
@@ -73,13 +73,13 @@ struct RelayProcessTests {
                 ids.append(try #require(sent["message_id"].flatMap { if case .number(let v) = $0 { Int64(v) } else { nil } }))
             }
             for id in ids {
-                try await Self.waitUntil(60) {
+                try await waitUntil(60) {
                     try await Self.get(two, "/api/messages/\(id)", key: key)["delivery"]?["pending"] == 0
                 }
             }
             // Six messages, each to every device exactly once, whichever server worked it.
             var seen: [String: Int] = [:]
-            for message in try await Self.receivedMessages(upstream) {
+            for message in try await upstream.loggedBodies() {
                 let key = "\(message["data"]?["n"]?.string ?? "?") \(message["token"]?.string ?? "?")"
                 seen[key, default: 0] += 1
             }
@@ -111,18 +111,7 @@ struct RelayProcessTests {
 
     /// The tokens FCM received a message for, one entry per message.
     static func received(_ upstream: Fixture) async throws -> [String] {
-        try await receivedMessages(upstream).compactMap { $0["token"]?.string }
-    }
-
-    static func receivedMessages(_ upstream: Fixture) async throws -> [JSON] {
-        var messages: [JSON] = []
-        var after: String?
-        repeat {
-            let page = try await upstream.registry.loggedMessages(.all, in: upstream.project, after: after, limit: 1000)
-            messages += try page.items.map { try JSONDecoder().decode(JSON.self, from: Data($0.body.utf8)) }
-            after = page.nextAfter
-        } while after != nil
-        return messages
+        try await upstream.loggedBodies().compactMap { $0["token"]?.string }
     }
 
     @discardableResult
@@ -143,14 +132,5 @@ struct RelayProcessTests {
         let text = await connection.readUntilClosed().text
         guard let start = text.range(of: "\r\n\r\n") else { return .null }
         return (try? JSONDecoder().decode(JSON.self, from: Data(text[start.upperBound...].utf8))) ?? .null
-    }
-
-    static func waitUntil(_ seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("condition did not hold within \(seconds) s")
     }
 }

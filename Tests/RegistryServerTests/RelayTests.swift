@@ -125,7 +125,7 @@ import Testing
             try harness.fault(.quotaExceeded, times: 1, retryAfter: 2, token: nil)
             let reply = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#)
             #expect(reply.status == .ok)
-            try await harness.waitUntil {
+            try await waitUntil {
                 try await harness.relay.relayStatus(in: harness.project)?.pausedUntil != nil
             }
             let status = try #require(try await harness.relay.relayStatus(in: harness.project))

@@ -14,29 +14,20 @@ struct DeliveryController {
         routes.on("/api/relay", .get, use: relay)
     }
 
+    /// A logged message as the listing shows it, and its delivery.
     struct MessageDetail: ResponseEncodable {
-        var id: String
-        var `protocol`: String
-        var target: String
-        var receivedAt: Date
-        var recipientCount: Int
-        var payload: String
+        var message: MessageController.Logged
         /// `null` when the project did not relay the message: it was logged, not delivered.
         var delivery: DeliveryCounts?
 
         private enum CodingKeys: String, CodingKey {
-            case id, `protocol`, target, receivedAt, recipientCount, payload, delivery
+            case delivery
         }
 
-        /// Every key, `delivery` as `null` when there is none: a listing reader need not guess.
+        /// The listing's keys and `delivery`, as `null` when there is none: a reader need not guess.
         func encode(to encoder: any Encoder) throws {
+            try message.encode(to: encoder)
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id, forKey: .id)
-            try container.encode(`protocol`, forKey: .protocol)
-            try container.encode(target, forKey: .target)
-            try container.encode(receivedAt, forKey: .receivedAt)
-            try container.encode(recipientCount, forKey: .recipientCount)
-            try container.encode(payload, forKey: .payload)
             try container.encode(delivery, forKey: .delivery)
         }
     }
@@ -45,10 +36,8 @@ struct DeliveryController {
     @Sendable func message(_ request: Request, context: RegistryRequestContext) async throws -> MessageDetail {
         let project = try context.requireProject()
         let id = try request.pathValue("id", context: context)
-        let logged = try await registry.loggedMessage(id, in: project)
         return MessageDetail(
-            id: logged.id, protocol: logged.via.rawValue, target: logged.target, receivedAt: logged.receivedAt,
-            recipientCount: logged.recipientCount, payload: logged.body,
+            message: MessageController.Logged(try await registry.loggedMessage(id, in: project)),
             delivery: try await registry.delivery(ofMessage: id, in: project))
     }
 

@@ -43,6 +43,15 @@ struct MessageController {
         var recipientCount: Int
         /// The normalized message, as JSON text.
         var payload: String
+
+        init(_ message: LoggedMessage) {
+            id = message.id
+            `protocol` = message.via.rawValue
+            target = message.target
+            receivedAt = message.receivedAt
+            recipientCount = message.recipientCount
+            payload = message.body
+        }
     }
 
     struct LoggedList: ResponseEncodable {
@@ -52,11 +61,7 @@ struct MessageController {
 
     static func list(_ page: Page<LoggedMessage>) -> LoggedList {
         LoggedList(
-                messages: page.items.map {
-                    Logged(
-                        id: $0.id, protocol: $0.via.rawValue, target: $0.target, receivedAt: $0.receivedAt,
-                        recipientCount: $0.recipientCount, payload: $0.body)
-                },
+                messages: page.items.map(Logged.init),
                 nextPageToken: page.nextPageToken(.messages))
     }
 
