@@ -7,10 +7,15 @@ import NIOPosix
 import NIOSSL
 
 /// The fan-out path to an `https` upstream: one TLS connection speaking HTTP/2 (ALPN `h2`, as FCM
-/// and every proxy in front of it do), on which a window of requests runs as streams, each
-/// started by the completion of another on the connection's event loop. A page of recipients
-/// costs one hop into the event loop and one back, not a task per request: general-purpose
-/// clients spend most of a delivery's time in those hops.
+/// and every proxy in front of it do), on which a window of requests runs as streams. The streams
+/// are frames written by one handler on the connection (`StreamExchanges`), not a channel each,
+/// and what a turn of the event loop wrote goes out in one flush: a delivery costs a few frames
+/// and a share of one TLS record and one system call, which is what lets one connection keep up
+/// with what an upstream answers.
+///
+/// A page is split across lanes: one connection per event-loop thread (at most
+/// `maximumLanes`), so that while one thread reads answers and writes requests on its
+/// connection, the upstream works on the other's, and neither side waits for the other.
 ///
 /// Bounded like every client of the relay: TLS verified against the system's trust store (plus
 /// `--relay-ca-file`), a connect timeout, answers cut at `UpstreamClient.maximumAnswerBytes`,
@@ -19,7 +24,23 @@ final class HTTP2Upstream: Sendable {
     private let host: String
     private let port: Int
     private let tls: NIOSSLContext
-    private let connection = NIOLockedValueBox<(channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer)?>(nil)
+    /// Each lane's connection, by lane.
+    private let connections = NIOLockedValueBox<[Int: Connection]>([:])
+    /// The event loop of each lane.
+    private let lanes: [any EventLoop]
+
+    private struct Connection: Sendable {
+        let channel: any Channel
+        let exchanges: StreamExchanges
+    }
+
+    /// How many times a request the upstream did not process (refused streams, a connection that
+    /// went away before it was sent) is sent again on a new connection within the same page.
+    static let resendRounds = 2
+    /// Connections a page is split across, at most.
+    static let maximumLanes = 4
+    /// The fewest requests that get a lane of their own.
+    static let requestsPerLane = 32
 
     /// `https://host[:port]` only; `nil` for any other upstream (the general client serves it).
     init?(upstream: String, caFile: String?) {
@@ -32,65 +53,105 @@ final class HTTP2Upstream: Sendable {
         self.host = host
         port = url.port ?? 443
         tls = context
+        lanes = Array(MultiThreadedEventLoopGroup.singleton.makeIterator().prefix(Self.maximumLanes))
     }
 
     /// Posts every body to `path` with `headers`, at most `window` at a time, all within `timeout`:
     /// past it, what is unanswered fails and the connection (stalled, or half open) is closed.
+    /// A request the upstream says it never processed (a `GOAWAY` or `REFUSED_STREAM`, as servers
+    /// send when they recycle a connection) goes again on a new connection.
     /// - Returns: each body's answer, in order, or the error that left it without one.
     func postAll(path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration) async
         -> [Result<UpstreamClient.Answer, any Error>]
     {
-        let open: (channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer)
-        do {
-            open = try await connected()
-        } catch {
-            return bodies.map { _ in .failure(error) }
-        }
         let head = HPACKHeaders([
             (":method", "POST"), (":scheme", "https"), (":authority", port == 443 ? host : "\(host):\(port)"),
             (":path", path), ("content-type", "application/json"), ("authorization", authorization),
             ("user-agent", "fcm-registry-relay"),
         ])
-        let loop = open.channel.eventLoop
-        let page = PageOfStreams(count: bodies.count, loop: loop)
-        let streams = open.streams
-        @Sendable func launch(_ index: Int) {
-            let promise = loop.makePromise(of: UpstreamClient.Answer.self)
-            page.started(index, promise)
-            // A stream the connection could not open (it closed meanwhile) fails its request.
-            let opened = loop.makePromise(of: (any Channel).self)
-            opened.futureResult.whenFailure { promise.fail($0) }
-            streams.createStreamChannel(promise: opened) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(
-                        OneExchange(head: head, body: bodies[index], answer: promise))
+        let end = ContinuousClock.now + timeout
+        var results = [Result<UpstreamClient.Answer, any Error>?](repeating: nil, count: bodies.count)
+        var unsent = Array(bodies.indices)
+        for round in 0...Self.resendRounds {
+            let left = end - .now
+            let answers =
+                left > .zero
+                ? await post(head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left)
+                : unsent.map { _ in .failure(ChannelError.connectTimeout(.seconds(timeout.components.seconds))) }
+            var again: [Int] = []
+            for (index, answer) in zip(unsent, answers) {
+                results[index] = answer
+                if round < Self.resendRounds, case .failure(let error) = answer, error is NotProcessed {
+                    again.append(index)
                 }
             }
-            promise.futureResult.whenComplete { result in
-                if let next = page.complete(index, with: result) { launch(next) }
-            }
+            guard !again.isEmpty else { break }
+            unsent = again
         }
+        return results.map { $0! }
+    }
+
+    /// One round of `postAll`: the bodies split in contiguous parts, one per lane, each posted on
+    /// its lane's connection with its share of the window.
+    private func post(head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration) async
+        -> [Result<UpstreamClient.Answer, any Error>]
+    {
+        let laneCount = max(1, min(lanes.count, bodies.count / Self.requestsPerLane))
+        guard laneCount > 1 else { return await post(head: head, bodies: bodies, lane: 0, window: window, timeout: timeout) }
+        let share = (bodies.count + laneCount - 1) / laneCount
+        return await withTaskGroup(of: (Int, [Result<UpstreamClient.Answer, any Error>]).self) { group in
+            for lane in 0..<laneCount {
+                let part = Array(bodies[min(bodies.count, lane * share)..<min(bodies.count, (lane + 1) * share)])
+                group.addTask {
+                    (lane, await self.post(head: head, bodies: part, lane: lane, window: max(1, window / laneCount), timeout: timeout))
+                }
+            }
+            var parts = [[Result<UpstreamClient.Answer, any Error>]](repeating: [], count: laneCount)
+            for await (lane, answers) in group { parts[lane] = answers }
+            return parts.flatMap { $0 }
+        }
+    }
+
+    /// A part of a page on one lane's connection.
+    private func post(head: HPACKHeaders, bodies: [[UInt8]], lane: Int, window: Int, timeout: Duration) async
+        -> [Result<UpstreamClient.Answer, any Error>]
+    {
+        let open: Connection
+        do {
+            open = try await connected(lane: lane)
+        } catch {
+            return bodies.map { _ in .failure(error) }
+        }
+        let loop = open.channel.eventLoop
+        let page = PageOfStreams(head: head, bodies: bodies, loop: loop)
         let channel = open.channel
+        let exchanges = open.exchanges
         loop.execute {
-            let deadline = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)) {
+            let deadline = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
+                + timeout.components.attoseconds / 1_000_000_000))
+            {
                 page.expire(ChannelError.connectTimeout(.seconds(timeout.components.seconds)))
                 channel.close(promise: nil)
             }
             page.all.futureResult.whenComplete { _ in deadline.cancel() }
-            for _ in 0..<min(max(1, window), bodies.count) { launch(page.take()) }
+            exchanges.run(page, window: window)
         }
         let results: [Result<UpstreamClient.Answer, any Error>] =
             (try? await page.all.futureResult.get()) ?? bodies.map { _ in .failure(ChannelError.ioOnClosedChannel) }
-        if results.contains(where: { if case .failure = $0 { true } else { false } }) { dropIfClosed(open.channel) }
+        if results.contains(where: { if case .failure = $0 { true } else { false } }) {
+            dropIfClosed(open.channel, lane: lane)
+        }
         return results
     }
 
     /// The open connection, or a new one.
-    private func connected() async throws -> (channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer) {
-        if let open = connection.withLockedValue({ $0 }), open.channel.isActive { return open }
+    private func connected(lane: Int) async throws -> Connection {
+        if let open = connections.withLockedValue({ $0[lane] }), open.channel.isActive, !open.exchanges.isRetiring {
+            return open
+        }
         let tls = tls
         let host = host
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ClientBootstrap(group: lanes[lane % lanes.count])
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
@@ -100,65 +161,78 @@ final class HTTP2Upstream: Sendable {
                 }
             }
             .connect(host: host, port: port).get()
-        let streams = try await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                mode: .client, connectionConfiguration: .init(), streamConfiguration: .init(),
-                inboundStreamInitializer: { $0.close() })
+        let exchanges = try await channel.eventLoop.submit {
+            let exchanges = StreamExchanges()
+            // Header blocks are not validated: ours are fixed and well formed, and of an answer only
+            // `:status` and `retry-after` are read (HPACK still bounds its size).
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            connection.headerBlockValidation = .disabled
+            try channel.pipeline.syncOperations.addHandlers(
+                NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: .init()),
+                exchanges)
+            return exchanges
         }.get()
-        let made = (channel: channel as any Channel, streams: streams)
+        let made = Connection(channel: channel, exchanges: exchanges)
         // Two pages may connect at once: the first live connection stays, the other is closed.
-        let (kept, closing) = connection.withLockedValue {
-            current -> ((channel: any Channel, streams: NIOHTTP2Handler.StreamMultiplexer), (any Channel)?) in
-            if let current, current.channel.isActive { return (current, made.channel) }
-            let stale = current?.channel
-            current = made
+        let (kept, closing) = connections.withLockedValue { all -> (Connection, (any Channel)?) in
+            if let current = all[lane], current.channel.isActive, !current.exchanges.isRetiring {
+                return (current, made.channel)
+            }
+            // A retiring connection closes itself once its streams are done.
+            let stale = all[lane].flatMap { $0.exchanges.isRetiring ? nil : $0.channel }
+            all[lane] = made
             return (made, stale)
         }
         closing?.close(promise: nil)
         return kept
     }
 
-    private func dropIfClosed(_ channel: any Channel) {
+    private func dropIfClosed(_ channel: any Channel, lane: Int) {
         guard !channel.isActive else { return }
-        connection.withLockedValue { current in
-            if current?.channel === channel { current = nil }
+        connections.withLockedValue { all in
+            if all[lane]?.channel === channel { all[lane] = nil }
         }
     }
 
     func shutdown() async {
-        if let open = connection.withLockedValue({ $0 }) { try? await open.channel.close() }
+        for open in connections.withLockedValue({ Array($0.values) }) { try? await open.channel.close() }
     }
 }
 
-/// A page's answers as they come, on the connection's event loop only.
-private final class PageOfStreams: @unchecked Sendable {
+/// A request the upstream did not process: its stream was refused (`REFUSED_STREAM`, or above a
+/// `GOAWAY`'s last stream), or it was never sent because the connection was going away. RFC 9113
+/// §8.7: such a request may be sent again as it is.
+struct NotProcessed: Error, CustomStringConvertible {
+    var description: String { "the upstream did not process the request (its connection was going away)" }
+}
+
+/// A page's requests and their answers as they come, on the connection's event loop only.
+final class PageOfStreams: @unchecked Sendable {
+    let head: HPACKHeaders
+    let bodies: [[UInt8]]
     private var results: [Result<UpstreamClient.Answer, any Error>?]
-    private var answers: [EventLoopPromise<UpstreamClient.Answer>?]
     private var next = 0
     private var done = 0
     private var expired = false
     private let loop: any EventLoop
     let all: EventLoopPromise<[Result<UpstreamClient.Answer, any Error>]>
 
-    init(count: Int, loop: any EventLoop) {
-        results = Array(repeating: nil, count: count)
-        answers = Array(repeating: nil, count: count)
+    init(head: HPACKHeaders, bodies: [[UInt8]], loop: any EventLoop) {
+        self.head = head
+        self.bodies = bodies
+        results = Array(repeating: nil, count: bodies.count)
         self.loop = loop
         all = loop.makePromise()
-        if count == 0 { all.succeed([]) }
+        if bodies.isEmpty { all.succeed([]) }
     }
 
-    func started(_ index: Int, _ answer: EventLoopPromise<UpstreamClient.Answer>) {
-        loop.preconditionInEventLoop()
-        answers[index] = answer
-    }
+    var count: Int { bodies.count }
 
     /// The page's time is up: nothing more starts, and what is unanswered fails.
     func expire(_ error: any Error) {
         loop.preconditionInEventLoop()
         expired = true
-        while next < results.count { _ = complete(take(), with: .failure(error)) }
-        for (index, answer) in answers.enumerated() where results[index] == nil { answer?.fail(error) }
+        for index in results.indices where results[index] == nil { _ = complete(index, with: .failure(error)) }
     }
 
     /// The next index to start.
@@ -179,79 +253,224 @@ private final class PageOfStreams: @unchecked Sendable {
     }
 }
 
-/// One request and its answer on a stream of its own.
-private final class OneExchange: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
+/// The requests of every page on one HTTP/2 connection, as frames: it names each stream, writes
+/// its `HEADERS` and `DATA`, reads its answer, and starts the page's next request when one ends.
+/// It sits after `NIOHTTP2Handler` without a stream multiplexer, so it also returns the
+/// connection's receive window (`WINDOW_UPDATE` on stream 0) as answers are read; a stream's own
+/// window is never returned, which bounds an answer at 65,535 bytes.
+final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
 
-    private let head: HPACKHeaders
-    private let body: [UInt8]
-    private let answer: EventLoopPromise<UpstreamClient.Answer>
-    private var status: Int?
-    private var retryAfter: Int?
-    private var received: [UInt8] = []
-    private var finished = false
-
-    init(head: HPACKHeaders, body: [UInt8], answer: EventLoopPromise<UpstreamClient.Answer>) {
-        self.head = head
-        self.body = body
-        self.answer = answer
+    private struct Exchange {
+        let page: PageOfStreams
+        let index: Int
+        var status: Int?
+        var retryAfter: Int?
+        var received: [UInt8] = []
     }
 
+    private var context: ChannelHandlerContext?
+    private var exchanges: [HTTP2StreamID: Exchange] = [:]
+    /// Requests ready to start; started one at a time, so that a connection failing each at once
+    /// does not recurse through the page.
+    private var ready = CircularBuffer<(page: PageOfStreams, index: Int)>()
+    private var starting = false
+    /// The upstream's `SETTINGS_MAX_CONCURRENT_STREAMS`: streams past it wait here, in `ready`,
+    /// rather than in NIOHTTP2's buffer. Until its first SETTINGS, the protocol's suggested 100.
+    private var streamLimit = 100
+    private var nextStreamID = 1
+    private var unflushed = false
+    private var flushScheduled = false
+    /// Connection-window bytes read since the last `WINDOW_UPDATE`.
+    private var unreturnedBytes = 0
+    /// Why nothing more starts here: the connection closed or failed.
+    private var closedBy: (any Error)?
+    private var goneAway = false
+    private let retiring = NIOLockedValueBox(false)
+
+    /// Client stream identifiers are odd and never reused: past this one the connection is retired
+    /// (new pages go to a new connection) with room left for the pages already on it.
+    static let retireAfterStreamID = Int(Int32.max) - 2 * (1 << 22)
+    /// Returning the connection window in steps of half its initial size.
+    static let windowReturnStep = 32_768
+
+    /// True once no new page should start here: the upstream sent `GOAWAY`, the connection
+    /// failed, or its stream identifiers are nearly spent.
+    var isRetiring: Bool { retiring.withLockedValue { $0 } }
+
     func handlerAdded(context: ChannelHandlerContext) {
-        var headers = head
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    /// Starts `page`, `window` requests at a time.
+    func run(_ page: PageOfStreams, window: Int) {
+        for _ in 0..<min(max(1, window), page.count) { ready.append((page, page.take())) }
+        startReady()
+    }
+
+    private func startReady() {
+        guard !starting else { return }
+        starting = true
+        defer { starting = false }
+        while exchanges.count < streamLimit || closedBy != nil || goneAway, let (page, index) = ready.popFirst() {
+            start(index, of: page)
+        }
+        scheduleFlush()
+    }
+
+    private func start(_ index: Int, of page: PageOfStreams) {
+        guard let context, closedBy == nil, !goneAway, nextStreamID <= Int(Int32.max) else {
+            if let next = page.complete(index, with: .failure(NotProcessed())) { ready.append((page, next)) }
+            return
+        }
+        let streamID = HTTP2StreamID(nextStreamID)
+        nextStreamID += 2
+        if nextStreamID > Self.retireAfterStreamID { retire() }
+        exchanges[streamID] = Exchange(page: page, index: index)
+        let body = page.bodies[index]
+        var headers = page.head
         headers.add(name: "content-length", value: String(body.count))
-        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
-        var buffer = context.channel.allocator.buffer(capacity: body.count)
-        buffer.writeBytes(body)
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { [self] error in end(streamID, with: .failure(error)) }
+        let buffer = context.channel.allocator.buffer(bytes: body)
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+            promise: written)
+        unflushed = true
+    }
+
+    /// Ends a stream's exchange (once) and starts its page's next request.
+    private func end(_ streamID: HTTP2StreamID, with result: Result<UpstreamClient.Answer, any Error>) {
+        guard let exchange = exchanges.removeValue(forKey: streamID) else { return }
+        if let next = exchange.page.complete(exchange.index, with: result) { ready.append((exchange.page, next)) }
+        startReady()
+        if isRetiring, exchanges.isEmpty { context?.close(promise: nil) }
+    }
+
+    private func finish(_ streamID: HTTP2StreamID) {
+        guard let exchange = exchanges[streamID], let status = exchange.status else { return }
+        end(streamID, with: .success(.init(status: status, retryAfter: exchange.retryAfter, body: exchange.received)))
+    }
+
+    private func retire() {
+        retiring.withLockedValue { $0 = true }
+    }
+
+    /// What a turn of the event loop wrote goes out at its end, in one flush.
+    private func scheduleFlush() {
+        guard unflushed, !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.execute { [self] in
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    private func flush() {
+        guard unflushed, let context else { return }
+        unflushed = false
+        context.flush()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .headers(let frame):
-            if status == nil, let code = frame.headers.first(name: ":status").flatMap(Int.init) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            if exchanges[frame.streamID]?.status == nil,
+                let code = headers.headers.first(name: ":status").flatMap(Int.init)
+            {
                 // An interim 1xx answer is followed by the real one.
-                if code >= 200 { status = code }
-                retryAfter = frame.headers.first(name: "retry-after").flatMap { Int($0) }
+                if code >= 200 { exchanges[frame.streamID]?.status = code }
+                exchanges[frame.streamID]?.retryAfter = headers.headers.first(name: "retry-after").flatMap { Int($0) }
                     .map { min(max(0, $0), UpstreamClient.maximumRetryAfter) }
             }
-            if frame.endStream { finish(context) }
-        case .data(let frame):
-            if case .byteBuffer(let buffer) = frame.data {
-                guard received.count + buffer.readableBytes <= UpstreamClient.maximumAnswerBytes else {
-                    fail(context, ChannelError.inputClosed)
-                    return
-                }
-                received += buffer.readableBytesView
+            if headers.endStream { finish(frame.streamID) }
+        case .data(let data):
+            guard case .byteBuffer(let buffer) = data.data else { break }
+            returnWindow(buffer.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0))
+            if let received = exchanges[frame.streamID]?.received.count,
+                received + buffer.readableBytes <= UpstreamClient.maximumAnswerBytes
+            {
+                exchanges[frame.streamID]?.received += buffer.readableBytesView
             }
-            if frame.endStream { finish(context) }
-        case .rstStream:
-            // Answered and reset (the rest of the request unread): the answer stands.
-            if status != nil { finish(context) } else { fail(context, ChannelError.eof) }
+            if data.endStream { finish(frame.streamID) }
+        case .settings(.settings(let settings)):
+            if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
+                streamLimit = max(1, limit.value)
+                startReady()
+            }
+        case .goAway:
+            // The upstream takes no new stream here; those above its last one are refused (and
+            // reported closed), and go again on a new connection.
+            goneAway = true
+            retire()
+            if exchanges.isEmpty { context.close(promise: nil) }
         default:
             break
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent, let exchange = exchanges[closed.streamID] {
+            if exchange.status != nil {
+                // Answered, then reset (the rest of the request unread): the answer stands.
+                finish(closed.streamID)
+            } else if closed.reason == .refusedStream {
+                end(closed.streamID, with: .failure(NotProcessed()))
+            } else {
+                end(closed.streamID, with: .failure(StreamReset(reason: closed.reason)))
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
-        if status != nil { finish(context) } else { fail(context, ChannelError.eof) }
+        fail(ChannelError.eof)
+        context.fireChannelInactive()
     }
 
+    /// Any error on the connection ends it: the requests without an answer fail (and are tried
+    /// again by the worker), and the next page opens a new connection.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(context, error)
-    }
-
-    private func finish(_ context: ChannelHandlerContext) {
-        guard !finished, let status else { return }
-        finished = true
-        answer.succeed(UpstreamClient.Answer(status: status, retryAfter: retryAfter, body: received))
-    }
-
-    private func fail(_ context: ChannelHandlerContext, _ error: any Error) {
-        guard !finished else { return }
-        finished = true
-        answer.fail(error)
+        fail(error)
         context.close(promise: nil)
     }
+
+    private func fail(_ error: any Error) {
+        retire()
+        if closedBy == nil { closedBy = error }
+        for streamID in Array(exchanges.keys) {
+            if exchanges[streamID]?.status != nil { finish(streamID) } else { end(streamID, with: .failure(error)) }
+        }
+        startReady()  // what waited for a stream fails too
+    }
+
+    /// Returns read bytes to the connection's receive window, half a window at a time.
+    private func returnWindow(_ bytes: Int) {
+        guard let context, bytes > 0 else { return }
+        unreturnedBytes += bytes
+        guard unreturnedBytes >= Self.windowReturnStep else { return }
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unreturnedBytes))),
+            promise: nil)
+        unreturnedBytes = 0
+        unflushed = true
+    }
+}
+
+/// The upstream reset a stream before it answered.
+struct StreamReset: Error, CustomStringConvertible {
+    var reason: HTTP2ErrorCode?
+    var description: String { "the upstream reset the stream (\(reason.map { "\($0)" } ?? "no reason"))" }
 }

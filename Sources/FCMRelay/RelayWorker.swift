@@ -109,18 +109,37 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
+    /// A page sent whose outcomes are not recorded yet: they are recorded while the next page is
+    /// in flight, so that the connection to FCM does not wait for the database.
+    private struct SentPage: Sendable {
+        var page: AttemptPage
+        var outcomes: [DeliveryOutcome]
+    }
+
+    /// Works a job page after page, as a pipeline: while page N is in flight, page N-1's outcomes
+    /// are recorded and page N+1 is read. At most two pages are sent and not recorded, which
+    /// bounds the duplicates a `kill -9` can cause.
     private func workPages(_ job: OutboxJob) async throws {
         let outbox = registry.outbox
         let me = handoff.serverID
         var outages = 0
+        var unrecorded: SentPage?
+        var ahead: AttemptPage?
         while true {
-            guard let relay = try await settings.settings()[job.project], let project = try await project(job.project)
-            else { return }  // turned off: `--off` has failed what was pending
+            guard let project = try await project(job.project) else { return }
+            guard let relay = try await settings.settings()[job.project] else {
+                // Turned off: `--off` has failed what was pending; what was sent is still recorded.
+                _ = try await settle(&unrecorded, of: job, in: project)
+                return
+            }
             if stopping.load(ordering: .relaxed) {
+                guard try await settle(&unrecorded, of: job, in: project) else { return }
                 try await outbox.release(job, claimant: me, notBefore: Date())
                 return
             }
             if let pause = pacer.pause(of: job.project) {
+                guard try await settle(&unrecorded, of: job, in: project) else { return }
+                ahead = nil  // read before the pause: read again after it
                 // A sender waiting for this job's answer keeps it here through the pause.
                 if handoff.isAwaited(job.id) {
                     try? await Task.sleep(for: min(pause, .milliseconds(250)))
@@ -129,52 +148,102 @@ public final class RelayWorker: Service, Sendable {
                 try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(pause.seconds))
                 return
             }
-            let now = Date()
-            let page = try await outbox.nextAttempts(of: job, now: now, limit: options.pageSize)
-            var outcomes = page.alreadyGone.map {
+            let page: AttemptPage
+            if let read = ahead {
+                page = read
+                ahead = nil
+            } else {
+                page = try await outbox.nextAttempts(
+                    of: job, after: unrecorded?.page, now: Date(), limit: options.pageSize)
+            }
+            let gone = page.alreadyGone.map {
                 DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
             }
-            if now >= job.deadline {
-                outcomes += page.attempts.map {
-                    DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
+            let pastDeadline = Date() >= job.deadline
+            if pastDeadline || page.attempts.isEmpty {
+                // Nothing to send: what was sent is recorded first, then this page as it is.
+                guard try await settle(&unrecorded, of: job, in: project) else { return }
+                let expired =
+                    pastDeadline
+                    ? page.attempts.map {
+                        DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
+                    } : []
+                guard let progress = try await recordAndApply(gone + expired, page: page, of: job, in: project)
+                else { return }  // another server holds it now
+                if progress.finished { return }
+                if page.isEmpty {
+                    // Nothing due now: wait here for a retry that is near, else give the job back.
+                    let next = progress.nextRetryAt ?? Date().addingTimeInterval(options.pollInterval.seconds)
+                    let wait = next.timeIntervalSinceNow
+                    let awaited = handoff.isAwaited(job.id)
+                    if (wait > 5 && !awaited) || stopping.load(ordering: .relaxed) {
+                        try await outbox.release(job, claimant: me, notBefore: next)
+                        return
+                    }
+                    // Near, or a sender waits for the answer (until its timeout): wait here.
+                    try? await Task.sleep(for: .milliseconds(Int(min(max(wait, 0.01), awaited ? 0.25 : 5) * 1000)))
                 }
-            } else if !page.attempts.isEmpty {
-                let sent = try await withLeaseRenewed(job) {
-                    await self.send(page.attempts, of: job, with: relay)
-                }
-                if sent.allSatisfy({ !$0.answered }) {
-                    // No answer at all (FCM or its token endpoint unreachable): an outage, not
-                    // these recipients' failure. Nothing is recorded, the cursor stays, and the
-                    // job waits with back-off; its deadline still bounds it.
-                    outages += 1
-                    let wait = min(60, DeliveryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
-                    logger.warning(
-                        "relay: no answer from FCM", metadata: ["upstream": "\(relay.upstream)", "retry.in": "\(Int(wait))s"])
-                    try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(wait))
-                    return
-                }
-                outages = 0
-                outcomes += sent.map(\.outcome)
+                continue
             }
-            guard
-                let progress = try await outbox.record(
-                    outcomes, of: job, page: page, claimant: me, leaseUntil: leaseEnd(), now: Date())
-            else { return }  // another server holds it now
-            await apply(outcomes, of: job, in: project)
-            if progress.finished { return }
-            if page.isEmpty {
-                // Nothing due now: wait here for a retry that is near, else give the job back.
-                let next = progress.nextRetryAt ?? Date().addingTimeInterval(options.pollInterval.seconds)
-                let wait = next.timeIntervalSinceNow
-                let awaited = handoff.isAwaited(job.id)
-                if (wait > 5 && !awaited) || stopping.load(ordering: .relaxed) {
-                    try await outbox.release(job, claimant: me, notBefore: next)
-                    return
-                }
-                // Near, or a sender waits for the answer (until its timeout): wait here.
-                try? await Task.sleep(for: .milliseconds(Int(min(max(wait, 0.01), awaited ? 0.25 : 5) * 1000)))
+            // This page goes out; meanwhile the one before it is recorded and the next one read.
+            let previous = unrecorded
+            async let recordedAndRead = recordThenRead(previous, after: page, of: job, in: project)
+            let sent: [(outcome: DeliveryOutcome, answered: Bool)]
+            do {
+                sent = try await withLeaseRenewed(job) { await self.send(page.attempts, of: job, with: relay) }
+            } catch {
+                _ = try? await recordedAndRead
+                throw error
             }
+            guard let next = try await recordedAndRead else { return }  // another server holds it now
+            unrecorded = nil
+            if sent.allSatisfy({ !$0.answered }) {
+                // No answer at all (FCM or its token endpoint unreachable): an outage, not these
+                // recipients' failure. Nothing is recorded, the cursor stays, and the job waits
+                // with back-off; its deadline still bounds it.
+                outages += 1
+                let wait = min(60, DeliveryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
+                logger.warning(
+                    "relay: no answer from FCM", metadata: ["upstream": "\(relay.upstream)", "retry.in": "\(Int(wait))s"])
+                try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(wait))
+                return
+            }
+            outages = 0
+            unrecorded = SentPage(page: page, outcomes: gone + sent.map(\.outcome))
+            ahead = next
         }
+    }
+
+    /// Records the page sent last, if any. `false` when another server holds the job now.
+    private func settle(_ unrecorded: inout SentPage?, of job: OutboxJob, in project: Project) async throws -> Bool {
+        guard let sent = unrecorded else { return true }
+        unrecorded = nil
+        return try await recordAndApply(sent.outcomes, page: sent.page, of: job, in: project) != nil
+    }
+
+    /// The side of the pipeline that runs while a page is in flight: records the page before it,
+    /// then reads the page after it. `nil` when another server holds the job now.
+    private func recordThenRead(_ previous: SentPage?, after page: AttemptPage, of job: OutboxJob, in project: Project)
+        async throws -> AttemptPage?
+    {
+        if let previous {
+            guard try await recordAndApply(previous.outcomes, page: previous.page, of: job, in: project) != nil
+            else { return nil }
+        }
+        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: options.pageSize)
+    }
+
+    /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
+    /// holds the job now (nothing recorded).
+    private func recordAndApply(_ outcomes: [DeliveryOutcome], page: AttemptPage, of job: OutboxJob, in project: Project)
+        async throws -> JobProgress?
+    {
+        guard
+            let progress = try await registry.outbox.record(
+                outcomes, of: job, page: page, claimant: handoff.serverID, leaseUntil: leaseEnd(), now: Date())
+        else { return nil }
+        await apply(outcomes, of: job, in: project)
+        return progress
     }
 
     /// Runs `body` while renewing the job's claim: a page against a slow upstream may take

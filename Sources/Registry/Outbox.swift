@@ -1,7 +1,8 @@
 import Foundation
 
 /// The relay's durable work: one outbox job per accepted message of a relaying project, and one
-/// delivery row per recipient once it has been attempted.
+/// delivery row per recipient once it has been attempted, except a recipient of a walk delivered
+/// at its first attempt: the walk's cursor says that it was, and no row is written for it.
 ///
 /// A topic or condition job walks its recipient set (the message log's own chunks) after a
 /// cursor, a page at a time, so that nothing per recipient is written on the request path. A
@@ -33,7 +34,10 @@ public protocol OutboxStore: Sendable {
     /// waiting (`notBefore`), and whose project is not paused, oldest first.
     func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob]
     /// The next page to attempt: retries that are due, then recipients not attempted yet.
-    func nextAttempts(of job: OutboxJob, now: Date, limit: Int) async throws -> AttemptPage
+    /// - Parameter inFlight: a page sent and not recorded yet, which this one follows: its
+    ///   retries are not read again, and the walk goes on from its cursor instead of the stored one.
+    func nextAttempts(of job: OutboxJob, after inFlight: AttemptPage?, now: Date, limit: Int) async throws
+        -> AttemptPage
     /// Records a page's outcomes, moves the cursor, renews the lease; finishes the job when
     /// nothing is left pending. `nil` when `claimant` no longer holds the claim (nothing written).
     func record(
@@ -52,7 +56,8 @@ public protocol OutboxStore: Sendable {
     /// A logged message's delivery counts; `nil` when the message was not relayed.
     func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts?
     /// A message's deliveries in `state`, in the order they were attempted (pending ones not yet
-    /// attempted last, in token order).
+    /// attempted last, in token order; delivered ones of a walk at their first attempt last, in
+    /// token order). A page may hold fewer than `limit` entries and still have a next one.
     func deliveries(ofMessage id: String, in project: Project, state: DeliveryState, after: Int64?, limit: Int)
         async throws -> Page<DeliveryEntry>?
     /// The project's relay: its queue and what it did.

@@ -144,8 +144,11 @@ extension SQLiteStore: OutboxStore {
         }
     }
 
-    public func nextAttempts(of job: OutboxJob, now: Date, limit: Int) async throws -> AttemptPage {
+    public func nextAttempts(of job: OutboxJob, after inFlight: AttemptPage?, now: Date, limit: Int) async throws
+        -> AttemptPage
+    {
         let time = Clock.milliseconds(now)
+        let sending = Set(inFlight?.attempts.compactMap(\.deliveryID) ?? [])
         return try await read { db in
             var attempts: [DeliveryAttempt] = []
             for row in try Row.fetchAll(
@@ -155,23 +158,29 @@ extension SQLiteStore: OutboxStore {
                         FROM delivery LEFT JOIN token ON token.id = delivery.tokenId
                         WHERE delivery.messageId = ? AND delivery.state = 'pending' AND delivery.nextAttemptAt <= ?
                         ORDER BY delivery.nextAttemptAt LIMIT ?
-                        """), arguments: [job.id, time, limit])
-            {
+                        """), arguments: [job.id, time, limit + sending.count])
+            where attempts.count < limit && !sending.contains(row["id"]) {
                 attempts.append(
                     DeliveryAttempt(
                         token: row["value"] ?? "", tokenID: row["tokenId"], attempts: row["attempts"],
                         deliveryID: row["id"]))
             }
-            guard let walk = try Row.fetchOne(
+            var cursor: Int64
+            let walked: Bool
+            if let inFlight {
+                (cursor, walked) = (inFlight.cursor, inFlight.walked)
+            } else if let walk = try Row.fetchOne(
                 db, sql: "SELECT cursor, walked FROM outbox WHERE messageId = ?", arguments: [job.id])
-            else { return AttemptPage(attempts: attempts, alreadyGone: [], cursor: -1, walked: true) }
-            var cursor: Int64 = walk["cursor"]
-            guard !(walk["walked"] as Bool), attempts.count < limit else {
-                return AttemptPage(attempts: attempts, alreadyGone: [], cursor: cursor, walked: walk["walked"])
+            {
+                (cursor, walked) = (walk["cursor"], walk["walked"])
+            } else {
+                return AttemptPage(attempts: attempts, alreadyGone: [], cursor: -1, walked: true)
+            }
+            guard !walked, attempts.count < limit else {
+                return AttemptPage(attempts: attempts, alreadyGone: [], cursor: cursor, walked: walked)
             }
             let room = limit - attempts.count
             let ids = try Self.recipients(of: job.id, after: cursor, limit: room + 1, db)
-            let walked = ids.count <= room
             let page = Array(ids.prefix(room))
             var gone: [DeliveryAttempt] = []
             if !page.isEmpty {
@@ -185,7 +194,7 @@ extension SQLiteStore: OutboxStore {
                 }
                 cursor = Int64(page.last!)
             }
-            return AttemptPage(attempts: attempts, alreadyGone: gone, cursor: cursor, walked: walked)
+            return AttemptPage(attempts: attempts, alreadyGone: gone, cursor: cursor, walked: ids.count <= room)
         }
     }
 
@@ -236,6 +245,9 @@ extension SQLiteStore: OutboxStore {
                 let error = outcome.error
                 if let id = outcome.attempt.deliveryID {
                     try update.execute(arguments: [outcome.state.rawValue, error, attempts, next, time, id])
+                } else if outcome.state == .delivered && !job.isDirect {
+                    // Delivered at the first attempt of a walk: the cursor says so, no row does
+                    // (a send to a million subscribers writes its failures, not a million rows).
                 } else {
                     let tokenID = outcome.attempt.tokenID
                     try insert.execute(arguments: [
@@ -336,7 +348,7 @@ extension SQLiteStore: OutboxStore {
                 let job = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT outbox.messageId, outbox.cursor, outbox.walked
+                        SELECT outbox.messageId, outbox.cursor, outbox.walked, outbox.direct
                         FROM message JOIN outbox ON outbox.messageId = message.id
                         WHERE message.projectId = ? AND message.messageId = ?
                         """, arguments: [project.rowID, id])
@@ -377,11 +389,59 @@ extension SQLiteStore: OutboxStore {
                     }
                 }
             }
-            guard entries.count > limit else { return Page(items: entries, nextAfter: nil) }
+            // Delivered also means delivered at the first attempt of a walk, which left no row:
+            // the recipients up to the cursor without one.
+            var resumeAt: Int64?
+            if state == .delivered, !(job["direct"] as Bool), entries.count <= limit {
+                (entries, resumeAt) = try Self.deliveredByWalk(
+                    of: row, upTo: job["cursor"], after: max(-1, position - Self.walkPositions), adding: entries,
+                    limit: limit, db)
+            }
+            guard entries.count > limit else { return Page(items: entries, nextAfter: resumeAt.map { String($0) }) }
             entries.removeLast(entries.count - limit)
             return Page(items: entries, nextAfter: String(entries[entries.count - 1].position))
         }
     }
+
+    /// Adds to `entries` the walked recipients of a message (after `after`, up to `cursor`) that
+    /// have no delivery row, until there are `limit + 1`. A page reads at most `scanPages` times
+    /// its size of the walk, so that a message whose recipients mostly failed answers in bounded
+    /// time: it then returns the position to go on from.
+    static func deliveredByWalk(
+        of message: Int64, upTo cursor: Int64, after: Int64, adding entries: [DeliveryEntry], limit: Int, _ db: Database
+    ) throws -> (entries: [DeliveryEntry], resumeAt: Int64?) {
+        var entries = entries
+        var walked = after
+        var scanned = 0
+        while entries.count <= limit, walked < cursor {
+            guard scanned < scanPages * (limit + 1) else { return (entries, walkPositions + walked) }
+            let ids = try recipients(of: message, after: walked, limit: limit + 1, db).filter { Int64($0) <= cursor }
+            guard let last = ids.last else { break }
+            scanned += ids.count
+            walked = Int64(last)
+            let list = "[" + ids.map { String($0) }.joined(separator: ",") + "]"
+            let attempted = Set(
+                try Int64.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT tokenId FROM delivery WHERE messageId = ? AND tokenId IN (SELECT value FROM json_each(?))"),
+                    arguments: [message, list]))
+            let unattempted = ids.filter { !attempted.contains(Int64($0)) }
+            guard !unattempted.isEmpty else { continue }
+            for value in try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT id, value FROM token WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id"),
+                arguments: ["[" + unattempted.map { String($0) }.joined(separator: ",") + "]"])
+            {
+                entries.append(
+                    DeliveryEntry(
+                        token: value["value"], state: .delivered, error: nil, attempts: 1,
+                        position: walkPositions + (value["id"] as Int64)))
+            }
+        }
+        return (entries, nil)
+    }
+
+    /// How many times its size of the walk a page of delivered recipients reads, at most.
+    static let scanPages = 10
 
     public func relayStatus(of project: Project) async throws -> RelayStatus? {
         let now = Clock.now()

@@ -57,7 +57,7 @@ struct OutboxTests {
         #expect(mine.count == 1)
         #expect(try await store.claim("b", leaseUntil: now.addingTimeInterval(30), now: now, limit: 4).isEmpty)
         let job = try #require(mine.first)
-        let page = try await store.nextAttempts(of: job, now: now, limit: 2)
+        let page = try await store.nextAttempts(of: job, after: nil, now: now, limit: 2)
         #expect(page.attempts.map(\.tokenID) == [1, 2])
         #expect(!page.walked)
         // After the lease, another server takes the job over, and the first may no longer record.
@@ -69,7 +69,7 @@ struct OutboxTests {
         let progress = try await store.record(delivered, of: job, page: page, claimant: "b", leaseUntil: later, now: later)
         #expect(progress == JobProgress(finished: false, nextRetryAt: nil))
         // The walk goes on after the cursor; a retry waits its time.
-        let rest = try await store.nextAttempts(of: job, now: later, limit: 10)
+        let rest = try await store.nextAttempts(of: job, after: nil, now: later, limit: 10)
         #expect(rest.attempts.map(\.tokenID) == [3, 4, 5])
         #expect(rest.walked)
         let outcomes = [
@@ -80,12 +80,63 @@ struct OutboxTests {
         ]
         let waiting = try await store.record(outcomes, of: job, page: rest, claimant: "b", leaseUntil: later, now: later)
         #expect(waiting?.finished == false)
-        #expect(try await store.nextAttempts(of: job, now: later, limit: 10).isEmpty)
-        let due = try await store.nextAttempts(of: job, now: later.addingTimeInterval(6), limit: 10)
+        #expect(try await store.nextAttempts(of: job, after: nil, now: later, limit: 10).isEmpty)
+        let due = try await store.nextAttempts(of: job, after: nil, now: later.addingTimeInterval(6), limit: 10)
         #expect(due.attempts.map(\.attempts) == [1])
         let last = [DeliveryOutcome(attempt: due.attempts[0], state: .delivered, error: nil, nextAttemptAt: nil)]
         let done = try await store.record(last, of: job, page: due, claimant: "b", leaseUntil: later, now: later)
         #expect(done?.finished == true)
         #expect(try await store.delivery(ofMessage: job.messageID, in: project) == DeliveryCounts(pending: 0, delivered: 4, failed: 1))
+    }
+
+    @Test("A page read while another is in flight skips its retries and goes on from its cursor")
+    func readAhead() async throws {
+        let (_, project, store) = try await relaying(6)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3, 4, 5, 6]), bounds: bounds)
+        let now = Date()
+        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        let first = try await store.nextAttempts(of: job, after: nil, now: now, limit: 2)
+        let retry = [
+            DeliveryOutcome(attempt: first.attempts[0], state: .pending, error: "UNAVAILABLE", nextAttemptAt: now),
+            DeliveryOutcome(attempt: first.attempts[1], state: .delivered, error: nil, nextAttemptAt: nil),
+        ]
+        _ = try await store.record(retry, of: job, page: first, claimant: "a", leaseUntil: now, now: now)
+        // Token 1 is due again; the page in flight holds it, so the page after it does not.
+        let inFlight = try await store.nextAttempts(of: job, after: nil, now: now, limit: 2)
+        #expect(inFlight.attempts.map(\.tokenID) == [1, 3])
+        let ahead = try await store.nextAttempts(of: job, after: inFlight, now: now, limit: 2)
+        #expect(ahead.attempts.map(\.tokenID) == [4, 5])
+        #expect(try await store.nextAttempts(of: job, after: nil, now: now, limit: 2).attempts.map(\.tokenID) == [1, 3])
+    }
+
+    @Test("A walk's first-attempt deliveries write no row, and the delivered listing still names each, page by page")
+    func deliveredWithoutRows() async throws {
+        let (_, project, store) = try await relaying(5)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3, 4, 5]), bounds: bounds)
+        let now = Date()
+        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        let page = try await store.nextAttempts(of: job, after: nil, now: now, limit: 4)
+        let outcomes = page.attempts.map { attempt in
+            attempt.tokenID == 2
+                ? DeliveryOutcome(attempt: attempt, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
+                : DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil)
+        }
+        _ = try await store.record(outcomes, of: job, page: page, claimant: "a", leaseUntil: now, now: now)
+        let rows = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery") }
+        #expect(rows == 1)  // the failure only
+        #expect(try await store.delivery(ofMessage: job.messageID, in: project) == DeliveryCounts(pending: 1, delivered: 3, failed: 1))
+        let first = try #require(
+            try await store.deliveries(ofMessage: job.messageID, in: project, state: .delivered, after: nil, limit: 2))
+        #expect(first.items.map(\.token) == [token(1), token(3)])
+        #expect(first.items.allSatisfy { $0.attempts == 1 && $0.error == nil && $0.state == .delivered })
+        let next = try #require(first.nextAfter.flatMap { Int64($0) })
+        let second = try #require(
+            try await store.deliveries(ofMessage: job.messageID, in: project, state: .delivered, after: next, limit: 2))
+        #expect(second.items.map(\.token) == [token(4)])  // token 5 is not walked yet
+        #expect(second.nextAfter == nil)
+        let failed = try await store.deliveries(ofMessage: job.messageID, in: project, state: .failed, after: nil, limit: 10)
+        #expect(failed?.items.map(\.token) == [token(2)])
     }
 }
