@@ -394,8 +394,9 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         case .data(let data):
             guard case .byteBuffer(let buffer) = data.data else { break }
             returnWindow(buffer.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0))
-            if let received = exchanges[frame.streamID]?.received.count,
-                received + buffer.readableBytes <= UpstreamClient.maximumAnswerBytes
+            // A success is read by its status alone: only an error's body (FCM's error code) is kept.
+            if let exchange = exchanges[frame.streamID], !(200..<300).contains(exchange.status ?? 0),
+                exchange.received.count + buffer.readableBytes <= UpstreamClient.maximumAnswerBytes
             {
                 exchanges[frame.streamID]?.received += buffer.readableBytesView
             }

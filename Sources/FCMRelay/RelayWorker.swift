@@ -340,8 +340,13 @@ public final class RelayWorker: Service, Sendable {
             window: options.concurrency, timeout: options.requestTimeout)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
         outcomes.reserveCapacity(attempts.count)
+        var delivered = 0
         for (attempt, answer) in zip(attempts, answers) {
             switch answer {
+            case .success(let answer) where (200..<300).contains(answer.status):
+                // The common case, without a verdict's work per recipient; counted once a page.
+                delivered += 1
+                outcomes.append((DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil), true))
             case .success(let answer):
                 let verdict = DeliveryPolicy.verdict(
                     status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
@@ -351,6 +356,7 @@ public final class RelayWorker: Service, Sendable {
                 outcomes += await unanswered([attempt], of: job, bearer: bearer)
             }
         }
+        Self.count("delivered", code: nil, times: delivered)
         return outcomes
     }
 
@@ -487,7 +493,8 @@ public final class RelayWorker: Service, Sendable {
     /// metrics system, which is too slow to do once per delivery.
     private static let counters = Mutex<[String: Counter]>([:])
 
-    private static func count(_ outcome: String, code: String?) {
+    private static func count(_ outcome: String, code: String?, times: Int = 1) {
+        guard times > 0 else { return }
         let key = "\(outcome) \(code ?? "")"
         let counter = counters.withLock { counters in
             if let counter = counters[key] { return counter }
@@ -496,7 +503,7 @@ public final class RelayWorker: Service, Sendable {
             counters[key] = counter
             return counter
         }
-        counter.increment()
+        counter.increment(by: times)
     }
 
     /// The queue of each relaying project, as `GET /api/relay` shows it.
