@@ -23,6 +23,8 @@ import NIOSSL
 final class HTTP2Upstream: Sendable {
     private let host: String
     private let port: Int
+    /// `:authority`: the host (an IPv6 address in brackets), and the port unless it is 443.
+    private let authority: String
     private let tls: NIOSSLContext
     /// Each lane's connection, by lane.
     private let connections = NIOLockedValueBox<[Int: Connection]>([:])
@@ -52,6 +54,8 @@ final class HTTP2Upstream: Sendable {
         guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
         self.host = host
         port = url.port ?? 443
+        let name = host.contains(":") ? "[\(host)]" : host
+        authority = port == 443 ? name : "\(name):\(port)"
         tls = context
         lanes = Array(MultiThreadedEventLoopGroup.singleton.makeIterator().prefix(Self.maximumLanes))
     }
@@ -65,7 +69,7 @@ final class HTTP2Upstream: Sendable {
         -> [Result<UpstreamClient.Answer, any Error>]
     {
         let head = HPACKHeaders([
-            (":method", "POST"), (":scheme", "https"), (":authority", port == 443 ? host : "\(host):\(port)"),
+            (":method", "POST"), (":scheme", "https"), (":authority", authority),
             (":path", path), ("content-type", "application/json"), ("authorization", authorization),
             ("user-agent", "fcm-registry-relay"),
         ])
@@ -77,7 +81,7 @@ final class HTTP2Upstream: Sendable {
             let answers =
                 left > .zero
                 ? await post(head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left)
-                : unsent.map { _ in .failure(ChannelError.connectTimeout(.seconds(timeout.components.seconds))) }
+                : unsent.map { _ in .failure(NoAnswerInTime(timeout: timeout)) }
             var again: [Int] = []
             for (index, answer) in zip(unsent, answers) {
                 results[index] = answer
@@ -130,7 +134,7 @@ final class HTTP2Upstream: Sendable {
             let deadline = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
                 + timeout.components.attoseconds / 1_000_000_000))
             {
-                page.expire(ChannelError.connectTimeout(.seconds(timeout.components.seconds)))
+                page.expire(NoAnswerInTime(timeout: timeout))
                 channel.close(promise: nil)
             }
             page.all.futureResult.whenComplete { _ in deadline.cancel() }
@@ -151,27 +155,27 @@ final class HTTP2Upstream: Sendable {
         }
         let tls = tls
         let host = host
+        // An IP address is no server name: TLS sends none (SNI), and the certificate must name the address.
+        let isAddress = (try? SocketAddress(ipAddress: host, port: port)) != nil
+        let exchanges = StreamExchanges()
+        // The whole pipeline is in place before the connection is: the upstream's first SETTINGS
+        // may arrive as soon as TLS is up, and a frame read before HTTP/2 was there would be lost.
         let channel = try await ClientBootstrap(group: lanes[lane % lanes.count])
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOSSLClientHandler(context: tls, serverHostname: host.first?.isNumber == true ? nil : host))
+                    // Header blocks are not validated: ours are fixed and well formed, and of an
+                    // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
+                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    connection.headerBlockValidation = .disabled
+                    try channel.pipeline.syncOperations.addHandlers(
+                        NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
+                        NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: .init()),
+                        exchanges)
                 }
             }
             .connect(host: host, port: port).get()
-        let exchanges = try await channel.eventLoop.submit {
-            let exchanges = StreamExchanges()
-            // Header blocks are not validated: ours are fixed and well formed, and of an answer only
-            // `:status` and `retry-after` are read (HPACK still bounds its size).
-            var connection = NIOHTTP2Handler.ConnectionConfiguration()
-            connection.headerBlockValidation = .disabled
-            try channel.pipeline.syncOperations.addHandlers(
-                NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: .init()),
-                exchanges)
-            return exchanges
-        }.get()
         let made = Connection(channel: channel, exchanges: exchanges)
         // Two pages may connect at once: the first live connection stays, the other is closed.
         let (kept, closing) = connections.withLockedValue { all -> (Connection, (any Channel)?) in
@@ -337,7 +341,9 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         headers.add(name: "content-length", value: String(body.count))
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { [self] error in end(streamID, with: .failure(error)) }
+        // A request whose end never went out (the connection failed or went away first) was not
+        // processed: it may go again as it is.
+        written.futureResult.whenFailure { [self] _ in end(streamID, with: .failure(NotProcessed())) }
         let buffer = context.channel.allocator.buffer(bytes: body)
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
@@ -406,11 +412,15 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
                 streamLimit = max(1, limit.value)
                 startReady()
             }
-        case .goAway:
-            // The upstream takes no new stream here; those above its last one are refused (and
-            // reported closed), and go again on a new connection.
+        case .goAway(let last, _, _):
+            // The upstream takes no new stream here, and did not process those above its last
+            // one: they go again on a new connection. (NIOHTTP2 reports them closed only after
+            // this frame, and as cancelled.)
             goneAway = true
             retire()
+            for streamID in exchanges.keys.sorted() where streamID > last && exchanges[streamID]?.status == nil {
+                end(streamID, with: .failure(NotProcessed()))
+            }
             if exchanges.isEmpty { context.close(promise: nil) }
         default:
             break
@@ -468,6 +478,12 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         unreturnedBytes = 0
         unflushed = true
     }
+}
+
+/// A page's time ran out before the upstream answered.
+struct NoAnswerInTime: Error, CustomStringConvertible {
+    var timeout: Duration
+    var description: String { "no answer from the upstream within \(timeout)" }
 }
 
 /// The upstream reset a stream before it answered.

@@ -184,13 +184,9 @@ extension SQLiteStore: OutboxStore {
             let page = Array(ids.prefix(room))
             var gone: [DeliveryAttempt] = []
             if !page.isEmpty {
-                let rows = try Row.fetchAll(
-                    db.cachedStatement(
-                        sql: "SELECT id, value, state FROM token WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id"),
-                    arguments: ["[" + page.map { String($0) }.joined(separator: ",") + "]"])
-                for row in rows {
-                    let attempt = DeliveryAttempt(token: row["value"], tokenID: row["id"], attempts: 0, deliveryID: nil)
-                    if (row["state"] as String) == "registered" { attempts.append(attempt) } else { gone.append(attempt) }
+                for token in try Self.tokens(page, db) {
+                    let attempt = DeliveryAttempt(token: token.value, tokenID: token.id, attempts: 0, deliveryID: nil)
+                    if token.isRegistered { attempts.append(attempt) } else { gone.append(attempt) }
                 }
                 cursor = Int64(page.last!)
             }
@@ -376,17 +372,11 @@ extension SQLiteStore: OutboxStore {
             if state == .pending, !(job["walked"] as Bool), entries.count <= limit {
                 let cursor = max(job["cursor"] as Int64, position - Self.walkPositions)
                 let ids = try Self.recipients(of: row, after: cursor, limit: limit + 1 - entries.count, db)
-                if !ids.isEmpty {
-                    let values = try Row.fetchAll(
-                        db,
-                        sql: "SELECT id, value FROM token WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
-                        arguments: ["[" + ids.map { String($0) }.joined(separator: ",") + "]"])
-                    for value in values {
-                        entries.append(
-                            DeliveryEntry(
-                                token: value["value"], state: .pending, error: nil, attempts: 0,
-                                position: Self.walkPositions + (value["id"] as Int64)))
-                    }
+                for token in try Self.tokens(ids, db) {
+                    entries.append(
+                        DeliveryEntry(
+                            token: token.value, state: .pending, error: nil, attempts: 0,
+                            position: Self.walkPositions + token.id))
                 }
             }
             // Delivered also means delivered at the first attempt of a walk, which left no row:
@@ -419,25 +409,32 @@ extension SQLiteStore: OutboxStore {
             guard let last = ids.last else { break }
             scanned += ids.count
             walked = Int64(last)
-            let list = "[" + ids.map { String($0) }.joined(separator: ",") + "]"
             let attempted = Set(
                 try Int64.fetchAll(
                     db.cachedStatement(
                         sql: "SELECT tokenId FROM delivery WHERE messageId = ? AND tokenId IN (SELECT value FROM json_each(?))"),
-                    arguments: [message, list]))
-            let unattempted = ids.filter { !attempted.contains(Int64($0)) }
-            guard !unattempted.isEmpty else { continue }
-            for value in try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT id, value FROM token WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id"),
-                arguments: ["[" + unattempted.map { String($0) }.joined(separator: ",") + "]"])
-            {
+                    arguments: [message, jsonList(ids)]))
+            for token in try tokens(ids.filter { !attempted.contains(Int64($0)) }, db) {
                 entries.append(
                     DeliveryEntry(
-                        token: value["value"], state: .delivered, error: nil, attempts: 1,
-                        position: walkPositions + (value["id"] as Int64)))
+                        token: token.value, state: .delivered, error: nil, attempts: 1, position: walkPositions + token.id))
             }
         }
         return (entries, nil)
+    }
+
+    /// The tokens of a walk's ids, in id order (an id whose token is gone has none).
+    static func tokens(_ ids: [UInt32], _ db: Database) throws -> [(id: Int64, value: String, isRegistered: Bool)] {
+        guard !ids.isEmpty else { return [] }
+        return try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT id, value, state FROM token WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id"),
+            arguments: [jsonList(ids)]
+        ).map { ($0["id"], $0["value"], ($0["state"] as String) == "registered") }
+    }
+
+    /// Ids as a JSON array, for `json_each`: one bound parameter however many there are.
+    static func jsonList(_ ids: [UInt32]) -> String {
+        "[" + ids.map { String($0) }.joined(separator: ",") + "]"
     }
 
     /// How many times its size of the walk a page of delivered recipients reads, at most.
