@@ -169,9 +169,18 @@ final class HTTP2Upstream: Sendable {
                     // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.headerBlockValidation = .disabled
+                    // NIOHTTP2's limits on resets and stream errors guard a server from a client
+                    // that opens and resets streams to waste its work; here it is the upstream
+                    // that resets (a proxy's RST_STREAM(NO_ERROR) after each answer is enough to
+                    // pass 200 in 30 s), and the cost is ours to bear, not to end the connection over.
+                    var streams = NIOHTTP2Handler.StreamConfiguration()
+                    streams.streamResetFrameRateLimit.maximumCount = 1 << 30
+                    streams.streamErrorRateLimit.maximumCount = 1 << 30
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
-                        NIOHTTP2Handler(mode: .client, connectionConfiguration: connection, streamConfiguration: .init()),
+                        NIOHTTP2Handler(
+                            mode: .client, frameDelegate: exchanges, connectionConfiguration: connection,
+                            streamConfiguration: streams),
                         exchanges)
                 }
             }
@@ -262,7 +271,7 @@ final class PageOfStreams: @unchecked Sendable {
 /// It sits after `NIOHTTP2Handler` without a stream multiplexer, so it also returns the
 /// connection's receive window (`WINDOW_UPDATE` on stream 0) as answers are read; a stream's own
 /// window is never returned, which bounds an answer at 65,535 bytes.
-final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
+final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
@@ -271,11 +280,19 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         let index: Int
         var status: Int?
         var retryAfter: Int?
+        /// The answer's body when it is an error (FCM's error code is in it), at most
+        /// `UpstreamClient.maximumAnswerBytes`.
         var received: [UInt8] = []
+        /// Every answer byte read, kept or not.
+        var read = 0
     }
 
     private var context: ChannelHandlerContext?
     private var exchanges: [HTTP2StreamID: Exchange] = [:]
+    /// The streams NIOHTTP2 holds for us: from their first frame until it reports them closed (or
+    /// their frames failed). An exchange may end before (a `GOAWAY` refused it); the stream still
+    /// counts against the upstream's limit until NIOHTTP2 lets it go.
+    private var live = Set<HTTP2StreamID>()
     /// Requests ready to start; started one at a time, so that a connection failing each at once
     /// does not recurse through the page.
     private var ready = CircularBuffer<(page: PageOfStreams, index: Int)>()
@@ -291,11 +308,15 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
     /// Why nothing more starts here: the connection closed or failed.
     private var closedBy: (any Error)?
     private var goneAway = false
+    /// NIOHTTP2 wrote a `GOAWAY`: it met a connection error, and the connection is done.
+    private var wroteGoAway = false
     private let retiring = NIOLockedValueBox(false)
 
     /// Client stream identifiers are odd and never reused: past this one the connection is retired
     /// (new pages go to a new connection) with room left for the pages already on it.
     static let retireAfterStreamID = Int(Int32.max) - 2 * (1 << 22)
+    /// A stream's receive window, never returned: the most an answer can be.
+    static let streamWindow = 65_535
     /// Returning the connection window in steps of half its initial size.
     static let windowReturnStep = 32_768
 
@@ -321,7 +342,12 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         guard !starting else { return }
         starting = true
         defer { starting = false }
-        while exchanges.count < streamLimit || closedBy != nil || goneAway, let (page, index) = ready.popFirst() {
+        // A stream starts only when the upstream allows another and the connection can take its
+        // bytes: otherwise NIOHTTP2 would hold it in a buffer of its own, out of our sight (and
+        // write it after a `GOAWAY`, which ends the connection).
+        while closedBy != nil || goneAway || (live.count < streamLimit && context?.channel.isWritable == true),
+            let (page, index) = ready.popFirst()
+        {
             start(index, of: page)
         }
         scheduleFlush()
@@ -336,14 +362,18 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         nextStreamID += 2
         if nextStreamID > Self.retireAfterStreamID { retire() }
         exchanges[streamID] = Exchange(page: page, index: index)
+        live.insert(streamID)
         let body = page.bodies[index]
         var headers = page.head
         headers.add(name: "content-length", value: String(body.count))
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
         // A request whose end never went out (the connection failed or went away first) was not
-        // processed: it may go again as it is.
-        written.futureResult.whenFailure { [self] _ in end(streamID, with: .failure(NotProcessed())) }
+        // processed: it may go again as it is. NIOHTTP2 fails the write from inside its handling
+        // of the frame that dropped it, so this waits for that frame to have reached us.
+        written.futureResult.whenFailure { [self, loop = context.eventLoop] _ in
+            loop.execute { [self] in unsent(streamID) }
+        }
         let buffer = context.channel.allocator.buffer(bytes: body)
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
@@ -357,6 +387,17 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         if let next = exchange.page.complete(exchange.index, with: result) { ready.append((exchange.page, next)) }
         startReady()
         if isRetiring, exchanges.isEmpty { context?.close(promise: nil) }
+    }
+
+    /// A stream whose request never fully went out.
+    private func unsent(_ streamID: HTTP2StreamID) {
+        live.remove(streamID)
+        if exchanges[streamID]?.status != nil {
+            finish(streamID)  // answered before the request's end: the answer stands
+        } else {
+            end(streamID, with: .failure(NotProcessed()))
+        }
+        startReady()
     }
 
     private func finish(_ streamID: HTTP2StreamID) {
@@ -400,13 +441,25 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         case .data(let data):
             guard case .byteBuffer(let buffer) = data.data else { break }
             returnWindow(buffer.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0))
-            // A success is read by its status alone: only an error's body (FCM's error code) is kept.
-            if let exchange = exchanges[frame.streamID], !(200..<300).contains(exchange.status ?? 0),
+            guard var exchange = exchanges[frame.streamID] else { break }
+            // A success is read by its status alone: only an error's body (FCM's error code) is
+            // kept, and only its beginning.
+            if !(200..<300).contains(exchange.status ?? 0), exchange.read == exchange.received.count,
                 exchange.received.count + buffer.readableBytes <= UpstreamClient.maximumAnswerBytes
             {
-                exchanges[frame.streamID]?.received += buffer.readableBytesView
+                exchange.received += buffer.readableBytesView
             }
-            if data.endStream { finish(frame.streamID) }
+            exchange.read += buffer.readableBytes
+            exchanges[frame.streamID] = exchange
+            if data.endStream {
+                finish(frame.streamID)
+            } else if exchange.read >= Self.streamWindow {
+                // The stream's window is never returned, so an answer this long would stall until
+                // the page's deadline: it is cut here, and read by what came of it.
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
+                unflushed = true
+                finish(frame.streamID)
+            }
         case .settings(.settings(let settings)):
             if let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams }) {
                 streamLimit = max(1, limit.value)
@@ -433,6 +486,10 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent {
+            live.remove(closed.streamID)
+            startReady()
+        }
         if let closed = event as? StreamClosedEvent, let exchange = exchanges[closed.streamID] {
             if exchange.status != nil {
                 // Answered, then reset (the rest of the request unread): the answer stands.
@@ -446,14 +503,26 @@ final class StreamExchanges: ChannelInboundHandler, @unchecked Sendable {
         context.fireUserInboundEventTriggered(event)
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { startReady() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Tells a connection error (NIOHTTP2 answers one with a `GOAWAY`) from a stream's.
+    func wroteFrame(_ frame: HTTP2Frame) {
+        if case .goAway = frame.payload { wroteGoAway = true }
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         fail(ChannelError.eof)
         context.fireChannelInactive()
     }
 
-    /// Any error on the connection ends it: the requests without an answer fail (and are tried
+    /// An error of one stream (NIOHTTP2 resets it, and reports it closed) ends that stream only.
+    /// Any other error ends the connection: the requests without an answer fail (and are tried
     /// again by the worker), and the next page opens a new connection.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is any NIOHTTP2Error, !wroteGoAway { return }
         fail(error)
         context.close(promise: nil)
     }

@@ -128,8 +128,8 @@ public final class RelayWorker: Service, Sendable {
         while true {
             guard let project = try await project(job.project) else { return }
             guard let relay = try await settings.settings()[job.project] else {
-                // Turned off: `--off` has failed what was pending; what was sent is still recorded.
-                _ = try await settle(&unrecorded, of: job, in: project)
+                // Turned off: `--off` has failed what was pending, and finished the job (what was
+                // sent and not recorded yet counts as failed with the rest).
                 return
             }
             if stopping.load(ordering: .relaxed) {
@@ -214,11 +214,15 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
-    /// Records the page sent last, if any. `false` when another server holds the job now.
+    /// Records the page sent last, if any. `false` when the job is no longer this worker's to
+    /// go on with: another server holds it, or that page finished it.
     private func settle(_ unrecorded: inout SentPage?, of job: OutboxJob, in project: Project) async throws -> Bool {
         guard let sent = unrecorded else { return true }
         unrecorded = nil
-        return try await recordAndApply(sent.outcomes, page: sent.page, of: job, in: project) != nil
+        guard let progress = try await recordAndApply(sent.outcomes, page: sent.page, of: job, in: project) else {
+            return false
+        }
+        return !progress.finished
     }
 
     /// The side of the pipeline that runs while a page is in flight: records the page before it,

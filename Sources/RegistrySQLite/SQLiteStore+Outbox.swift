@@ -196,6 +196,8 @@ extension SQLiteStore: OutboxStore {
 
     /// Up to `limit` recipient ids of a logged message after `cursor` (-1: from the start), ascending.
     static func recipients(of message: Int64, after cursor: Int64, limit: Int, _ db: Database) throws -> [UInt32] {
+        // A position from a page token the client made up may be past every token id.
+        guard cursor < Int64(UInt32.max) else { return [] }
         let first = cursor < 0 ? 0 : Int64(RoaringBitmap.chunk(of: UInt32(cursor)))
         let chunks = try Row.fetchCursor(
             db.cachedStatement(

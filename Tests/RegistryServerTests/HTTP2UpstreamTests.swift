@@ -86,6 +86,44 @@ struct HTTP2UpstreamTests {
         }
     }
 
+    /// A malformed answer (a body shorter than its `content-length`) is that stream's error, not
+    /// the connection's: NIOHTTP2 resets the one stream, its status stands (FCM had answered), and
+    /// the other requests on the connection keep their answers. Ending the connection would lose
+    /// answers FCM gave, and send those messages twice.
+    @Test("A malformed answer ends its own stream only, on a connection that goes on")
+    func malformedAnswer() async throws {
+        let reply: TestHTTP2Server.Replier = { body in
+            String(decoding: body, as: UTF8.self) == "bad"
+                ? TestHTTP2Server.Reply(status: 404, body: Self.notFound, declaredLength: Self.notFound.count + 10)
+                : TestHTTP2Server.Reply(status: 200, body: Self.sent)
+        }
+        // A window of four: most requests start after the broken answer, on the same connection.
+        try await withUpstream(reply: reply) { upstream, server in
+            let bodies = (0..<20).map { $0 == 1 ? Array("bad".utf8) : Self.requestBody($0) }
+            let answers = await upstream.postAll(
+                path: Self.path, authorization: "Bearer token", bodies: bodies, window: 4, timeout: .seconds(30))
+            #expect(failures(answers).isEmpty)
+            #expect(answers.map { (try? $0.get())?.status } == (0..<20).map { $0 == 1 ? 404 : 200 })
+            #expect(server.connectionCount == 1)
+        }
+    }
+
+    /// The client never returns a stream's own window, so an answer longer than 65,535 bytes
+    /// would wait for ever; it is cut there and read by its status, not left to the deadline.
+    @Test("An answer longer than a stream's window is cut and read by its status")
+    func longAnswer() async throws {
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
+        let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 404, body: long) }
+        try await withUpstream(reply: reply) { upstream, _ in
+            let answers = await upstream.postAll(
+                path: Self.path, authorization: "Bearer token", bodies: [Self.requestBody(1)], window: 1,
+                timeout: .seconds(30))
+            let answer = try #require(try? answers.first?.get())
+            #expect(answer.status == 404)
+            #expect(answer.body.count <= UpstreamClient.maximumAnswerBytes)
+        }
+    }
+
     /// A stalled upstream must not hold a worker past its deadline: what has no answer fails (and
     /// the worker tries it again later) rather than waiting for an answer that never comes.
     @Test("A page past its deadline fails what is unanswered")
@@ -142,6 +180,8 @@ final class TestHTTP2Server: Sendable {
         var status: Int
         var retryAfter: Int?
         var body: [UInt8] = []
+        /// A `content-length` other than the body's, for a malformed answer.
+        var declaredLength: Int?
     }
 
     /// The answer to a request body; `nil` leaves the request unanswered.
@@ -175,6 +215,12 @@ final class TestHTTP2Server: Sendable {
         configuration.applicationProtocols = ["h2"]
         let tls = try NIOSSLContext(configuration: configuration)
         let accepted = AcceptedConnections()
+        // The server may send what a broken upstream would: a `content-length` that lies.
+        let serverConfiguration = {
+            var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+            configuration.contentLengthValidation = .disabled
+            return configuration
+        }()
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -184,7 +230,7 @@ final class TestHTTP2Server: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOSSLServerHandler(context: tls),
-                        NIOHTTP2Handler(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()),
+                        NIOHTTP2Handler(mode: .server, connectionConfiguration: serverConfiguration, streamConfiguration: .init()),
                         FrameAnswerer(goAwayAfter: index == 0 ? goAwayAfter : nil, batch: batch, reply: reply))
                 }
             }
@@ -281,7 +327,7 @@ private final class FrameAnswerer: ChannelInboundHandler {
     private func write(_ answer: TestHTTP2Server.Reply, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         var headers = HPACKHeaders([
             (":status", String(answer.status)), ("content-type", "application/json"),
-            ("content-length", String(answer.body.count)),
+            ("content-length", String(answer.declaredLength ?? answer.body.count)),
         ])
         if let retryAfter = answer.retryAfter { headers.add(name: "retry-after", value: String(retryAfter)) }
         context.write(
