@@ -14,10 +14,12 @@ public struct RelayOptions: Sendable, Hashable {
     public var lease: Duration = .seconds(30)
     /// Unfinished messages a project's outbox holds; past it, sends are refused as unavailable.
     public var outboxMessages = 10_000
-    /// Requests to FCM in flight at once, per server (HTTP/2 streams).
+    /// Requests to FCM in flight at once for one message (HTTP/2 streams, shared among the
+    /// connections of `HTTP2Upstream`).
     public var concurrency = 200
-    /// Recipients read, sent and recorded together: after `kill -9`, at most a page per message
-    /// being worked is sent again.
+    /// Recipients read, sent and recorded together: after `kill -9`, at most two pages per
+    /// message being worked (the one in flight, and the one sent before it and not yet
+    /// recorded) are sent again.
     public var pageSize = 500
     /// How often the outbox is looked at for work another server left or a retry that fell due.
     public var pollInterval: Duration = .seconds(1)
