@@ -131,9 +131,7 @@ final class HTTP2Upstream: Sendable {
         let channel = open.channel
         let exchanges = open.exchanges
         loop.execute {
-            let deadline = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-                + timeout.components.attoseconds / 1_000_000_000))
-            {
+            let deadline = loop.scheduleTask(in: TimeAmount(timeout)) {
                 page.expire(NoAnswerInTime(timeout: timeout))
                 channel.close(promise: nil)
             }
@@ -392,12 +390,14 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     /// A stream whose request never fully went out.
     private func unsent(_ streamID: HTTP2StreamID) {
         live.remove(streamID)
-        if exchanges[streamID]?.status != nil {
-            finish(streamID)  // answered before the request's end: the answer stands
-        } else {
-            end(streamID, with: .failure(NotProcessed()))
-        }
+        close(streamID, unanswered: NotProcessed())  // answered before the request's end: the answer stands
         startReady()
+    }
+
+    /// Ends a stream's exchange that will read nothing more: with its answer if its status came,
+    /// else with `error`.
+    private func close(_ streamID: HTTP2StreamID, unanswered error: any Error) {
+        if exchanges[streamID]?.status != nil { finish(streamID) } else { end(streamID, with: .failure(error)) }
     }
 
     private func finish(_ streamID: HTTP2StreamID) {
@@ -488,17 +488,11 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let closed = event as? StreamClosedEvent {
             live.remove(closed.streamID)
+            // Answered, then reset (the rest of the request unread): the answer stands.
+            close(
+                closed.streamID,
+                unanswered: closed.reason == .refusedStream ? NotProcessed() : StreamReset(reason: closed.reason))
             startReady()
-        }
-        if let closed = event as? StreamClosedEvent, let exchange = exchanges[closed.streamID] {
-            if exchange.status != nil {
-                // Answered, then reset (the rest of the request unread): the answer stands.
-                finish(closed.streamID)
-            } else if closed.reason == .refusedStream {
-                end(closed.streamID, with: .failure(NotProcessed()))
-            } else {
-                end(closed.streamID, with: .failure(StreamReset(reason: closed.reason)))
-            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -530,9 +524,7 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     private func fail(_ error: any Error) {
         retire()
         if closedBy == nil { closedBy = error }
-        for streamID in Array(exchanges.keys) {
-            if exchanges[streamID]?.status != nil { finish(streamID) } else { end(streamID, with: .failure(error)) }
-        }
+        for streamID in Array(exchanges.keys) { close(streamID, unanswered: error) }
         startReady()  // what waited for a stream fails too
     }
 

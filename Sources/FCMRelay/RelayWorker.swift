@@ -226,14 +226,12 @@ public final class RelayWorker: Service, Sendable {
     }
 
     /// The side of the pipeline that runs while a page is in flight: records the page before it,
-    /// then reads the page after it. `nil` when another server holds the job now.
+    /// then reads the page after it. `nil` when the job is no longer this worker's to go on with.
     private func recordThenRead(_ previous: SentPage?, after page: AttemptPage, of job: OutboxJob, in project: Project)
         async throws -> AttemptPage?
     {
-        if let previous {
-            guard try await recordAndApply(previous.outcomes, page: previous.page, of: job, in: project) != nil
-            else { return nil }
-        }
+        var previous = previous
+        guard try await settle(&previous, of: job, in: project) else { return nil }
         return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: options.pageSize)
     }
 

@@ -42,9 +42,7 @@ struct HTTP2UpstreamTests {
         let answerBody = [UInt8](repeating: UInt8(ascii: "x"), count: 1_000)
         let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200, body: answerBody) }
         try await withUpstream(reply: reply) { upstream, _ in
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: (0..<300).map(Self.requestBody), window: 50,
-                timeout: .seconds(30))
+            let answers = await post(bodies: (0..<300).map(Self.requestBody), to: upstream, window: 50)
             let failed = failures(answers)
             #expect(failed.isEmpty, "\(failed.count) failed, the first with: \(failed.first ?? "")")
             #expect(answers.map { (try? $0.get())?.status } == [Int?](repeating: 200, count: 300))
@@ -59,9 +57,7 @@ struct HTTP2UpstreamTests {
     func refusedByGoAway() async throws {
         let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200, body: Self.sent) }
         try await withUpstream(goAwayAfter: 10, reply: reply) { upstream, server in
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: (0..<60).map(Self.requestBody), window: 20,
-                timeout: .seconds(30))
+            let answers = await post(bodies: (0..<60).map(Self.requestBody), to: upstream, window: 20)
             let failed = failures(answers)
             #expect(failed.isEmpty, "\(failed.count) failed, the first with: \(failed.first ?? "")")
             #expect(answers.map { (try? $0.get())?.status } == [Int?](repeating: 200, count: 60))
@@ -75,9 +71,7 @@ struct HTTP2UpstreamTests {
     @Test("Each answer keeps its own status and Retry-After")
     func answersKeepTheirRequests() async throws {
         try await withUpstream(answersInBatchesOf: 3, reply: Self.answerByBody) { upstream, _ in
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: ["ok", "gone", "busy"].map { Array($0.utf8) },
-                window: 3, timeout: .seconds(30))
+            let answers = await post(bodies: ["ok", "gone", "busy"].map { Array($0.utf8) }, to: upstream, window: 3)
             let answered = try answers.map { try $0.get() }
             #expect(answered.map(\.status) == [200, 404, 503])
             #expect(answered.map(\.retryAfter) == [nil, nil, 7])
@@ -100,8 +94,7 @@ struct HTTP2UpstreamTests {
         // A window of four: most requests start after the broken answer, on the same connection.
         try await withUpstream(reply: reply) { upstream, server in
             let bodies = (0..<20).map { $0 == 1 ? Array("bad".utf8) : Self.requestBody($0) }
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: bodies, window: 4, timeout: .seconds(30))
+            let answers = await post(bodies: bodies, to: upstream, window: 4)
             #expect(failures(answers).isEmpty)
             #expect(answers.map { (try? $0.get())?.status } == (0..<20).map { $0 == 1 ? 404 : 200 })
             #expect(server.connectionCount == 1)
@@ -115,9 +108,7 @@ struct HTTP2UpstreamTests {
         let long = [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
         let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 404, body: long) }
         try await withUpstream(reply: reply) { upstream, _ in
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: [Self.requestBody(1)], window: 1,
-                timeout: .seconds(30))
+            let answers = await post(bodies: [Self.requestBody(1)], to: upstream, window: 1)
             let answer = try #require(try? answers.first?.get())
             #expect(answer.status == 404)
             #expect(answer.body.count <= UpstreamClient.maximumAnswerBytes)
@@ -130,9 +121,7 @@ struct HTTP2UpstreamTests {
     func deadline() async throws {
         let silence: TestHTTP2Server.Replier = { _ in nil }
         try await withUpstream(reply: silence) { upstream, _ in
-            let answers = await upstream.postAll(
-                path: Self.path, authorization: "Bearer token", bodies: (0..<3).map(Self.requestBody), window: 3,
-                timeout: .seconds(1))
+            let answers = await post(bodies: (0..<3).map(Self.requestBody), to: upstream, window: 3, timeout: .seconds(1))
             #expect(answers.count == 3)
             #expect(failures(answers).count == 3)
         }
@@ -158,6 +147,14 @@ struct HTTP2UpstreamTests {
         await server.stop()
         withExtendedLifetime(certificates) {}
         if let failure { throw failure }
+    }
+
+    /// Posts `bodies` as a page to FCM's send path, within `timeout`.
+    private func post(
+        bodies: [[UInt8]], to upstream: HTTP2Upstream, window: Int, timeout: Duration = .seconds(30)
+    ) async -> [Result<UpstreamClient.Answer, any Error>] {
+        await upstream.postAll(
+            path: Self.path, authorization: "Bearer token", bodies: bodies, window: window, timeout: timeout)
     }
 
     /// What each failed answer's error says, so that a failing expectation shows why.

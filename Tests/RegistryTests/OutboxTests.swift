@@ -33,6 +33,16 @@ struct OutboxTests {
             leaseUntil: Date(), bounds: bounds)
     }
 
+    /// A topic send to `count` subscribers (tokens 1…count), its job claimed by server "a".
+    func claimedSend(to count: Int) async throws -> (Project, SQLiteStore, OutboxJob, Date) {
+        let (_, project, store) = try await relaying(count)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap((1...count).map(UInt32.init)), bounds: bounds)
+        let now = Date()
+        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        return (project, store, job, now)
+    }
+
     @Test("The log keeps every undelivered message whatever its bounds; the outbox has its own")
     func logKeepsUndelivered() async throws {
         let (_, project, store) = try await relaying(3)
@@ -91,11 +101,7 @@ struct OutboxTests {
 
     @Test("A page read while another is in flight skips its retries and goes on from its cursor")
     func readAhead() async throws {
-        let (_, project, store) = try await relaying(6)
-        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
-        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3, 4, 5, 6]), bounds: bounds)
-        let now = Date()
-        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        let (project, store, job, now) = try await claimedSend(to: 6)
         let first = try await store.nextAttempts(of: job, after: nil, now: now, limit: 2)
         let retry = [
             DeliveryOutcome(attempt: first.attempts[0], state: .pending, error: "UNAVAILABLE", nextAttemptAt: now),
@@ -112,11 +118,7 @@ struct OutboxTests {
 
     @Test("A walk's first-attempt deliveries write no row, and the delivered listing still names each, page by page")
     func deliveredWithoutRows() async throws {
-        let (_, project, store) = try await relaying(5)
-        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
-        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3, 4, 5]), bounds: bounds)
-        let now = Date()
-        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        let (project, store, job, now) = try await claimedSend(to: 5)
         let page = try await store.nextAttempts(of: job, after: nil, now: now, limit: 4)
         let outcomes = page.attempts.map { attempt in
             attempt.tokenID == 2
