@@ -101,7 +101,7 @@ struct OutboxTests {
 
     @Test("A page read while another is in flight skips its retries and goes on from its cursor")
     func readAhead() async throws {
-        let (project, store, job, now) = try await claimedSend(to: 6)
+        let (_, store, job, now) = try await claimedSend(to: 6)
         let first = try await store.nextAttempts(of: job, after: nil, now: now, limit: 2)
         let retry = [
             DeliveryOutcome(attempt: first.attempts[0], state: .pending, error: "UNAVAILABLE", nextAttemptAt: now),
