@@ -135,8 +135,23 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // The OpenAPI document is compiled into the binary: the release archive is one file.
-            resources: [.embedInCode("Resources/openapi.json")],
+            // The OpenAPI document and the console are compiled into the binary: the release
+            // archive is one file.
+            resources: [
+                .embedInCode("Resources/openapi.json"),
+                .embedInCode("Resources/console/index.html"),
+                .embedInCode("Resources/console/console.css"),
+                .embedInCode("Resources/console/main.js"),
+                .embedInCode("Resources/console/api.js"),
+                .embedInCode("Resources/console/dom.js"),
+                .embedInCode("Resources/console/chart.js"),
+                .embedInCode("Resources/console/overview.js"),
+                .embedInCode("Resources/console/conditions.js"),
+                .embedInCode("Resources/console/audiences.js"),
+                .embedInCode("Resources/console/token.js"),
+                .embedInCode("Resources/console/messages.js"),
+                .embedInCode("Resources/console/relay.js"),
+            ],
             swiftSettings: strict
         ),
         /// Delivery to devices through FCM HTTP v1: the workers that drain the outbox, the HTTP/2

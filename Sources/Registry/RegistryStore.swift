@@ -84,7 +84,8 @@ public protocol RegistryStore: Sendable {
         forImportedKey key: String, in project: Project,
         opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
     ) async throws -> Int64?
-    func groups(in project: Project, after: String?, limit: Int) async throws -> Page<GroupSummary>
+    /// A page of the groups whose names start with `prefix` (every group for `""`), by name.
+    func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<GroupSummary>
     /// The group and a page of its members (token and when it joined), or `nil` when there is no such group.
     func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (GroupSummary, Page<Membership>)?
@@ -114,7 +115,10 @@ public protocol RegistryStore: Sendable {
     /// Isolation: serialized per token.
     func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
         -> Committed<TopicChanges>
-    func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary>
+    /// A page of the topics whose names start with `prefix` (every topic for `""`), by name.
+    func topics(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<TopicSummary>
+    /// When each of the named topics was created; a name with no topic is left out.
+    func topicCreationTimes(_ names: [String], in project: Project) async throws -> [String: Date]
     func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?
 

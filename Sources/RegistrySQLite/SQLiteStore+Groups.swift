@@ -74,14 +74,17 @@ extension SQLiteStore {
         }
     }
 
-    public func groups(in project: Project, after: String?, limit: Int) async throws -> Page<GroupSummary> {
-        try await read { db in
+    public func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws
+        -> Page<GroupSummary>
+    {
+        let names = NameRange(prefix: prefix, after: after)
+        return try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT name, createdAt, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
-                    FROM deviceGroup WHERE projectId = ? AND name > ? ORDER BY name LIMIT ?
-                    """, arguments: [project.rowID, after ?? "", limit + 1])
+                    FROM deviceGroup WHERE projectId = ? AND \(names.sql) ORDER BY name LIMIT ?
+                    """, arguments: [project.rowID] + names.arguments + [limit + 1])
             let items = rows.prefix(limit).map {
                 GroupSummary(name: $0["name"], memberCount: $0["members"], createdAt: Clock.date($0["createdAt"]))
             }

@@ -1,4 +1,5 @@
 import AudienceEngine
+import Foundation
 import GRDB
 import Registry
 
@@ -126,19 +127,36 @@ extension SQLiteStore {
         }
     }
 
-    public func topics(in project: Project, after: String?, limit: Int) async throws -> Page<TopicSummary> {
-        try await read { db in
+    public func topics(in project: Project, prefix: String, after: String?, limit: Int) async throws
+        -> Page<TopicSummary>
+    {
+        let names = NameRange(prefix: prefix, after: after)
+        return try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT name, createdAt, (SELECT COUNT(*) FROM subscription WHERE topicId = topic.id) AS subscribers
-                    FROM topic WHERE projectId = ? AND name > ? ORDER BY name LIMIT ?
-                    """, arguments: [project.rowID, after ?? "", limit + 1])
+                    FROM topic WHERE projectId = ? AND \(names.sql) ORDER BY name LIMIT ?
+                    """, arguments: [project.rowID] + names.arguments + [limit + 1])
             let items = rows.prefix(limit).map {
                 TopicSummary(
                     name: $0["name"], subscriberCount: $0["subscribers"], createdAt: Clock.date($0["createdAt"]))
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
+        }
+    }
+
+    public func topicCreationTimes(_ names: [String], in project: Project) async throws -> [String: Date] {
+        guard !names.isEmpty else { return [:] }
+        return try await read { db in
+            let statement = try db.cachedStatement(sql: "SELECT createdAt FROM topic WHERE projectId = ? AND name = ?")
+            var times: [String: Date] = [:]
+            for name in names {
+                if let createdAt = try Int64.fetchOne(statement, arguments: [project.rowID, name]) {
+                    times[name] = Clock.date(createdAt)
+                }
+            }
+            return times
         }
     }
 

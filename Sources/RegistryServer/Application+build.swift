@@ -84,7 +84,7 @@ public func buildTLSApplication(
 }
 
 /// Every route, behind the access log and the error envelope; every route but `/health`,
-/// `/metrics`, `/openapi.json` and `/token` behind the server key.
+/// `/metrics`, `/openapi.json`, `/token` and the console's files behind the server key.
 public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> Router<
     RegistryRequestContext
 > {
@@ -107,6 +107,8 @@ func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xm
     }
     let oauth = OAuthController(registry: registry)
     oauth.addOpenRoutes(to: open)
+    // The console's files: static, and the API it calls asks for the key.
+    ConsoleFiles.addRoutes(to: open)
     open.addMethodNotAllowed(to: router)
 
     let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))

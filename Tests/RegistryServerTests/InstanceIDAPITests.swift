@@ -44,7 +44,7 @@ struct InstanceIDAPITests {
                 .post, "/iid/v1:batchRemove",
                 body: #"{"to":"/topics/movies","registration_tokens":["\#(token(1))","\#(token(2))"]}"#)
             #expect(reply.json == ["results": [[:], [:]]])
-            #expect(try await fixture.registry.store.topics(in: fixture.project, after: nil, limit: 10).items.isEmpty)
+            #expect(try await fixture.registry.store.topics(in: fixture.project, prefix: "", after: nil, limit: 10).items.isEmpty)
         }
     }
 

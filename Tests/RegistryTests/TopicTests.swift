@@ -40,7 +40,7 @@ struct TopicTests {
         let outcomes = try await registry.unsubscribe(
             [token(1), token(2), token(3), "bad token"], from: "a", in: project)
         #expect(outcomes == [.ok, .ok, .notFound, .invalidArgument])
-        #expect(try await registry.store.topics(in: project, after: nil, limit: 10).items.isEmpty)
+        #expect(try await registry.store.topics(in: project, prefix: "", after: nil, limit: 10).items.isEmpty)
     }
 
     @Test("Invalid topic names are refused before anything is written")
@@ -80,7 +80,7 @@ struct TopicTests {
         let (registry, project) = try await makeRegistry()
         let (second, _) = try await registry.createProject(projectId: "second", senderId: "222")
         _ = try await registry.subscribe([token(1)], to: "a", in: project)
-        #expect(try await registry.store.topics(in: second, after: nil, limit: 10).items.isEmpty)
+        #expect(try await registry.store.topics(in: second, prefix: "", after: nil, limit: 10).items.isEmpty)
         #expect(try await registry.token(token(1), in: second) == nil)
         #expect(try await registry.subscriptions(ofToken: token(1), in: second, after: nil, pageSize: nil) == nil)
     }
@@ -99,7 +99,7 @@ struct TokenTests {
         #expect(info.state == .unregistered)
         #expect(try await registry.store.group(named: "solo", in: project) == nil)
         #expect(try await registry.store.group(named: "pair", in: project)?.memberCount == 1)
-        #expect(try await registry.store.topics(in: project, after: nil, limit: 10).items.map(\.name) == ["a"])
+        #expect(try await registry.store.topics(in: project, prefix: "", after: nil, limit: 10).items.map(\.name) == ["a"])
         #expect(try await registry.store.groups(ofToken: token(1), in: project).isEmpty)
         #expect(try await registry.subscribe([token(1)], to: "a", in: project) == [.notFound])
         // Registered again, it works again.

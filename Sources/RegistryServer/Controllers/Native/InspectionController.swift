@@ -3,15 +3,25 @@ import Foundation
 import Hummingbird
 import Registry
 
-/// Native listings: groups and their members, topics and their subscribers.
+/// Native listings: the caller's project, groups and their members, topics and their subscribers;
+/// groups and topics by name prefix, topics also by size.
 struct InspectionController {
     let registry: RegistryService
 
     func addRoutes(to routes: RouteRecorder) {
+        routes.on("/api/project", .get, use: project)
         routes.on("/api/groups", .get, use: groups)
         routes.on("/api/groups/:name", .get, use: group)
         routes.on("/api/topics", .get, use: topics)
         routes.on("/api/topics/:name", .get, use: topic)
+    }
+
+    /// The project the caller's key opens, and its size.
+    struct ProjectSummary: ResponseEncodable {
+        var projectId: String
+        var senderId: String
+        var registeredTokens: Int
+        var topics: Int
     }
 
     struct Member: Encodable {
@@ -45,10 +55,20 @@ struct InspectionController {
         var nextPageToken: String?
     }
 
+    /// `GET /api/project`: whose key this is, and how many registered tokens and topics (with a
+    /// subscriber) the project has, from the audience index.
+    @Sendable func project(_ request: Request, context: RegistryRequestContext) async throws -> ProjectSummary {
+        let project = try context.requireProject()
+        let size = registry.projectSize(project)
+        return ProjectSummary(
+            projectId: project.projectId, senderId: project.senderId, registeredTokens: size.registeredTokens,
+            topics: size.topics)
+    }
+
     @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> GroupList {
         let project = try context.requireProject()
         let (after, size) = try paging(request, .groups)
-        let page = try await registry.groups(in: project, after: after, limit: size)
+        let page = try await registry.groups(in: project, prefix: try Self.prefix(request), after: after, limit: size)
         return GroupList(groups: page.items, nextPageToken: page.nextPageToken(.groups))
     }
 
@@ -68,9 +88,23 @@ struct InspectionController {
 
     @Sendable func topics(_ request: Request, context: RegistryRequestContext) async throws -> TopicList {
         let project = try context.requireProject()
-        let (after, size) = try paging(request, .topics)
-        let page = try await registry.topics(in: project, after: after, limit: size)
-        return TopicList(topics: page.items, nextPageToken: page.nextPageToken(.topics))
+        let prefix = try Self.prefix(request)
+        switch request.query("orderBy") ?? "name" {
+        case "name":
+            let (after, size) = try paging(request, .topics)
+            let page = try await registry.topics(in: project, prefix: prefix, after: after, limit: size)
+            return TopicList(topics: page.items, nextPageToken: page.nextPageToken(.topics))
+        case "subscriberCount":
+            let (position, size) = try paging(request, .topicsBySubscribers)
+            let after = try position.map { position in
+                guard let rank = TopicRank(position: position) else { throw RegistryError.invalidPageToken }
+                return rank
+            }
+            let page = try await registry.topicsBySubscribers(in: project, prefix: prefix, after: after, limit: size)
+            return TopicList(topics: page.items, nextPageToken: page.nextPageToken(.topicsBySubscribers))
+        default:
+            throw BadRequest("orderBy must be name or subscriberCount", field: "orderBy")
+        }
     }
 
     @Sendable func topic(_ request: Request, context: RegistryRequestContext) async throws -> TopicDetail {
@@ -88,6 +122,18 @@ struct InspectionController {
     }
 
     // MARK: - Paging
+
+    /// The longest `prefix` taken: longer than any name the registry holds.
+    static let maximumPrefixBytes = 1024
+
+    /// `prefix`: only names that start with it are listed (all, when absent or empty).
+    static func prefix(_ request: Request) throws -> String {
+        let prefix = request.query("prefix") ?? ""
+        guard prefix.utf8.count <= maximumPrefixBytes else {
+            throw BadRequest("prefix must be at most \(maximumPrefixBytes) bytes", field: "prefix")
+        }
+        return prefix
+    }
 
     /// `pageSize` (default 1000, at most 2000) and where `pageToken` says to continue.
     private func paging(_ request: Request, _ listing: PageToken.Listing) throws -> (after: String?, size: Int) {

@@ -1,0 +1,141 @@
+// Building the page: every value from the API goes in as text or an attribute, never as HTML,
+// so nothing a token, topic or message holds can run in the console.
+
+/** An element: `h("a", {href: "#/x"}, "text", child)`. `on*` attributes become listeners. */
+export function h(tag, attributes = {}, ...children) {
+  return build(document.createElement(tag), attributes, children);
+}
+
+/** An SVG element, for the charts. */
+export function s(tag, attributes = {}, ...children) {
+  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attributes, children);
+}
+
+function build(element, attributes, children) {
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else if (name === "dataset") Object.assign(element.dataset, value);
+    else element.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** Replaces what `element` holds. */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}
+
+const counts = new Intl.NumberFormat("en");
+/** 1234567 → "1,234,567". */
+export function count(value) {
+  return typeof value === "number" ? counts.format(value) : "—";
+}
+
+/** An RFC 3339 time as the reader's local date and time. */
+export function when(text) {
+  if (!text) return "—";
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? text : date.toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "medium" });
+}
+
+/** A hash route segment: tokens, topics and message ids may hold "/", ":" and "%". */
+export function segment(value) {
+  return encodeURIComponent(value);
+}
+
+/** `{label: value}` as a list of figures; `dataset` names go on each value for tests to read. */
+export function stats(entries) {
+  return h("dl", { class: "stats" },
+    entries.map(([label, value, name]) =>
+      h("div", { class: name },
+        h("dt", {}, label),
+        h("dd", { dataset: name ? { stat: name, value: String(value ?? "") } : undefined }, typeof value === "number" ? count(value) : value ?? "—"))));
+}
+
+/** `[[term, description], …]` as a definition list. */
+export function facts(entries) {
+  return h("dl", { class: "facts" }, entries.map(([term, description]) => [h("dt", {}, term), h("dd", {}, description)]));
+}
+
+/**
+ * A table. `columns`: `{label, value(row) → node or text, numeric?, sort?}`; a column with `sort`
+ * (a key) gets a button that calls `onSort(key)`; `sorted` is `{key, descending}`.
+ */
+export function table({ caption, columns, rows, sorted, onSort, empty = "Nothing here." }) {
+  const head = h("tr", {}, columns.map((column) => {
+    const sort = column.sort && sorted && sorted.key === column.sort ? (sorted.descending ? "descending" : "ascending") : undefined;
+    const label = column.sort && onSort
+      ? h("button", { type: "button", onclick: () => onSort(column.sort) }, column.label)
+      : column.label;
+    return h("th", { scope: "col", class: column.numeric ? "num" : undefined, "aria-sort": sort }, label);
+  }));
+  const body = rows.length
+    ? rows.map((row) => h("tr", {}, columns.map((column) =>
+        h("td", { class: column.numeric ? "num" : column.className }, column.value(row)))))
+    : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, empty));
+  return h("div", { class: "table-wrap" }, h("table", {}, caption ? h("caption", {}, caption) : null, h("thead", {}, head), h("tbody", {}, body)));
+}
+
+/**
+ * Paging by the API's page tokens: remembers the tokens of the pages before, so Previous works
+ * in listings that only go forward. `load(pageToken)` shows a page and returns its nextPageToken.
+ */
+export class Pager {
+  constructor(load) {
+    this.load = load;
+    this.tokens = [undefined];
+    this.next = undefined;
+    this.element = h("div", { class: "pager" });
+  }
+
+  get page() { return this.tokens.length; }
+
+  async first() {
+    this.tokens = [undefined];
+    await this.show();
+  }
+
+  /** Shows the current page; a failed call is shown where the pager is, and Previous still works. */
+  async show() {
+    try {
+      this.next = await this.load(this.tokens[this.tokens.length - 1]);
+      this.render();
+    } catch (error) {
+      this.next = undefined;
+      this.render();
+      this.element.append(problem(error));
+    }
+  }
+
+  render() {
+    fill(this.element,
+      h("button", { type: "button", class: "plain", disabled: this.tokens.length === 1, onclick: () => { this.tokens.pop(); this.show(); } }, "Previous"),
+      h("span", { class: "muted", dataset: { page: String(this.page) } }, `Page ${this.page}`),
+      h("button", { type: "button", class: "plain", disabled: !this.next, onclick: () => { this.tokens.push(this.next); this.show(); } }, "Next"));
+  }
+}
+
+/** Runs `work` after `delay` ms without another call: what typing in a search box asks. */
+export function debounce(work, delay) {
+  let timer;
+  return (...values) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => work(...values), delay);
+  };
+}
+
+/** An error as the API worded it, in a box. */
+export function problem(error) {
+  return h("p", { class: "error-box", role: "alert" }, error.message || String(error));
+}

@@ -1,0 +1,130 @@
+// The console's shell: signing in and out, and the hash routes that pick a screen.
+import { forget, get, remember, serverKey, whenUnauthorized } from "./api.js";
+import { fill, h, problem } from "./dom.js";
+import { overview } from "./overview.js";
+import { conditions } from "./conditions.js";
+import { groupDetail, groupList, topicDetail, topicList } from "./audiences.js";
+import { tokenView } from "./token.js";
+import { messageDetail, messageList } from "./messages.js";
+import { relayView, startSampling, stopSampling } from "./relay.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const projectLabel = document.getElementById("project");
+const signOutButton = document.getElementById("sign-out");
+
+/** Hash routes: a pattern, and the screen it shows with the pattern's (decoded) groups. */
+const routes = [
+  [/^#\/overview$/, overview],
+  [/^#\/conditions$/, conditions],
+  [/^#\/topics$/, topicList],
+  [/^#\/topics\/(.+)$/, topicDetail],
+  [/^#\/groups$/, groupList],
+  [/^#\/groups\/(.+)$/, groupDetail],
+  [/^#\/tokens(?:\/(.+))?$/, tokenView],
+  [/^#\/messages$/, messageList],
+  [/^#\/messages\/(.+)$/, messageDetail],
+  [/^#\/relay$/, relayView],
+];
+
+/** The project the key opens: `GET /api/project`. */
+let project = null;
+/** Stops the screen shown (its timers and refreshes) when another is shown. */
+let leaving = new AbortController();
+
+async function show() {
+  leaving.abort();
+  leaving = new AbortController();
+  if (!serverKey() || !project) return signInScreen();
+  const hash = location.hash || "#/overview";
+  for (const [pattern, screen] of routes) {
+    const match = hash.match(pattern);
+    if (!match) continue;
+    markCurrent(hash);
+    const parameters = match.slice(1).map((value) => (value === undefined ? undefined : decodeURIComponent(value)));
+    try {
+      await screen(main, { project, signal: leaving.signal }, ...parameters);
+    } catch (error) {
+      if (!leaving.signal.aborted) fill(main, h("h1", {}, "Something went wrong"), problem(error));
+    }
+    const heading = main.querySelector("h1");
+    if (heading) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
+    return;
+  }
+  location.hash = "#/overview";
+}
+
+function markCurrent(hash) {
+  const section = hash.split("/")[1];
+  for (const link of nav.querySelectorAll("a")) {
+    if (link.getAttribute("href") === `#/${section}`) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+function signInScreen(message) {
+  nav.hidden = true;
+  signOutButton.hidden = true;
+  projectLabel.textContent = "";
+  document.title = "Sign in · fcm-registry console";
+  const input = h("input", { id: "server-key", type: "password", autocomplete: "off", required: true, "aria-describedby": "key-help" });
+  const status = h("div", { role: "status", "aria-live": "polite" }, message ? problem(new Error(message)) : null);
+  const form = h("form", { class: "card signin", onsubmit: async (event) => {
+      event.preventDefault();
+      fill(status, h("p", { class: "muted" }, "Signing in…"));
+      try {
+        await signIn(input.value.trim());
+      } catch (error) {
+        fill(status, problem(error.status === 401 ? new Error("That key does not open a project here.") : error));
+      }
+    } },
+    h("h1", {}, "Sign in"),
+    h("label", { for: "server-key" }, "Server key"),
+    input,
+    h("p", { id: "key-help" }, "A project's server key, as fcm-registry printed it. It is kept only in this tab's session storage and sent only to this server."),
+    h("button", { type: "submit" }, "Sign in"),
+    status);
+  fill(main, form);
+  input.focus();
+}
+
+async function signIn(key) {
+  project = await get("/api/project", undefined, { key });
+  remember(key);
+  signedIn();
+  if (!location.hash || location.hash === "#/") location.hash = "#/overview";
+  else await show();
+}
+
+function signedIn() {
+  nav.hidden = false;
+  signOutButton.hidden = false;
+  projectLabel.textContent = `${project.projectId} · sender ${project.senderId}`;
+  document.title = `${project.projectId} · fcm-registry console`;
+  startSampling();
+}
+
+function signOut(message) {
+  forget();
+  project = null;
+  stopSampling();
+  leaving.abort();
+  signInScreen(message);
+}
+
+whenUnauthorized(() => { if (project) signOut("The key no longer opens a project here: sign in again."); });
+signOutButton.addEventListener("click", () => signOut());
+window.addEventListener("hashchange", show);
+
+// A tab that signed in before (a reload) goes on with its key.
+(async () => {
+  const key = serverKey();
+  if (!key) return signInScreen();
+  try {
+    project = await get("/api/project");
+    signedIn();
+    await show();
+  } catch (error) {
+    signOut(error.status === 401 ? "The key no longer opens a project here: sign in again." : error.message);
+  }
+})();

@@ -1,0 +1,346 @@
+"""The web console in headless Chromium, against a running server with a seeded registry.
+
+run-console-tests.sh starts two servers: "FCM" (an fcm-registry that judges tokens) and the
+registry the console looks into, which relays to it. The seed below gives it a topic of 10,000
+tokens, smaller topics, device groups, and messages with real delivery states. Each test drives
+the console as an operator would and checks what it shows against what the API answers; after
+each, the browser's console must hold no error. With CONSOLE_SCREENSHOTS set, each screen is also
+saved at 1280x800 and 390x844, with the manifest the Swift suite checks for staleness.
+"""
+
+import hashlib
+import json
+import os
+import time
+import urllib.parse
+
+import pytest
+import requests
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+URL = os.environ["CONSOLE_URL"]
+KEY = os.environ["CONSOLE_KEY"]
+UPSTREAM_URL = os.environ["UPSTREAM_URL"]
+UPSTREAM_KEY = os.environ["UPSTREAM_KEY"]
+SCREENSHOTS = os.environ.get("CONSOLE_SCREENSHOTS")
+CONSOLE_SOURCES = os.path.join(os.path.dirname(__file__), "../../Sources/RegistryServer/Resources/console")
+API = {"Authorization": f"key={KEY}"}
+SIZES = [(1280, 800), (390, 844)]
+
+
+def token(label, n):
+    return f"{label}{n:05d}:APA91b" + "c" * 40
+
+
+def ok(reply):
+    assert reply.status_code == 200, (reply.status_code, reply.text)
+    return reply.json()
+
+
+def api(method, path, **arguments):
+    return ok(requests.request(method, URL + path, headers=API, timeout=30, **arguments))
+
+
+def subscribe(topic, tokens, base=URL, headers=API):
+    for start in range(0, len(tokens), 1000):
+        ok(requests.post(f"{base}/iid/v1:batchAdd", headers=headers, timeout=30,
+                         json={"to": f"/topics/{topic}", "registration_tokens": tokens[start:start + 1000]}))
+
+
+@pytest.fixture(scope="session")
+def seeded():
+    """The registry an operator would look at: topics of several sizes, groups, relayed messages."""
+    news = [token("news", n) for n in range(10_000)]
+    subscribe("news", news)
+    subscribe("sports", news[:3_000])
+    subscribe("weather", news[5_000:5_600])
+    subscribe("alerts-eu", news[:120])
+    subscribe("alerts-us", news[200:290])
+    for name, members in [("family-ada", news[:4]), ("family-grace", news[10:13]), ("team-blue", news[20:32])]:
+        ok(requests.post(f"{URL}/fcm/notification", headers={**API, "project_id": "123456789012"}, timeout=30,
+                         json={"operation": "create", "notification_key_name": name, "registration_ids": members}))
+    # "FCM" knows every token but one: a send to the four of them is three deliveries and one failure.
+    known = news[:3]
+    unknown = token("gone", 1)
+    subscribe("devices", known + news[5_000:5_600], base=UPSTREAM_URL, headers={"Authorization": f"key={UPSTREAM_KEY}"})
+    ok(requests.put(f"{URL}/api/tokens/{urllib.parse.quote(unknown, safe='')}", headers=API, timeout=30))
+    direct = ok(requests.post(f"{URL}/fcm/send", headers=API, timeout=30, json={
+        "registration_ids": known + [unknown], "notification": {"title": "Build 42", "body": "is live"}}))
+    assert direct["success"] == 3 and direct["failure"] == 1, direct
+    topic = ok(requests.post(f"{URL}/fcm/send", headers=API, timeout=30, json={
+        "to": "/topics/weather", "data": {"forecast": "rain"}}))
+    # The topic send is delivered in the background: wait until nothing is pending.
+    deadline = time.monotonic() + 60
+    while True:
+        relay = api("GET", "/api/relay")["projects"][0]
+        if relay["pending"] == 0 and relay["inFlight"] == 0:
+            break
+        assert time.monotonic() < deadline, relay
+        time.sleep(0.2)
+    messages = api("GET", "/api/messages")["messages"]
+    direct_id = next(m["id"] for m in messages if m["target"].startswith("registration_ids"))
+    return {"news": news, "direct": direct_id, "topic": str(topic["message_id"]), "unknown": unknown}
+
+
+@pytest.fixture(scope="session")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,800", "--hide-scrollbars", "--lang=en-GB"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def console(browser, seeded):
+    """The browser, signed in, at a given screen; afterwards its console must hold no error."""
+    def at(route, width=1280, height=800):
+        resize(browser, width, height)
+        if not browser.current_url.startswith(URL + "/console"):
+            browser.get(URL + "/console")
+        browser.execute_script("location.hash = arguments[0]", route)
+        return browser
+    browser.get(URL + "/console")
+    browser.execute_script("sessionStorage.setItem('fcm-registry.serverKey', arguments[0])", KEY)
+    browser.get(URL + "/console#/overview")
+    heading(browser, "Project console-app")
+    yield at
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors
+
+
+def resize(driver, width, height):
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
+def wait(driver, seconds=15):
+    return WebDriverWait(driver, seconds)
+
+
+def heading(driver, text):
+    """Waits for the screen titled `text`, and for its calls to the API to be answered."""
+    def shown(d):
+        titles = d.find_elements(By.TAG_NAME, "h1")
+        return titles and titles[0].text == text and d.execute_script(
+            "return document.documentElement.dataset.pending") in (None, "0")
+    WebDriverWait(driver, 15, ignored_exceptions=[StaleElementReferenceException]).until(shown)
+
+
+# MARK: - Tests
+
+
+def test_sign_in(browser, seeded):
+    browser.get(URL + "/console")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(URL + "/console#/overview")
+    field = wait(browser).until(EC.visibility_of_element_located((By.ID, "server-key")))
+    assert browser.find_element(By.CSS_SELECTOR, "label[for='server-key']").text == "Server key"
+    field.send_keys(KEY, Keys.ENTER)
+    heading(browser, "Project console-app")
+    assert browser.find_element(By.ID, "nav").is_displayed()
+    assert "console-app" in browser.find_element(By.ID, "project").text
+    # The key stays in this tab's session storage, nowhere else.
+    assert browser.execute_script("return sessionStorage.getItem('fcm-registry.serverKey')") == KEY
+    assert browser.execute_script("return localStorage.length") == 0
+    assert browser.get_cookies() == []
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_condition_caret_then_count(console):
+    driver = console("#/conditions")
+    heading(driver, "Conditions")
+    field = wait(driver).until(EC.element_to_be_clickable((By.ID, "condition")))
+    field.clear()
+    field.send_keys("'news' in topics && ('sports' in topics ||")
+    diagnostic = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#condition-diagnostic pre.diagnostic.error")))
+    assert "^" in diagnostic.text and "condition:1:" in diagnostic.text, diagnostic.text
+    assert field.get_attribute("aria-invalid") == "true"
+    field.send_keys(" 'weather' in topics)")
+    count = wait(driver).until(EC.visibility_of_element_located((By.ID, "condition-count")))
+    condition = "'news' in topics && ('sports' in topics || 'weather' in topics)"
+    resolved = api("POST", "/api/audiences:resolve", json={"condition": condition, "dialect": "v1", "countOnly": True})
+    assert count.get_attribute("data-count") == str(resolved["count"]) == "3600"
+    assert field.get_attribute("aria-invalid") == "false"
+    terms = driver.find_element(By.ID, "condition-reach").text
+    assert "sports" in terms and "3,000" in terms and "10,000" in terms
+    # Legacy HTTP and XMPP allow no parentheses' !: the dialect switch checks again.
+    field.send_keys(Keys.END, " && !('alerts-eu' in topics)")
+    wait(driver).until(EC.visibility_of_element_located((By.ID, "condition-count")))
+    driver.find_element(By.CSS_SELECTOR, "#dialect option[value='xmpp']").click()
+    refused = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#condition-diagnostic pre.diagnostic.error")))
+    assert "^" in refused.text
+
+
+def test_page_a_topic_of_ten_thousand(console, seeded):
+    driver = console("#/topics/news")
+    heading(driver, "Topic news")
+    count = wait(driver).until(EC.visibility_of_element_located((By.ID, "topic-count")))
+    assert count.get_attribute("data-count") == "10000"
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Subscribers 1–100 of 10,000"))
+    first = api("GET", "/api/topics/news", params={"pageSize": 100})
+    second = api("GET", "/api/topics/news", params={"pageSize": 100, "pageToken": first["nextPageToken"]})
+    assert shown_tokens(driver) == [m["token"] for m in first["subscribers"]]
+    next_button = driver.find_element(By.XPATH, "//button[text()='Next']")
+    next_button.click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Subscribers 101–200 of 10,000"))
+    assert shown_tokens(driver) == [m["token"] for m in second["subscribers"]]
+    driver.find_element(By.XPATH, "//button[text()='Previous']").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Subscribers 1–100 of 10,000"))
+    # A thousand a page, to the last page.
+    driver.find_element(By.CSS_SELECTOR, "#page-size option[value='1000']").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Subscribers 1–1,000 of 10,000"))
+    for page in range(2, 11):
+        driver.find_element(By.XPATH, "//button[text()='Next']").click()
+        wait(driver).until(EC.text_to_be_present_in_element(
+            (By.TAG_NAME, "caption"), f"Subscribers {(page - 1) * 1000 + 1:,}–{page * 1000:,} of 10,000"))
+    assert not driver.find_element(By.XPATH, "//button[text()='Next']").is_enabled()
+    assert shown_tokens(driver)[-1] == seeded["news"][-1]
+
+
+def shown_tokens(driver):
+    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "tbody td.token")]
+
+
+def test_message_delivery_counts(console, seeded):
+    driver = console("#/messages")
+    heading(driver, "Messages")
+    link = wait(driver).until(EC.element_to_be_clickable((By.XPATH, "//tr[td[contains(., 'registration_ids')]]//a")))
+    wait(driver).until(EC.text_to_be_present_in_element((By.XPATH, "//tr[td[contains(., 'registration_ids')]]"), "failed 1"))
+    link.click()
+    heading(driver, "Message")
+    delivery = api("GET", f"/api/messages/{urllib.parse.quote(seeded['direct'], safe='')}")["delivery"]
+    assert delivery == {"pending": 0, "delivered": 3, "failed": 1}
+    for state, value in delivery.items():
+        shown = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, f"#delivery-summary dd[data-stat='{state}']")))
+        assert shown.get_attribute("data-value") == str(value), state
+    # The failed recipient, with FCM's error.
+    row = wait(driver).until(EC.visibility_of_element_located((By.XPATH, f"//tr[td[contains(., '{seeded['unknown']}')]]")))
+    assert "UNREGISTERED" in row.text
+    driver.find_element(By.CSS_SELECTOR, "button[data-state='delivered']").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Recipients delivered"))
+    assert sorted(shown_tokens(driver)) == sorted(seeded["news"][:3])
+
+
+def test_lists_search_and_sort(console):
+    driver = console("#/topics")
+    heading(driver, "Topics")
+    wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "tbody tr:first-child"), "news"))
+    names = lambda: [row.find_element(By.CSS_SELECTOR, "td a").text for row in driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert names()[:3] == ["news", "sports", "weather"]  # by subscribers, largest first
+    driver.find_element(By.XPATH, "//th/button[text()='Name']").click()
+    wait(driver).until(lambda d: names()[:2] == ["alerts-eu", "alerts-us"])
+    driver.find_element(By.ID, "topic-prefix").send_keys("alerts-")
+    wait(driver).until(lambda d: names() == ["alerts-eu", "alerts-us"])
+    driver = console("#/groups")
+    heading(driver, "Device groups")
+    driver.find_element(By.ID, "group-prefix").send_keys("family")
+    wait(driver).until(lambda d: names() == ["family-ada", "family-grace"])
+    driver.find_element(By.XPATH, "//a[text()='family-ada']").click()
+    heading(driver, "Group family-ada")
+    key = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#notification-key code")))
+    assert key.text.startswith("APA91")
+
+
+def test_token_screen(console, seeded):
+    member = seeded["news"][0]
+    driver = console("#/tokens/" + urllib.parse.quote(member, safe=""))
+    wait(driver).until(EC.visibility_of_element_located((By.ID, "token-state")))
+    page = driver.find_element(By.TAG_NAME, "main").text
+    for topic in ["news", "sports", "alerts-eu"]:
+        assert topic in page
+    assert "family-ada" in page
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), "registration_ids (4)"))
+
+
+def test_relay_screen(console):
+    driver = console("#/relay")
+    heading(driver, "Relay")
+    delivered = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "dd[data-stat='delivered']")))
+    relay = api("GET", "/api/relay")["projects"][0]
+    assert delivered.get_attribute("data-value") == str(relay["delivered"])
+    assert driver.find_element(By.CSS_SELECTOR, "dd[data-stat='pruned']").get_attribute("data-value") == str(relay["pruned"]) == "1"
+
+
+SCREENS = [
+    ("overview", "#/overview", "Project console-app"),
+    ("conditions", "#/conditions", "Conditions"),
+    ("topics", "#/topics", "Topics"),
+    ("topic", "#/topics/news", "Topic news"),
+    ("groups", "#/groups", "Device groups"),
+    ("group", "#/groups/team-blue", "Group team-blue"),
+    ("token", None, "Tokens"),
+    ("messages", "#/messages", "Messages"),
+    ("message", None, "Message"),
+    ("relay", "#/relay", "Relay"),
+]
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_every_screen_fits_and_labels_its_controls(console, seeded, width, height):
+    """Each screen at both sizes: no sideways scrolling of the page, every control labelled, and
+    (with CONSOLE_SCREENSHOTS) a screenshot."""
+    for name, route, title in SCREENS:
+        if name == "token":
+            route = "#/tokens/" + urllib.parse.quote(seeded["news"][0], safe="")
+        if name == "message":
+            route = "#/messages/" + urllib.parse.quote(seeded["direct"], safe="")
+        driver = console(route, width, height)
+        heading(driver, title)
+        wait(driver).until(lambda d: not d.find_elements(By.XPATH, "//*[text()='…']"))
+        if name == "conditions":
+            wait(driver).until(EC.visibility_of_element_located((By.ID, "condition-count")))
+        overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, (name, width, overflow)
+        unlabelled = driver.execute_script("""
+            return [...document.querySelectorAll('input, select, textarea')]
+              .filter(c => c.type !== 'hidden' && c.labels.length === 0 && !c.getAttribute('aria-label')).map(c => c.outerHTML)""")
+        assert unlabelled == [], (name, unlabelled)
+        if SCREENSHOTS:
+            driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur()")
+            time.sleep(0.3)
+            driver.save_screenshot(os.path.join(SCREENSHOTS, f"{name}-{width}x{height}.png"))
+    if SCREENSHOTS and (width, height) == SIZES[-1]:
+        write_manifest()
+
+
+def test_keyboard_reaches_every_section(console):
+    driver = console("#/overview")
+    heading(driver, "Project console-app")
+    # From the top of the page, as a keyboard user arrives.
+    driver.execute_script("document.activeElement.blur()")
+    reached = set()
+    for _ in range(14):
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+        focused = driver.switch_to.active_element
+        if focused.tag_name == "a":
+            reached.add(focused.text)
+    assert {"Overview", "Conditions", "Topics", "Groups", "Tokens", "Messages", "Relay"} <= reached, reached
+    # And Enter follows the focused link.
+    driver.execute_script("document.querySelector('#nav a[href=\"#/relay\"]').focus()")
+    driver.switch_to.active_element.send_keys(Keys.ENTER)
+    heading(driver, "Relay")
+
+
+def write_manifest():
+    """What ConsoleTests.screenshotsAreCurrent checks: the console's digest and the screenshots."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(CONSOLE_SOURCES)):
+        data = open(os.path.join(CONSOLE_SOURCES, name), "rb").read()
+        digest.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        digest.update(data)
+    shots = sorted(f for f in os.listdir(SCREENSHOTS) if f.endswith(".png"))
+    with open(os.path.join(SCREENSHOTS, "screenshots.json"), "w") as manifest:
+        json.dump({"sources": digest.hexdigest(), "screenshots": shots}, manifest, indent=2)
+        manifest.write("\n")
