@@ -14,9 +14,12 @@ enum ConsoleFiles {
         var bytes: [UInt8]
     }
 
-    /// The files under `/console/`, by name; `index.html` is also `/console` itself.
+    /// `/console` itself. Its links are relative (`console/main.js`), so the console works under a
+    /// proxy's path prefix; for them to resolve, the page is served at `/console` only.
+    static let page = File(contentType: "text/html; charset=UTF-8", bytes: PackageResources.index_html)
+
+    /// The files under `/console/`, by name.
     static let files: [String: File] = [
-        "index.html": File(contentType: "text/html; charset=UTF-8", bytes: PackageResources.index_html),
         "console.css": File(contentType: "text/css; charset=UTF-8", bytes: PackageResources.console_css),
         "main.js": File(contentType: javaScript, bytes: PackageResources.main_js),
         "api.js": File(contentType: javaScript, bytes: PackageResources.api_js),
@@ -38,17 +41,24 @@ enum ConsoleFiles {
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     static func addRoutes(to routes: RouteRecorder) {
-        routes.on("/console", .get) { _, _ in try response(for: "index.html") }
-        routes.on("/console/:file", .get) { request, context in
-            try response(for: try context.parameters.require("file"))
+        routes.on("/console", .get) { request, _ in
+            // `/console/` reaches this route too; there the page's relative links would miss.
+            guard !request.uri.path.hasSuffix("/") else {
+                return Response(status: .permanentRedirect, headers: [.location: "../console"])
+            }
+            return response(for: page)
+        }
+        routes.on("/console/:file", .get) { _, context in
+            let name = try context.parameters.require("file")
+            guard let file = files[name] else {
+                throw ErrorEnvelope.notFound(.native, "the console has no file named \(name)")
+            }
+            return response(for: file)
         }
     }
 
-    static func response(for name: String) throws -> Response {
-        guard let file = files[name] else {
-            throw ErrorEnvelope.notFound(.native, "the console has no file named \(name)")
-        }
-        return Response(
+    static func response(for file: File) -> Response {
+        Response(
             status: .ok,
             headers: [
                 .contentType: file.contentType,

@@ -30,6 +30,10 @@ struct ConsoleTests {
             #expect(policy.contains("frame-ancestors 'none'"))
             #expect(!policy.contains("unsafe"))
             #expect(headers[.xContentTypeOptions] == "nosniff")
+            // With a slash, the page's relative links would miss: it is sent to /console.
+            let (moved, movedHeaders, _) = try await fetch(client, "/console/")
+            #expect(moved == .permanentRedirect)
+            #expect(movedHeaders[.location] == "../console")
         }
     }
 
@@ -38,8 +42,9 @@ struct ConsoleTests {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
             var named: Set<String> = []
-            for file in ConsoleFiles.files.keys {
-                let (status, headers, text) = try await fetch(client, "/console/\(file)")
+            for file in ["index.html"] + ConsoleFiles.files.keys {
+                let (status, headers, text) = try await fetch(
+                    client, file == "index.html" ? "/console" : "/console/\(file)")
                 #expect(status == .ok, "\(file)")
                 let type = headers[.contentType] ?? ""
                 if file.hasSuffix(".js") { #expect(type == "text/javascript; charset=UTF-8") }
@@ -50,9 +55,11 @@ struct ConsoleTests {
                 }
             }
             #expect(named.subtracting(ConsoleFiles.files.keys).sorted() == [], "named but not served")
-            #expect(Set(ConsoleFiles.files.keys).subtracting(named).subtracting(["index.html"]).sorted() == [], "served but never named")
-            let (missing, _, _) = try await fetch(client, "/console/secrets.js")
-            #expect(missing == .notFound)
+            #expect(Set(ConsoleFiles.files.keys).subtracting(named).sorted() == [], "served but never named")
+            for missingFile in ["secrets.js", "index.html"] {
+                let (missing, _, _) = try await fetch(client, "/console/\(missingFile)")
+                #expect(missing == .notFound)
+            }
             let (outside, _, _) = try await fetch(client, "/console/..%2Fopenapi.json")
             #expect(outside == .notFound)
         }
