@@ -73,10 +73,12 @@ def main():
         try:
             driver.get(url + "/console")
             driver.execute_script("sessionStorage.setItem('fcm-registry.serverKey', arguments[0])", key)
+            driver.refresh()
             for size in [100, 1000, 2000]:
                 renders, answers = [], []
                 for _ in range(arguments.runs):
-                    driver.get(url + "/console#/overview")
+                    driver.execute_script("location.hash = '#/overview'")
+                    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "h1").text.startswith("Project"))
                     driver.execute_script("location.hash = '#/topics/big'")
                     select = WebDriverWait(driver, 30).until(EC.presence_of_element_located((By.ID, "page-size")))
                     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms"))

@@ -1,4 +1,5 @@
 import AudienceEngine
+import Foundation
 
 /// What FCM never showed: listings of groups, topics and their members, for the native API and
 /// the command line.
@@ -9,16 +10,19 @@ extension RegistryService {
 
     /// How many tokens the project has registered, and how many topics have a subscriber, as the
     /// audience index holds them: no row is counted.
-    public func projectSize(_ project: Project) -> (registeredTokens: Int, topics: Int) {
+    public func projectSize(_ project: Project) async -> (registeredTokens: Int, topics: Int) {
         let snapshot = audience.snapshot(of: project.rowID)
-        return (snapshot.registered.count, snapshot.topics.values.count(where: { $0.count > 0 }))
+        // A pass over every topic: off the request path's threads, as all such work is.
+        return await CostlyWork.run { (snapshot.registered.count, snapshot.topics.values.count(where: { $0.count > 0 })) }
     }
 
-    /// A page of the project's groups by name, of those whose names start with `prefix`.
+    /// A page of the project's groups by name, of those whose names start with `prefix` (composed
+    /// as the names are stored: NFC).
     public func groups(in project: Project, prefix: String = "", after: String?, limit: Int) async throws
         -> Page<GroupSummary>
     {
-        try await store.groups(in: project, prefix: prefix, after: after, limit: limit)
+        try await store.groups(
+            in: project, prefix: prefix.precomposedStringWithCanonicalMapping, after: after, limit: limit)
     }
 
     /// A group and a page of its members; `nil` when there is no such group.

@@ -14,7 +14,8 @@ struct NameRange {
     init(prefix: String, after position: String?) {
         var conditions: [String] = []
         var values: [String] = []
-        if let position, position >= prefix {
+        // Bytewise, as SQLite compares: Swift's `>=` on strings compares canonical equivalents.
+        if let position, !position.utf8.lexicographicallyPrecedes(prefix.utf8) {
             conditions.append("name > ?")
             values.append(position)
         } else {

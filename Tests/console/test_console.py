@@ -62,7 +62,7 @@ def seeded():
     subscribe("weather", news[5_000:5_600])
     subscribe("alerts-eu", news[:120])
     subscribe("alerts-us", news[200:290])
-    for name, members in [("family-ada", news[:4]), ("family-grace", news[10:13]), ("team-blue", news[20:32])]:
+    for name, members in [("family-ada", news[:4]), ("family-grace", news[10:13]), ("team blue", news[20:32])]:
         ok(requests.post(f"{URL}/fcm/notification", headers={**API, "project_id": "123456789012"}, timeout=30,
                          json={"operation": "create", "notification_key_name": name, "registration_ids": members}))
     # "FCM" knows every token but one: a send to the four of them is three deliveries and one failure.
@@ -114,6 +114,7 @@ def console(browser, seeded):
     browser.get(URL + "/console")
     browser.execute_script("sessionStorage.setItem('fcm-registry.serverKey', arguments[0])", KEY)
     browser.get(URL + "/console#/overview")
+    browser.refresh()  # a tab that signed in before: it goes on with the key in its session storage
     heading(browser, "Project console-app")
     yield at
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
@@ -252,6 +253,18 @@ def test_lists_search_and_sort(console):
     heading(driver, "Group family-ada")
     key = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#notification-key code")))
     assert key.text.startswith("APA91")
+    # A name with a space, searched and looked up with it (%20 in the query, never "+").
+    driver = console("#/groups")
+    heading(driver, "Device groups")
+    search = driver.find_element(By.ID, "group-prefix")
+    search.clear()
+    search.send_keys("team ")
+    wait(driver).until(lambda d: names() == ["team blue"])
+    driver.find_element(By.XPATH, "//a[text()='team blue']").click()
+    heading(driver, "Group team blue")
+    key = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#notification-key code")))
+    assert key.text.startswith("APA91")
+    assert driver.find_element(By.ID, "group-count").text == "12"
 
 
 def test_token_screen(console, seeded):
@@ -280,7 +293,7 @@ SCREENS = [
     ("topics", "#/topics", "Topics"),
     ("topic", "#/topics/news", "Topic news"),
     ("groups", "#/groups", "Device groups"),
-    ("group", "#/groups/team-blue", "Group team-blue"),
+    ("group", "#/groups/team%20blue", "Group team blue"),
     ("token", None, "Tokens"),
     ("messages", "#/messages", "Messages"),
     ("message", None, "Message"),
@@ -327,6 +340,11 @@ def test_keyboard_reaches_every_section(console):
         reached.append(driver.switch_to.active_element.text)
     assert reached[:9] == ["fcm-registry", "Overview", "Conditions", "Topics", "Groups", "Tokens", "Messages", "Relay",
                            "Sign out"], reached
+    # The skip link moves focus into the screen and leaves the route alone.
+    driver.execute_script("document.querySelector('a.skip').focus()")
+    driver.switch_to.active_element.send_keys(Keys.ENTER)
+    assert driver.execute_script("return document.activeElement.id") == "main"
+    assert driver.execute_script("return location.hash") == "#/overview"
     # And Enter follows the focused link.
     driver.execute_script("document.querySelector('#nav a[href=\"#/relay\"]').focus()")
     driver.switch_to.active_element.send_keys(Keys.ENTER)

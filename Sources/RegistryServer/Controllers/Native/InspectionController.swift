@@ -59,7 +59,7 @@ struct InspectionController {
     /// subscriber) the project has, from the audience index.
     @Sendable func project(_ request: Request, context: RegistryRequestContext) async throws -> ProjectSummary {
         let project = try context.requireProject()
-        let size = registry.projectSize(project)
+        let size = await registry.projectSize(project)
         return ProjectSummary(
             projectId: project.projectId, senderId: project.senderId, registeredTokens: size.registeredTokens,
             topics: size.topics)

@@ -39,10 +39,11 @@ export function whenUnauthorized(handler) {
 
 /** A call to the API. Paths are relative, so the console works behind a proxy's path prefix. */
 export async function call(method, path, { body, query, headers = {}, key = serverKey() } = {}) {
-  const url = new URL(path.replace(/^\//, ""), document.baseURI);
-  for (const [name, value] of Object.entries(query || {})) {
-    if (value !== undefined && value !== null && value !== "") url.searchParams.set(name, value);
-  }
+  // Percent-encoded by hand: URLSearchParams writes a space as "+", which the API reads as "+".
+  const pairs = Object.entries(query || {})
+    .filter(([, value]) => value !== undefined && value !== null && value !== "")
+    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+  const url = new URL(path.replace(/^\//, "") + (pairs.length ? `?${pairs.join("&")}` : ""), document.baseURI);
   pending(+1);
   let response, text;
   try {

@@ -7,9 +7,9 @@ import { count, debounce, facts, fill, h, Pager, problem, segment, table, when }
 const state = { topics: { prefix: "", orderBy: "subscriberCount" }, groups: { prefix: "", sorted: { key: "name", descending: false } } };
 
 /** A search box that calls `onSearch(prefix)` as the operator types. */
-function prefixSearch(id, label, value, onSearch) {
+function prefixSearch(id, label, value, onSearch, signal) {
   const input = h("input", { id, type: "search", value, autocomplete: "off", spellcheck: "false" });
-  input.addEventListener("input", debounce(() => onSearch(input.value), 200));
+  input.addEventListener("input", debounce(() => onSearch(input.value), 200, signal));
   return h("div", { class: "grow" }, h("label", { for: id }, label), input);
 }
 
@@ -24,10 +24,10 @@ async function rendered(main, answeredAt) {
 export async function topicList(main, { signal }) {
   const listing = h("div");
   const status = h("div", { role: "status", "aria-live": "polite" });
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const { prefix, orderBy } = state.topics;
     const page = await get("/api/topics", { prefix, orderBy, pageSize: 50, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     fill(listing, table({
       caption: prefix ? `Topics whose names start with “${prefix}”` : "All topics",
       columns: [
@@ -46,7 +46,7 @@ export async function topicList(main, { signal }) {
   fill(main,
     h("h1", {}, "Topics"),
     h("div", { class: "row" },
-      prefixSearch("topic-prefix", "Name starts with", state.topics.prefix, (prefix) => { state.topics.prefix = prefix; reload(); })),
+      prefixSearch("topic-prefix", "Name starts with", state.topics.prefix, (prefix) => { state.topics.prefix = prefix; reload(); }, signal)),
     status, listing, pager.element);
   await pager.first();
 }
@@ -56,10 +56,10 @@ export async function topicDetail(main, { signal }, name) {
   const heading = h("section", { class: "card" });
   const listing = h("div");
   const timing = h("p", { class: "muted", id: "render-time" });
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/topics/${part(name)}`, { pageSize, pageToken });
     const answeredAt = performance.now();
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     fill(heading, facts([["Subscribers", h("span", { id: "topic-count", dataset: { count: String(page.subscriberCount) } }, count(page.subscriberCount))], ["Created", when(page.createdAt)]]));
     fill(listing, table({
       caption: `Subscribers ${count((pager.page - 1) * pageSize + 1)}–${count((pager.page - 1) * pageSize + page.subscribers.length)} of ${count(page.subscriberCount)}`,
@@ -112,9 +112,9 @@ export async function groupList(main, { signal }) {
       empty: state.groups.prefix ? "No group name starts with that." : "No device group yet.",
     }));
   };
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await get("/api/groups", { prefix: state.groups.prefix, pageSize: 50, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     rows = page.groups;
     show();
     return page.nextPageToken;
@@ -123,7 +123,7 @@ export async function groupList(main, { signal }) {
   fill(main,
     h("h1", {}, "Device groups"),
     h("div", { class: "row" },
-      prefixSearch("group-prefix", "Name starts with", state.groups.prefix, (prefix) => { state.groups.prefix = prefix; reload(); })),
+      prefixSearch("group-prefix", "Name starts with", state.groups.prefix, (prefix) => { state.groups.prefix = prefix; reload(); }, signal)),
     status, listing, pager.element);
   await pager.first();
 }
@@ -132,9 +132,9 @@ export async function groupDetail(main, { project, signal }, name) {
   const key = h("span", { id: "notification-key" }, "…");
   const summary = h("section", { class: "card" });
   const listing = h("div");
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/groups/${part(name)}`, { pageSize: 100, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     fill(summary, facts([
       ["Members", h("span", { id: "group-count" }, count(page.memberCount))],
       ["Created", when(page.createdAt)],
@@ -155,8 +155,11 @@ export async function groupDetail(main, { project, signal }, name) {
   // FCM's own look-up: a fresh, equally valid key every time, as FCM answers it.
   try {
     const answer = await get("/fcm/notification", { notification_key_name: name }, { headers: { project_id: project.senderId } });
+    // The clipboard is there only in a secure context (HTTPS or localhost).
     fill(key, h("code", {}, answer.notification_key),
-      h("button", { type: "button", class: "plain copy", onclick: () => navigator.clipboard?.writeText(answer.notification_key) }, "Copy"));
+      navigator.clipboard
+        ? h("button", { type: "button", class: "plain copy", onclick: () => navigator.clipboard.writeText(answer.notification_key).catch(() => {}) }, "Copy")
+        : null);
   } catch (error) {
     fill(key, error.message);
   }

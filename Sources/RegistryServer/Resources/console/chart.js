@@ -2,19 +2,19 @@
 // Each is an image with a text alternative, and the figures it draws are also in the page as text.
 import { count, h, s } from "./dom.js";
 
-/** Horizontal bars: `items` are `{label, value, href?}`, largest first. */
+/** Horizontal bars: `items` are `{label, value}`, largest first. An image: the page gives the figures as text too. */
 export function barChart(items, { title }) {
-  const width = 640, rowHeight = 26, labelWidth = 180, valueWidth = 90;
+  // 420 units wide: on a phone (about 330 px) its 12-unit text is still 9 px, on a desktop half about 15.
+  const width = 420, rowHeight = 26, labelWidth = 120, valueWidth = 70;
   const height = Math.max(items.length, 1) * rowHeight + 8;
   const largest = Math.max(1, ...items.map((item) => item.value));
   const room = width - labelWidth - valueWidth;
   const rows = items.map((item, index) => {
     const y = 4 + index * rowHeight;
-    const label = item.label.length > 24 ? `${item.label.slice(0, 23)}…` : item.label;
-    const text = s("text", { x: labelWidth - 8, y: y + 17, "text-anchor": "end" }, label);
+    const label = item.label.length > 16 ? `${item.label.slice(0, 15)}…` : item.label;
     return s("g", {},
       s("title", {}, `${item.label}: ${count(item.value)}`),
-      item.href ? s("a", { href: item.href }, text) : text,
+      s("text", { x: labelWidth - 8, y: y + 17, "text-anchor": "end" }, label),
       s("rect", { class: "bar-rect", x: labelWidth, y: y + 4, height: rowHeight - 8, width: Math.max(2, (item.value / largest) * room), rx: 3 }),
       s("text", { x: labelWidth + Math.max(2, (item.value / largest) * room) + 6, y: y + 17 }, count(item.value)));
   });
@@ -25,7 +25,7 @@ export function barChart(items, { title }) {
 
 /** A line over time: `points` are `{at: Date, value}`, oldest first. */
 export function lineChart(points, { title, unit }) {
-  const width = 640, height = 180, left = 64, bottom = 24, top = 10, right = 12;
+  const width = 420, height = 160, left = 56, bottom = 24, top = 10, right = 12;
   const largest = Math.max(1, ...points.map((point) => point.value));
   const first = points.length ? points[0].at.getTime() : 0;
   const last = points.length ? points[points.length - 1].at.getTime() : 1;
@@ -48,7 +48,7 @@ export function lineChart(points, { title, unit }) {
       : s("text", { x: left + 10, y: height / 2 }, "Measuring: the rate shows after two readings."));
 }
 
-/** A chart and its caption in a card. */
-export function figure(caption, chart) {
-  return h("figure", { class: "card" }, h("figcaption", {}, h("h2", {}, caption)), chart);
+/** A chart and its caption in a card, with what else goes with it (the figures as text). */
+export function figure(caption, ...content) {
+  return h("figure", { class: "card" }, h("figcaption", {}, h("h2", {}, caption)), content);
 }

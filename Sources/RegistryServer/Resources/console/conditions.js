@@ -56,7 +56,7 @@ export async function conditions(main, { signal }) {
       if (mine === asked) fill(diagnostic, problem(error));
     }
   };
-  const soon = debounce(check, 150);
+  const soon = debounce(check, 150, signal);
   input.addEventListener("input", soon);
   dialect.addEventListener("change", check);
 
@@ -73,16 +73,16 @@ export async function conditions(main, { signal }) {
 }
 
 /** The count, each topic's subscribers, and a pager over the tokens. */
-async function showReach(reach, condition, dialect, current) {
+async function showReach(reach, condition, dialect, stillAsked) {
   const tokens = h("div");
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await post("/api/audiences:resolve", { condition, dialect, pageSize: 100, pageToken });
-    if (!current()) return undefined;
+    if (!stillAsked() || !current()) return undefined;
     fill(tokens, tokenTable(page));
     return page.nextPageToken;
   });
   const first = await post("/api/audiences:resolve", { condition, dialect, pageSize: 100 });
-  if (!current()) return;
+  if (!stillAsked()) return;
   const terms = Object.entries(first.topicCounts || {}).sort(([a], [b]) => (a < b ? -1 : 1));
   fill(reach,
     h("div", { class: "card" },

@@ -42,11 +42,13 @@ export function count(value) {
   return typeof value === "number" ? counts.format(value) : "—";
 }
 
+/** One formatter for every time shown: making one per call costs more than a 2,000-row page's layout. */
+const times = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium" });
 /** An RFC 3339 time as the reader's local date and time. */
 export function when(text) {
   if (!text) return "—";
   const date = new Date(text);
-  return Number.isNaN(date.getTime()) ? text : date.toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "medium" });
+  return Number.isNaN(date.getTime()) ? text : times.format(date);
 }
 
 /** A hash route segment: tokens, topics and message ids may hold "/", ":" and "%". */
@@ -89,13 +91,16 @@ export function table({ caption, columns, rows, sorted, onSort, empty = "Nothing
 
 /**
  * Paging by the API's page tokens: remembers the tokens of the pages before, so Previous works
- * in listings that only go forward. `load(pageToken)` shows a page and returns its nextPageToken.
+ * in listings that only go forward. `load(pageToken, current)` shows a page, if `current()` still
+ * says it is the latest load, and returns its nextPageToken.
  */
 export class Pager {
   constructor(load) {
     this.load = load;
     this.tokens = [undefined];
     this.next = undefined;
+    this.loads = 0;
+    this.busy = false;
     this.element = h("div", { class: "pager" });
   }
 
@@ -106,32 +111,43 @@ export class Pager {
     await this.show();
   }
 
-  /** Shows the current page; a failed call is shown where the pager is, and Previous still works. */
+  /**
+   * Shows the current page; a failed call is shown where the pager is, and Previous still works.
+   * Only the latest load counts: an answer to an earlier one (a search typed since) is dropped,
+   * and the buttons wait while a page loads.
+   */
   async show() {
+    const load = ++this.loads;
+    this.busy = true;
+    this.render();
+    let next, failure;
     try {
-      this.next = await this.load(this.tokens[this.tokens.length - 1]);
-      this.render();
+      next = await this.load(this.tokens[this.tokens.length - 1], () => load === this.loads);
     } catch (error) {
-      this.next = undefined;
-      this.render();
-      this.element.append(problem(error));
+      failure = error;
     }
+    if (load !== this.loads) return;
+    this.busy = false;
+    this.next = next;
+    this.render();
+    if (failure) this.element.append(problem(failure));
   }
 
   render() {
     fill(this.element,
-      h("button", { type: "button", class: "plain", disabled: this.tokens.length === 1, onclick: () => { this.tokens.pop(); this.show(); } }, "Previous"),
+      h("button", { type: "button", class: "plain", disabled: this.busy || this.tokens.length === 1, onclick: () => { this.tokens.pop(); this.show(); } }, "Previous"),
       h("span", { class: "muted", dataset: { page: String(this.page) } }, `Page ${this.page}`),
-      h("button", { type: "button", class: "plain", disabled: !this.next, onclick: () => { this.tokens.push(this.next); this.show(); } }, "Next"));
+      h("button", { type: "button", class: "plain", disabled: this.busy || !this.next, onclick: () => { this.tokens.push(this.next); this.show(); } }, "Next"));
   }
 }
 
-/** Runs `work` after `delay` ms without another call: what typing in a search box asks. */
-export function debounce(work, delay) {
+/** Runs `work` after `delay` ms without another call (typing in a search box), until `signal` aborts. */
+export function debounce(work, delay, signal) {
   let timer;
+  signal?.addEventListener("abort", () => clearTimeout(timer));
   return (...values) => {
     clearTimeout(timer);
-    timer = setTimeout(() => work(...values), delay);
+    if (!signal?.aborted) timer = setTimeout(() => work(...values), delay);
   };
 }
 

@@ -35,20 +35,23 @@ let leaving = new AbortController();
 async function show() {
   leaving.abort();
   leaving = new AbortController();
+  // This screen's own signal: a screen that answers late must not touch the one shown since.
+  const signal = leaving.signal;
   if (!serverKey() || !project) return signInScreen();
   const hash = location.hash || "#/overview";
   for (const [pattern, screen] of routes) {
     const match = hash.match(pattern);
     if (!match) continue;
     markCurrent(hash);
-    const parameters = match.slice(1).map((value) => (value === undefined ? undefined : decodeURIComponent(value)));
     try {
-      await screen(main, { project, signal: leaving.signal }, ...parameters);
+      const parameters = match.slice(1).map((value) => (value === undefined ? undefined : decodeURIComponent(value)));
+      await screen(main, { project, signal }, ...parameters);
     } catch (error) {
-      if (!leaving.signal.aborted) fill(main, h("h1", {}, "Something went wrong"), problem(error));
+      if (!signal.aborted) fill(main, h("h1", {}, "Something went wrong"), problem(error));
     }
+    if (signal.aborted) return;
     const heading = main.querySelector("h1");
-    if (heading) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
+    if (heading && !main.contains(document.activeElement)) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
     return;
   }
   location.hash = "#/overview";
@@ -114,6 +117,11 @@ function signOut(message) {
 
 whenUnauthorized(() => { if (project) signOut("The key no longer opens a project here: sign in again."); });
 signOutButton.addEventListener("click", () => signOut());
+// The skip link moves focus, not the route.
+document.querySelector("a.skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  main.focus();
+});
 window.addEventListener("hashchange", show);
 
 // A tab that signed in before (a reload) goes on with its key.

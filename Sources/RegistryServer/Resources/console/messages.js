@@ -22,10 +22,10 @@ export async function messageList(main, { signal }) {
   const status = h("div", { role: "status", "aria-live": "polite" });
   let timer;
   signal.addEventListener("abort", () => clearTimeout(timer));
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     clearTimeout(timer);
     const page = await get("/api/messages", { pageSize: 20, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     const cells = new Map(page.messages.map((message) => [message.id, h("span", {}, deliveryBadges(undefined))]));
     fill(listing, table({
       caption: "Logged messages, newest first",
@@ -43,7 +43,8 @@ export async function messageList(main, { signal }) {
     let waiting = page.messages.map((message) => message.id);
     const refresh = async () => {
       const answers = await Promise.all(waiting.map((id) => get(`/api/messages/${part(id)}`).catch(() => null)));
-      if (signal.aborted) return;
+      // Another page (or screen) shown since: this page's refreshes stop.
+      if (signal.aborted || !current()) return;
       waiting = [];
       answers.forEach((answer) => {
         if (!answer) return;
@@ -68,9 +69,9 @@ export async function messageDetail(main, { signal }, id) {
   const summary = h("section", { class: "card", id: "delivery-summary" });
   const tabs = h("div", { class: "tabs", role: "group", "aria-label": "Deliveries in state" });
   const listing = h("div");
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/messages/${part(id)}/deliveries`, { state: chosen, pageSize: 100, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     fill(listing, table({
       caption: `Recipients ${chosen}`,
       columns: [

@@ -22,9 +22,12 @@ export async function overview(main, { project, signal }) {
     h("section", { class: "card", "aria-label": "Size" },
       stats([["Registered tokens", size.registeredTokens, "registeredTokens"], ["Topics with subscribers", size.topics, "topics"], ["Sender id", size.senderId]])),
     h("div", { class: "grid" },
-      figure("Top topics by subscribers", barChart(
-        top.topics.map((topic) => ({ label: topic.name, value: topic.subscriberCount, href: `#/topics/${segment(topic.name)}` })),
-        { title: `The ${top.topics.length} largest topics by subscribers` })),
+      figure("Top topics by subscribers",
+        barChart(top.topics.map((topic) => ({ label: topic.name, value: topic.subscriberCount })),
+          { title: `The ${top.topics.length} largest topics by subscribers` }),
+        h("ol", { class: "ranking" }, top.topics.map((topic) => h("li", {},
+          h("a", { href: `#/topics/${segment(topic.name)}` }, topic.name), " ",
+          h("span", { class: "muted" }, `${count(topic.subscriberCount)} subscribers`))))),
       rateFigure),
     h("h2", {}, "Latest messages"),
     h("ul", {}, messages.messages.length

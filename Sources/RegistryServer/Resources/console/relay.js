@@ -76,6 +76,7 @@ export async function relayView(main, { signal }) {
     fill(rate, figure("Deliveries per minute", lineChart(rates, { title: "Deliveries per minute, measured while this tab is open", unit: "per min" })));
   };
   await refresh();
+  if (signal.aborted) return;
   const timer = setInterval(() => refresh().catch(() => {}), 5000);
   signal.addEventListener("abort", () => clearInterval(timer));
 }

@@ -27,9 +27,9 @@ export async function tokenView(main, { signal }, token) {
   }
   if (signal.aborted) return;
   const messages = h("div");
-  const pager = new Pager(async (pageToken) => {
+  const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/tokens/${part(token)}/messages`, { pageSize: 20, pageToken });
-    if (signal.aborted) return undefined;
+    if (signal.aborted || !current()) return undefined;
     fill(messages, table({
       caption: "Logged messages that reached the token, newest first",
       columns: [
