@@ -21,6 +21,7 @@ import time
 
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -78,14 +79,17 @@ def main():
                 renders, answers = [], []
                 for _ in range(arguments.runs):
                     driver.execute_script("location.hash = '#/overview'")
-                    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "h1").text.startswith("Project"))
+                    WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException]).until(lambda d: d.find_element(By.TAG_NAME, "h1").text.startswith("Project"))
+                    driver.execute_script("document.querySelector('main').removeAttribute('data-render-ms')")
                     driver.execute_script("location.hash = '#/topics/big'")
-                    select = WebDriverWait(driver, 30).until(EC.presence_of_element_located((By.ID, "page-size")))
-                    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms"))
+                    select = WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException]).until(EC.presence_of_element_located((By.ID, "page-size")))
+                    WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException]).until(lambda d: d.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms"))
                     if size != 100:
                         driver.execute_script("document.querySelector('main').removeAttribute('data-render-ms')")
                         select.find_element(By.CSS_SELECTOR, f"option[value='{size}']").click()
-                        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms"))
+                        WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException]).until(lambda d: d.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms"))
+                    rows = len(driver.find_elements(By.CSS_SELECTOR, "tbody tr"))
+                    assert rows == size, (rows, size)
                     renders.append(int(driver.find_element(By.TAG_NAME, "main").get_attribute("data-render-ms")))
                     answers.append(driver.execute_script("""
                         const pages = performance.getEntriesByType('resource').filter(e => e.name.includes('/api/topics/big'));
