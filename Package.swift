@@ -37,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         /// The topic-condition language: lexer, parser, diagnostics, dialects, evaluation. Standard library only.
@@ -76,6 +77,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        /// The store on PostgreSQL through postgres-nio, for several servers on one database: the
+        /// same seams as the SQLite store, its migrations, the change feed with NOTIFY as a doorbell.
+        .target(
+            name: "RegistryPostgres",
+            dependencies: [
+                "AudienceEngine",
+                "Registry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -231,7 +246,7 @@ let package = Package(
         .testTarget(
             name: "RegistryTests",
             dependencies: [
-                "AudienceEngine", "Conditions", "Registry", "RegistrySQLite",
+                "AudienceEngine", "Conditions", "Registry", "RegistryPostgres", "RegistrySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

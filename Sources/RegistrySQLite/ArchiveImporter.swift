@@ -73,7 +73,7 @@ struct ArchiveImporter {
             }
             try db.execute(
                 sql: "INSERT INTO project (projectId, senderId, createdAt) VALUES (?, ?, ?)",
-                arguments: [record.projectId, record.senderId, Clock.milliseconds(record.createdAt)])
+                arguments: [record.projectId, record.senderId, EpochMilliseconds.milliseconds(record.createdAt)])
             rowID = db.lastInsertedRowID
             existed = false
             tally.projects += 1
@@ -96,7 +96,7 @@ struct ArchiveImporter {
                     ON CONFLICT (projectId, fingerprint) DO NOTHING
                     """,
                 arguments: [
-                    rowID, keyring.id, Data(Base64URL.decode(keyring.secret) ?? []), keyring.sealedFor, Clock.now(),
+                    rowID, keyring.id, Data(Base64URL.decode(keyring.secret) ?? []), keyring.sealedFor, EpochMilliseconds.now(),
                 ])
             if db.changesCount > 0, let guarded { throw Self.newCredential("a notification-key keyring", of: guarded) }
         }
@@ -118,7 +118,7 @@ struct ArchiveImporter {
 
     private func take(_ key: ServerKeyArchive, of project: Int64, guarding guarded: String?) throws {
         let hash = Data(Base64URL.decode(key.sha256) ?? [])
-        let revokedAt = key.revokedAt.map(Clock.milliseconds)
+        let revokedAt = key.revokedAt.map(EpochMilliseconds.milliseconds)
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT projectId, revokedAt FROM serverKey WHERE keyHash = ?", arguments: [hash])
@@ -126,7 +126,7 @@ struct ArchiveImporter {
             if let guarded, revokedAt == nil { throw Self.newCredential("a server key", of: guarded) }
             try db.execute(
                 sql: "INSERT INTO serverKey (projectId, keyHash, createdAt, revokedAt) VALUES (?, ?, ?, ?)",
-                arguments: [project, hash, Clock.milliseconds(key.createdAt), revokedAt])
+                arguments: [project, hash, EpochMilliseconds.milliseconds(key.createdAt), revokedAt])
             return
         }
         guard row["projectId"] as Int64 == project else {
@@ -139,7 +139,7 @@ struct ArchiveImporter {
     }
 
     private func take(_ account: ServiceAccountArchive, of project: Int64, guarding guarded: String?) throws {
-        let revokedAt = account.revokedAt.map(Clock.milliseconds)
+        let revokedAt = account.revokedAt.map(EpochMilliseconds.milliseconds)
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT projectId, revokedAt FROM serviceAccount WHERE keyId = ?", arguments: [account.keyId])
@@ -153,7 +153,7 @@ struct ArchiveImporter {
                     """,
                 arguments: [
                     project, account.keyId, account.clientEmail, account.clientId, account.publicKey, account.tokenUri,
-                    Clock.milliseconds(account.createdAt), revokedAt,
+                    EpochMilliseconds.milliseconds(account.createdAt), revokedAt,
                 ])
             return
         }
@@ -183,7 +183,7 @@ struct ArchiveImporter {
         if let id = topicIDs[project]?[name] { return id }
         try db.cachedStatement(
             sql: "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?) ON CONFLICT (projectId, name) DO NOTHING"
-        ).execute(arguments: [project, name, Clock.milliseconds(createdAt)])
+        ).execute(arguments: [project, name, EpochMilliseconds.milliseconds(createdAt)])
         let id: Int64
         if db.changesCount > 0 {
             id = db.lastInsertedRowID
@@ -209,7 +209,7 @@ struct ArchiveImporter {
         var added = 0
         for topic in record.topics {
             let topicID = try topicID(topic.name, in: project, createdAt: topic.since)
-            try subscribe.execute(arguments: [topicID, id, Clock.milliseconds(topic.since)])
+            try subscribe.execute(arguments: [topicID, id, EpochMilliseconds.milliseconds(topic.since)])
             if db.changesCount > 0 {
                 subscribed[project, default: [:]][topic.name, default: []].append(UInt32(id))
                 added += 1
@@ -238,17 +238,17 @@ struct ArchiveImporter {
         {
             let id: Int64 = row["id"]
             guard row["state"] as String == TokenState.unregistered.rawValue else { return (id, false, true) }
-            guard registered, Clock.milliseconds(updatedAt) > row["updatedAt"] as Int64 else { return (id, false, false) }
+            guard registered, EpochMilliseconds.milliseconds(updatedAt) > row["updatedAt"] as Int64 else { return (id, false, false) }
             try db.cachedStatement(sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?")
-                .execute(arguments: [Clock.milliseconds(updatedAt), id])
+                .execute(arguments: [EpochMilliseconds.milliseconds(updatedAt), id])
             log.record(.registered(project: project, tokens: [UInt32(id)]))
             return (id, false, true)
         }
         try db.cachedStatement(
             sql: "INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)"
         ).execute(arguments: [
-            project, value, registered ? "registered" : "unregistered", Clock.milliseconds(createdAt),
-            Clock.milliseconds(updatedAt),
+            project, value, registered ? "registered" : "unregistered", EpochMilliseconds.milliseconds(createdAt),
+            EpochMilliseconds.milliseconds(updatedAt),
         ])
         let id = db.lastInsertedRowID
         tally.tokens += 1
@@ -268,7 +268,7 @@ struct ArchiveImporter {
             groupID = id
         } else {
             try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
-                .execute(arguments: [project, record.name, Clock.milliseconds(record.createdAt)])
+                .execute(arguments: [project, record.name, EpochMilliseconds.milliseconds(record.createdAt)])
             groupID = db.lastInsertedRowID
             tally.groups += 1
         }
@@ -279,7 +279,7 @@ struct ArchiveImporter {
                 member.token, in: project, registered: true, createdAt: member.since, updatedAt: member.since)
             // As the API does: a token reported dead does not join a group.
             guard registered else { continue }
-            try join.execute(arguments: [groupID, tokenID, Clock.milliseconds(member.since)])
+            try join.execute(arguments: [groupID, tokenID, EpochMilliseconds.milliseconds(member.since)])
             tally.members += db.changesCount
         }
         let count = try Int.fetchOne(
@@ -330,7 +330,7 @@ struct ArchiveImporter {
                 ON CONFLICT (projectId, notificationKey) DO UPDATE SET groupId = excluded.groupId
                 WHERE importedKey.groupId IS NULL
                 """
-        ).execute(arguments: [project, key, groupID, Clock.now()])
+        ).execute(arguments: [project, key, groupID, EpochMilliseconds.now()])
         if db.changesCount > 0 {
             tally.notificationKeys += 1
             return

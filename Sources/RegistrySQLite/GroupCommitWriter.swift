@@ -103,7 +103,7 @@ final class GroupCommitWriter: Service, CustomStringConvertible {
                     let (result, entries) = try Self.inSavepoint(db) { db in
                         let log = ChangeLog()
                         let result = try body(db, log)
-                        return (result, try ChangeFeedSQL.insert(log.changes, db, now: Clock.now()))
+                        return (result, try ChangeFeedSQL.insert(log.changes, db, now: EpochMilliseconds.now()))
                     }
                     return (entries, { waiter.finish(.success(Committed(result, changes: $0))) })
                 } catch {

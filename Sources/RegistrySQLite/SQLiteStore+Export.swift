@@ -24,7 +24,7 @@ extension SQLiteStore {
                 let topics = try Row.fetchCursor(
                     db, sql: "SELECT name, createdAt FROM topic WHERE projectId = ? ORDER BY name", arguments: [rowID])
                 while let topic = try topics.next() {
-                    try emit(.topic(TopicArchive(project: name, name: topic["name"], createdAt: Clock.date(topic["createdAt"]))))
+                    try emit(.topic(TopicArchive(project: name, name: topic["name"], createdAt: EpochMilliseconds.date(topic["createdAt"]))))
                 }
             }
             try Self.exportTokens(db, projects: names, to: emit)
@@ -46,8 +46,8 @@ extension SQLiteStore {
             arguments: [rowID]
         ).map {
             ServerKeyArchive(
-                sha256: Base64URL.encode([UInt8]($0["keyHash"] as Data)), createdAt: Clock.date($0["createdAt"]),
-                revokedAt: ($0["revokedAt"] as Int64?).map(Clock.date))
+                sha256: Base64URL.encode([UInt8]($0["keyHash"] as Data)), createdAt: EpochMilliseconds.date($0["createdAt"]),
+                revokedAt: ($0["revokedAt"] as Int64?).map(EpochMilliseconds.date))
         }
         let accounts = try Row.fetchAll(
             db, sql: "SELECT * FROM serviceAccount WHERE projectId = ? ORDER BY id", arguments: [rowID]
@@ -56,7 +56,7 @@ extension SQLiteStore {
             db, sql: "SELECT secret, sealedFor FROM keyring WHERE projectId = ? ORDER BY id", arguments: [rowID]
         ).map { NotificationKeyring(secret: [UInt8]($0["secret"] as Data), sealedFor: $0["sealedFor"]) }
         return ProjectArchive(
-            projectId: row["projectId"], senderId: row["senderId"], createdAt: Clock.date(row["createdAt"]),
+            projectId: row["projectId"], senderId: row["senderId"], createdAt: EpochMilliseconds.date(row["createdAt"]),
             serverKeys: serverKeys, serviceAccounts: accounts,
             keyrings: ([ownKeyring(ownSecret, rowID)] + imported).map(KeyringArchive.init))
     }
@@ -89,7 +89,7 @@ extension SQLiteStore {
                         WHERE subscription.tokenId BETWEEN ? AND ?
                         """), arguments: [first["id"] as Int64, after])
             while let row = try subscriptions.next() {
-                topics[row["tokenId"], default: []].append(Joined(name: row["name"], since: Clock.date(row["createdAt"])))
+                topics[row["tokenId"], default: []].append(Joined(name: row["name"], since: EpochMilliseconds.date(row["createdAt"])))
             }
             for token in tokens {
                 guard let name = projects[token["projectId"]] else { continue }
@@ -98,7 +98,7 @@ extension SQLiteStore {
                         TokenArchive(
                             project: name, token: token["value"],
                             state: TokenState(rawValue: token["state"]) ?? .registered,
-                            createdAt: Clock.date(token["createdAt"]), updatedAt: Clock.date(token["updatedAt"]),
+                            createdAt: EpochMilliseconds.date(token["createdAt"]), updatedAt: EpochMilliseconds.date(token["updatedAt"]),
                             topics: (topics[token["id"]] ?? []).sorted { $0.name < $1.name })))
             }
         }
@@ -137,9 +137,9 @@ extension SQLiteStore {
             try emit(
                 .group(
                     GroupArchive(
-                        project: name, name: group["name"], createdAt: Clock.date(group["createdAt"]),
+                        project: name, name: group["name"], createdAt: EpochMilliseconds.date(group["createdAt"]),
                         members: try Row.fetchAll(members, arguments: [id]).map {
-                            GroupArchive.Member(token: $0["value"], since: Clock.date($0["addedAt"]))
+                            GroupArchive.Member(token: $0["value"], since: EpochMilliseconds.date($0["addedAt"]))
                         },
                         keyringIds: [GroupArchive.KeyringID(keyring: ownFingerprint, group: id)] + foreign,
                         notificationKeys: try String.fetchAll(importedKeys, arguments: [id]))))

@@ -6,7 +6,7 @@ extension SQLiteStore {
         -> Committed<GroupRef>
     {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             // The unique index on (projectId, name) is the check: no look-up before the insert.
             do {
                 try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
@@ -29,7 +29,7 @@ extension SQLiteStore {
     ) async throws -> Committed<GroupRef> {
         try await committing { db, log in
             let name = try Self.groupName(db, id: id, expectedName: expectedName, in: project)
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             let members = try tokens.map { try db.tokenRowRegistering($0, in: project, now: now, log: log) }
                 .filter { $0.state == .registered }
             guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
@@ -86,7 +86,7 @@ extension SQLiteStore {
                     FROM deviceGroup WHERE projectId = ? AND \(names.sql) ORDER BY name LIMIT ?
                     """, arguments: [project.rowID] + names.arguments + [limit + 1])
             let items = rows.prefix(limit).map {
-                GroupSummary(name: $0["name"], memberCount: $0["members"], createdAt: Clock.date($0["createdAt"]))
+                GroupSummary(name: $0["name"], memberCount: $0["members"], createdAt: EpochMilliseconds.date($0["createdAt"]))
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
         }

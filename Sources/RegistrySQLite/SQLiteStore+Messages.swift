@@ -28,7 +28,7 @@ extension SQLiteStore: MessageLogStore {
                 """
         ).execute(arguments: [
             project, message.id, message.via.rawValue, message.message.targetDescription, body,
-            message.directTokens?.count ?? message.recipients.count, size, Clock.milliseconds(message.receivedAt),
+            message.directTokens?.count ?? message.recipients.count, size, EpochMilliseconds.milliseconds(message.receivedAt),
         ])
         let row = db.lastInsertedRowID
         try MessageRecipients.insert(chunks, of: row, project: project, db)
@@ -116,7 +116,7 @@ extension SQLiteStore: MessageLogStore {
                 items.append(
                     LoggedMessage(
                         id: row["messageId"], via: MessageProtocol(rawValue: row["protocol"]) ?? .legacy,
-                        target: row["target"], body: body, receivedAt: Clock.date(row["receivedAt"]),
+                        target: row["target"], body: body, receivedAt: EpochMilliseconds.date(row["receivedAt"]),
                         recipientCount: row["recipientCount"]))
                 size += body.utf8.count
                 last = row["id"]
@@ -136,7 +136,7 @@ extension SQLiteStore: MessageLogStore {
             ).map {
                 LoggedMessage(
                     id: $0["messageId"], via: MessageProtocol(rawValue: $0["protocol"]) ?? .legacy,
-                    target: $0["target"], body: $0["body"], receivedAt: Clock.date($0["receivedAt"]),
+                    target: $0["target"], body: $0["body"], receivedAt: EpochMilliseconds.date($0["receivedAt"]),
                     recipientCount: $0["recipientCount"])
             }
         }

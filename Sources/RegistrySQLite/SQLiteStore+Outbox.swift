@@ -29,7 +29,7 @@ extension SQLiteStore: OutboxStore {
         try await write { db, _ in
             guard let settings else {
                 // Turned off: what is still pending will not be delivered, and says so.
-                let now = Clock.now()
+                let now = EpochMilliseconds.now()
                 try db.execute(
                     sql: """
                         UPDATE delivery SET state = 'failed', error = 'RELAY_OFF', nextAttemptAt = NULL, updatedAt = ?
@@ -55,7 +55,7 @@ extension SQLiteStore: OutboxStore {
                     """,
                 arguments: [
                     project.rowID, settings.firebaseProjectID, settings.clientEmail, settings.privateKeyID,
-                    settings.privateKey, settings.tokenURI, settings.upstream, Clock.now(),
+                    settings.privateKey, settings.tokenURI, settings.upstream, EpochMilliseconds.now(),
                 ])
         }
     }
@@ -76,7 +76,7 @@ extension SQLiteStore: OutboxStore {
             guard open < bounds.outboxMessages else { throw OutboxFull() }
             let row = try Self.insertMessage(
                 message, body: body, chunks: chunks, entries: bounds.logEntries, bytes: bounds.logBytes, db)
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox (messageId, projectId, template, direct, recipients, walked, claimedBy, leaseUntil,
@@ -85,7 +85,7 @@ extension SQLiteStore: OutboxStore {
                     """
             ).execute(arguments: [
                 row, project, template, direct != nil, direct?.count ?? message.recipients.count, direct != nil,
-                claimant, claimant == nil ? nil : Clock.milliseconds(leaseUntil), now, Clock.milliseconds(deadline),
+                claimant, claimant == nil ? nil : EpochMilliseconds.milliseconds(leaseUntil), now, EpochMilliseconds.milliseconds(deadline),
                 now,
             ])
             if let direct {
@@ -107,7 +107,7 @@ extension SQLiteStore: OutboxStore {
     // MARK: - Working the outbox
 
     public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob] {
-        let time = Clock.milliseconds(now)
+        let time = EpochMilliseconds.milliseconds(now)
         return try await write { db, _ in
             let ids = try Int64.fetchAll(
                 db,
@@ -122,7 +122,7 @@ extension SQLiteStore: OutboxStore {
             for id in ids {
                 try db.execute(
                     sql: "UPDATE outbox SET claimedBy = ?, leaseUntil = ? WHERE messageId = ?",
-                    arguments: [claimant, Clock.milliseconds(leaseUntil), id])
+                    arguments: [claimant, EpochMilliseconds.milliseconds(leaseUntil), id])
                 if let job = try Self.job(id, db) { jobs.append(job) }
             }
             return jobs
@@ -140,14 +140,14 @@ extension SQLiteStore: OutboxStore {
         ).map {
             OutboxJob(
                 id: $0["id"], messageID: $0["messageId"], project: $0["projectId"], template: $0["template"],
-                deadline: Clock.date($0["deadline"]), isDirect: $0["direct"])
+                deadline: EpochMilliseconds.date($0["deadline"]), isDirect: $0["direct"])
         }
     }
 
     public func nextAttempts(of job: OutboxJob, after inFlight: AttemptPage?, now: Date, limit: Int) async throws
         -> AttemptPage
     {
-        let time = Clock.milliseconds(now)
+        let time = EpochMilliseconds.milliseconds(now)
         let sending = Set(inFlight?.attempts.compactMap(\.deliveryID) ?? [])
         return try await read { db in
             var attempts: [DeliveryAttempt] = []
@@ -216,7 +216,7 @@ extension SQLiteStore: OutboxStore {
         _ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, claimant: String, leaseUntil: Date,
         now: Date
     ) async throws -> JobProgress? {
-        let time = Clock.milliseconds(now)
+        let time = EpochMilliseconds.milliseconds(now)
         return try await write { db, _ in
             // Only the claim's holder records: a server whose lease was taken over stops here.
             guard
@@ -239,7 +239,7 @@ extension SQLiteStore: OutboxStore {
             var lastError: String?
             for outcome in outcomes {
                 let attempts = outcome.attempt.attempts + 1
-                let next = outcome.nextAttemptAt.map(Clock.milliseconds)
+                let next = outcome.nextAttemptAt.map(EpochMilliseconds.milliseconds)
                 let error = outcome.error
                 if let id = outcome.attempt.deliveryID {
                     try update.execute(arguments: [outcome.state.rawValue, error, attempts, next, time, id])
@@ -273,7 +273,7 @@ extension SQLiteStore: OutboxStore {
                     WHERE messageId = ?
                     """
             ).execute(arguments: [
-                page.cursor, page.walked, delivered, failed, Clock.milliseconds(leaseUntil), finished ? time : nil,
+                page.cursor, page.walked, delivered, failed, EpochMilliseconds.milliseconds(leaseUntil), finished ? time : nil,
                 finished, job.id,
             ])
             try db.cachedStatement(
@@ -282,7 +282,7 @@ extension SQLiteStore: OutboxStore {
                     WHERE projectId = ?
                     """
             ).execute(arguments: [delivered, failed, lastError, job.project])
-            return JobProgress(finished: finished, nextRetryAt: (waiting?[1] as Int64?).map(Clock.date))
+            return JobProgress(finished: finished, nextRetryAt: (waiting?[1] as Int64?).map(EpochMilliseconds.date))
         }
     }
 
@@ -290,7 +290,7 @@ extension SQLiteStore: OutboxStore {
         try await write { db, _ in
             try db.execute(
                 sql: "UPDATE outbox SET leaseUntil = ? WHERE messageId = ? AND claimedBy = ? AND finishedAt IS NULL",
-                arguments: [Clock.milliseconds(leaseUntil), job.id, claimant])
+                arguments: [EpochMilliseconds.milliseconds(leaseUntil), job.id, claimant])
             return db.changesCount > 0
         }
     }
@@ -301,7 +301,7 @@ extension SQLiteStore: OutboxStore {
                 sql: """
                     UPDATE outbox SET claimedBy = NULL, leaseUntil = NULL, notBefore = ?
                     WHERE messageId = ? AND claimedBy = ?
-                    """, arguments: [Clock.milliseconds(notBefore), job.id, claimant])
+                    """, arguments: [EpochMilliseconds.milliseconds(notBefore), job.id, claimant])
         }
     }
 
@@ -309,7 +309,7 @@ extension SQLiteStore: OutboxStore {
         try await write { db, _ in
             try db.execute(
                 sql: "UPDATE relay SET pausedUntil = ?, lastError = COALESCE(?, lastError) WHERE projectId = ?",
-                arguments: [until.map(Clock.milliseconds), error, project])
+                arguments: [until.map(EpochMilliseconds.milliseconds), error, project])
         }
     }
 
@@ -443,7 +443,7 @@ extension SQLiteStore: OutboxStore {
     static let scanPages = 10
 
     public func relayStatus(of project: Project) async throws -> RelayStatus? {
-        let now = Clock.now()
+        let now = EpochMilliseconds.now()
         return try await read { db in
             guard let relay = try Row.fetchOne(db, sql: "SELECT * FROM relay WHERE projectId = ?", arguments: [project.rowID])
             else { return nil }
@@ -458,7 +458,7 @@ extension SQLiteStore: OutboxStore {
             return RelayStatus(
                 projectID: project.projectId, pending: queue?[0] ?? 0, inFlight: queue?[1] ?? 0,
                 delivered: relay["delivered"], failed: relay["failed"], pruned: relay["pruned"],
-                pausedUntil: paused.flatMap { $0 > now ? Clock.date($0) : nil }, lastError: relay["lastError"],
+                pausedUntil: paused.flatMap { $0 > now ? EpochMilliseconds.date($0) : nil }, lastError: relay["lastError"],
                 firebaseProjectID: relay["firebaseProjectId"], upstream: relay["upstream"])
         }
     }

@@ -11,7 +11,7 @@ extension SQLiteStore {
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM project WHERE senderId = ?", arguments: [senderId]) != nil {
                 throw RegistryError.projectExists("a project with sender id \(senderId) already exists")
             }
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             try db.execute(
                 sql: "INSERT INTO project (projectId, senderId, createdAt) VALUES (?, ?, ?)",
                 arguments: [projectId, senderId, now])
@@ -31,7 +31,7 @@ extension SQLiteStore {
             }
             try db.execute(
                 sql: "INSERT INTO serverKey (projectId, keyHash, createdAt) VALUES (?, ?, ?)",
-                arguments: [project.rowID, Data(keyHash), Clock.now()])
+                arguments: [project.rowID, Data(keyHash), EpochMilliseconds.now()])
             return project
         }
     }
@@ -40,7 +40,7 @@ extension SQLiteStore {
         try await write { db, log in
             try db.execute(
                 sql: "UPDATE serverKey SET revokedAt = ? WHERE keyHash = ? AND revokedAt IS NULL",
-                arguments: [Clock.now(), Data(keyHash)])
+                arguments: [EpochMilliseconds.now(), Data(keyHash)])
             if db.changesCount == 0 { throw RegistryError.serverKeyNotFound }
         }
     }
@@ -98,7 +98,7 @@ extension SQLiteStore {
                     """,
                 arguments: [
                     project.rowID, account.keyID, account.clientEmail, account.clientID, account.publicKey,
-                    account.tokenURI, Clock.milliseconds(account.createdAt),
+                    account.tokenURI, EpochMilliseconds.milliseconds(account.createdAt),
                 ])
         }
     }
@@ -143,13 +143,13 @@ extension SQLiteStore {
 
     public func markAssertionUsed(hash: [UInt8], expiresAt: Date, now: Date) async throws -> Date {
         try await write { db, _ in
-            try db.execute(sql: "DELETE FROM usedAssertion WHERE expiresAt < ?", arguments: [Clock.milliseconds(now)])
+            try db.execute(sql: "DELETE FROM usedAssertion WHERE expiresAt < ?", arguments: [EpochMilliseconds.milliseconds(now)])
             try db.execute(
                 sql: "INSERT OR IGNORE INTO usedAssertion (hash, firstUsedAt, expiresAt) VALUES (?, ?, ?)",
-                arguments: [Data(hash), Clock.milliseconds(now), Clock.milliseconds(expiresAt)])
+                arguments: [Data(hash), EpochMilliseconds.milliseconds(now), EpochMilliseconds.milliseconds(expiresAt)])
             let first = try Int64.fetchOne(
                 db, sql: "SELECT firstUsedAt FROM usedAssertion WHERE hash = ?", arguments: [Data(hash)])
-            return Clock.date(first ?? Clock.milliseconds(now))
+            return EpochMilliseconds.date(first ?? EpochMilliseconds.milliseconds(now))
         }
     }
 
@@ -157,7 +157,7 @@ extension SQLiteStore {
         try await write { db, _ in
             try db.execute(
                 sql: "UPDATE serviceAccount SET revokedAt = ? WHERE keyId = ? AND revokedAt IS NULL",
-                arguments: [Clock.now(), keyID])
+                arguments: [EpochMilliseconds.now(), keyID])
             guard db.changesCount > 0 else { throw RegistryError.serviceAccountNotFound }
         }
     }
@@ -166,7 +166,7 @@ extension SQLiteStore {
         ServiceAccount(
             keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
             publicKey: row["publicKey"], tokenURI: row["tokenUri"],
-            createdAt: Clock.date(row["createdAt"]),
-            revokedAt: (row["revokedAt"] as Int64?).map(Clock.date))
+            createdAt: EpochMilliseconds.date(row["createdAt"]),
+            revokedAt: (row["revokedAt"] as Int64?).map(EpochMilliseconds.date))
     }
 }

@@ -18,13 +18,13 @@ extension SQLiteStore {
                     WHERE token.projectId = ? AND token.value = ?
                     ORDER BY deviceGroup.name
                     """, arguments: [project.rowID, token]
-            ).map { Membership(name: $0["name"], since: Clock.date($0["addedAt"])) }
+            ).map { Membership(name: $0["name"], since: EpochMilliseconds.date($0["addedAt"])) }
         }
     }
 
     public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             if row.state == .unregistered {
                 try db.execute(
@@ -40,7 +40,7 @@ extension SQLiteStore {
             guard let row = try db.tokenRow(token, in: project) else { return nil }
             try db.execute(
                 sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",
-                arguments: [Clock.now(), row.id])
+                arguments: [EpochMilliseconds.now(), row.id])
             let groupIDs = try Int64.fetchAll(
                 db, sql: "SELECT groupId FROM groupMember WHERE tokenId = ?", arguments: [row.id])
             try db.execute(sql: "DELETE FROM groupMember WHERE tokenId = ?", arguments: [row.id])
@@ -66,7 +66,7 @@ extension SQLiteStore {
         -> Committed<Rekeyed>
     {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             guard let source = try db.tokenRow(from, in: project), source.state == .registered else {
                 throw RegistryError.tokenNotFound
             }
@@ -136,7 +136,7 @@ extension SQLiteStore {
         ).map {
             TokenInfo(
                 token: token, state: TokenState(rawValue: $0["state"]) ?? .registered,
-                createdAt: Clock.date($0["createdAt"]), updatedAt: Clock.date($0["updatedAt"]))
+                createdAt: EpochMilliseconds.date($0["createdAt"]), updatedAt: EpochMilliseconds.date($0["updatedAt"]))
         }
     }
 }

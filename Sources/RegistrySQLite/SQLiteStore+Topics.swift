@@ -8,7 +8,7 @@ extension SQLiteStore {
         -> Committed<[BatchOutcome]>
     {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
             let exists = try db.cachedStatement(sql: "SELECT 1 FROM subscription WHERE topicId = ? AND tokenId = ?")
             let countTopics = try db.cachedStatement(sql: "SELECT COUNT(*) FROM subscription WHERE tokenId = ?")
@@ -59,7 +59,7 @@ extension SQLiteStore {
         -> Committed<SubscriptionInfo>
     {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             guard row.state == .registered else { throw RegistryError.tokenNotFound }
             let topicID = try Self.topicIDCreating(db, topic, in: project, now: now)
@@ -76,7 +76,7 @@ extension SQLiteStore {
                 sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?)",
                 arguments: [topicID, row.id, now])
             log.record(.subscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)]))
-            return SubscriptionInfo(token: token, topic: topic, createdAt: Clock.date(now))
+            return SubscriptionInfo(token: token, topic: topic, createdAt: EpochMilliseconds.date(now))
         }
     }
 
@@ -103,7 +103,7 @@ extension SQLiteStore {
                     JOIN topic ON topic.id = subscription.topicId
                     WHERE token.projectId = ? AND token.value = ? AND topic.projectId = ? AND topic.name = ?
                     """, arguments: [project.rowID, token, project.rowID, topic]
-            ).map { SubscriptionInfo(token: token, topic: topic, createdAt: Clock.date($0)) }
+            ).map { SubscriptionInfo(token: token, topic: topic, createdAt: EpochMilliseconds.date($0)) }
         }
     }
 
@@ -121,7 +121,7 @@ extension SQLiteStore {
                     ORDER BY topic.name LIMIT ?
                     """, arguments: [row.id, after ?? "", limit + 1])
             let items = rows.prefix(limit).map {
-                SubscriptionInfo(token: token, topic: $0["name"], createdAt: Clock.date($0["createdAt"]))
+                SubscriptionInfo(token: token, topic: $0["name"], createdAt: EpochMilliseconds.date($0["createdAt"]))
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.topic : nil)
         }
@@ -140,7 +140,7 @@ extension SQLiteStore {
                     """, arguments: [project.rowID] + names.arguments + [limit + 1])
             let items = rows.prefix(limit).map {
                 TopicSummary(
-                    name: $0["name"], subscriberCount: $0["subscribers"], createdAt: Clock.date($0["createdAt"]))
+                    name: $0["name"], subscriberCount: $0["subscribers"], createdAt: EpochMilliseconds.date($0["createdAt"]))
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
         }
@@ -153,7 +153,7 @@ extension SQLiteStore {
             var times: [String: Date] = [:]
             for name in names {
                 if let createdAt = try Int64.fetchOne(statement, arguments: [project.rowID, name]) {
-                    times[name] = Clock.date(createdAt)
+                    times[name] = EpochMilliseconds.date(createdAt)
                 }
             }
             return times
@@ -199,7 +199,7 @@ extension SQLiteStore {
         -> Committed<TopicChanges>
     {
         try await committing { db, log in
-            let now = Clock.now()
+            let now = EpochMilliseconds.now()
             let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
             guard row.state == .registered else { throw RegistryError.tokenNotFound }
             guard topics.count <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }

@@ -43,13 +43,6 @@ public struct SQLiteStore: ArchiveStore, RegistryStore {
 
 // MARK: - Shared SQL helpers
 
-/// Milliseconds since 1970, the unit of every time column.
-enum Clock {
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-}
-
 /// A token row as operations need it.
 struct TokenRow {
     var id: Int64
@@ -89,7 +82,7 @@ extension Database {
         let rows = try Row.fetchAll(
             cachedStatement(sql: sql), arguments: [owner, after.flatMap(Int64.init) ?? 0, limit + 1])
         return Page(
-            items: rows.prefix(limit).map { Membership(name: $0["value"], since: Clock.date($0["since"])) },
+            items: rows.prefix(limit).map { Membership(name: $0["value"], since: EpochMilliseconds.date($0["since"])) },
             nextAfter: rows.count > limit ? String(rows[limit - 1]["id"] as Int64) : nil)
     }
 }
@@ -132,6 +125,6 @@ extension Database {
                 WHERE \(members).\(column) = ? AND \(members).tokenId > ?
                 ORDER BY \(members).tokenId LIMIT ?
                 """, owner: set["id"], after: after, limit: limit)
-        return ((set["count"], Clock.date(set["createdAt"])), page)
+        return ((set["count"], EpochMilliseconds.date(set["createdAt"])), page)
     }
 }

@@ -1,0 +1,8 @@
+import Foundation
+
+/// Milliseconds since 1970, the unit of every time column, in every store.
+public enum EpochMilliseconds {
+    public static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    public static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    public static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+}

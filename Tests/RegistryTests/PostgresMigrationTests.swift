@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RegistryPostgres
+import Testing
+
+/// The database the PostgreSQL suites use: `FCM_REGISTRY_TEST_POSTGRES`, a URL to a database they
+/// may fill and empty (`Tests/postgres/cluster.sh start` makes one). Without it they are skipped,
+/// and say so.
+enum TestPostgres {
+    static let url = ProcessInfo.processInfo.environment["FCM_REGISTRY_TEST_POSTGRES"]
+    static let available = url != nil
+    static let skipped: Comment = "no PostgreSQL: set FCM_REGISTRY_TEST_POSTGRES (Tests/postgres/cluster.sh start DIR)"
+
+    /// Runs `body` with a store over a schema of its own, dropped afterwards.
+    static func withStore(_ body: (PostgresStore) async throws -> Void) async throws {
+        let schema = "test_\(UInt64.random(in: 0...UInt64.max))"
+        var location = try PostgresLocation(parsing: try #require(url))
+        let admin = try PostgresStore(location, logger: Logger(label: "test"))
+        location.schema = schema
+        let store = try PostgresStore(location, logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.client.run() }
+            group.addTask { await store.client.run() }
+            try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
+            do {
+                try await body(store)
+            } catch {
+                _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+                group.cancelAll()
+                throw error
+            }
+            try await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+            group.cancelAll()
+        }
+    }
+}
+
+@Suite("PostgreSQL: migrations", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresMigrationTests {
+    @Test("Three servers migrating a new database at once apply each migration once; again, nothing")
+    func migrate() async throws {
+        try await TestPostgres.withStore { store in
+            // Three servers starting at once: one of them applies each migration.
+            let applied = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<3 { group.addTask { try await store.migrate() } }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(applied == ["v1-registry"])
+            #expect(try await store.migrate() == [])
+            let tables = try await store.client.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+            ).decode(String.self).reduce(into: []) { $0.append($1) }
+            for table in ["project", "token", "deviceGroup", "groupMember", "topic", "subscription", "audienceChange",
+                          "message", "outbox", "delivery", "relay", "schemaMigration"] {
+                #expect(tables.contains(table), "\(table)")
+            }
+        }
+    }
+}
