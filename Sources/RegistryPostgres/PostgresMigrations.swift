@@ -19,13 +19,12 @@ enum PostgresMigrations {
     /// Applies the migrations `connection`'s database lacks.
     /// - Returns: the names applied now.
     static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
-        try await connection.query("SELECT pg_advisory_lock(\(advisoryLock))", logger: logger).collect()
+        try await connection.run("SELECT pg_advisory_lock(\(advisoryLock))")
         do {
-            try await connection.query(
+            try await connection.run(
                 """
                 CREATE TABLE IF NOT EXISTS "schemaMigration" (name text PRIMARY KEY, "appliedAt" bigint NOT NULL)
-                """, logger: logger
-            ).collect()
+                """)
             var applied: Set<String> = []
             for try await name in try await connection.query(#"SELECT name FROM "schemaMigration""#, logger: logger)
                 .decode(String.self)
@@ -38,19 +37,17 @@ enum PostgresMigrations {
                 let statements = migration.statements
                 try await connection.withTransaction(logger: logger) { transaction in
                     for statement in statements {
-                        try await transaction.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
+                        try await transaction.run(PostgresQuery(unsafeSQL: statement))
                     }
-                    try await transaction.query(
-                        #"INSERT INTO "schemaMigration" (name, "appliedAt") VALUES (\#(name), \#(EpochMilliseconds.now()))"#,
-                        logger: logger
-                    ).collect()
+                    try await transaction.run(
+                        #"INSERT INTO "schemaMigration" (name, "appliedAt") VALUES (\#(name), \#(EpochMilliseconds.now()))"#)
                 }
                 now.append(name)
             }
-            try await connection.query("SELECT pg_advisory_unlock(\(advisoryLock))", logger: logger).collect()
+            try await connection.run("SELECT pg_advisory_unlock(\(advisoryLock))")
             return now
         } catch {
-            _ = try? await connection.query("SELECT pg_advisory_unlock(\(advisoryLock))", logger: logger).collect()
+            try? await connection.run("SELECT pg_advisory_unlock(\(advisoryLock))")
             throw error
         }
     }

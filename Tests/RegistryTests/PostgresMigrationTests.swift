@@ -22,7 +22,7 @@ enum TestPostgres {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await admin.client.run() }
             group.addTask { await store.client.run() }
-            try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
+            _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
             do {
                 try await body(store)
             } catch {
@@ -30,7 +30,7 @@ enum TestPostgres {
                 group.cancelAll()
                 throw error
             }
-            try await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+            _ = try await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
             group.cancelAll()
         }
     }
