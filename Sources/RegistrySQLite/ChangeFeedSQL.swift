@@ -13,7 +13,7 @@ enum ChangeFeedSQL {
             sql: "INSERT INTO audienceChange (projectId, kind, topic, tokenIds, createdAt) VALUES (?, ?, ?, ?, ?)")
         return try changes.map { change in
             let (project, kind, topic, tokens) = columns(of: change)
-            try statement.execute(arguments: [project, kind, topic, Data(encode(tokens)), now])
+            try statement.execute(arguments: [project, kind, topic, Data(TokenIDList.encode(tokens)), now])
             return FeedEntry(id: db.lastInsertedRowID, change: change)
         }
     }
@@ -88,62 +88,13 @@ enum ChangeFeedSQL {
     }
 
     private static func change(project: Int64, kind: String, topic: String?, tokens: [UInt8]) -> AudienceChange {
-        let ids = decode(tokens)
+        let ids = TokenIDList.decode(tokens)
         switch kind {
         case "subscribed": return .subscribed(project: project, topic: topic ?? "", tokens: ids)
         case "unsubscribed": return .unsubscribed(project: project, topic: topic ?? "", tokens: ids)
         case "registered": return .registered(project: project, tokens: ids)
         case "unregistered": return .unregistered(project: project, tokens: ids)
         default: return .reset
-        }
-    }
-
-    /// Token ids as little-endian 32-bit integers.
-    static func encode(_ ids: [UInt32]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(ids.count * 4)
-        for id in ids {
-            bytes.append(UInt8(truncatingIfNeeded: id))
-            bytes.append(UInt8(truncatingIfNeeded: id >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: id >> 16))
-            bytes.append(UInt8(truncatingIfNeeded: id >> 24))
-        }
-        return bytes
-    }
-
-    static func decode(_ bytes: [UInt8]) -> [UInt32] {
-        stride(from: 0, to: bytes.count - 3, by: 4).map { i in
-            UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
-        }
-    }
-}
-
-/// What one request's writes changed, collected inside its savepoint and written to the feed
-/// at its end, so that a request rolled back leaves no entry.
-final class ChangeLog {
-    private(set) var changes: [AudienceChange] = []
-
-    /// Records a change, merging it into the previous one when both say the same of more tokens
-    /// (a batch of new tokens is one `registered` entry, not a thousand).
-    func record(_ change: AudienceChange) {
-        switch (changes.last, change) {
-        case (.registered(let p, _), .registered(let q, let more)) where p == q:
-            // Taken off the array first, so the token list is appended to in place.
-            guard case .registered(_, var tokens) = changes.removeLast() else { return }
-            tokens.append(contentsOf: more)
-            changes.append(.registered(project: p, tokens: tokens))
-        case (.unregistered(let p, _), .unregistered(let q, let more)) where p == q:
-            guard case .unregistered(_, var tokens) = changes.removeLast() else { return }
-            tokens.append(contentsOf: more)
-            changes.append(.unregistered(project: p, tokens: tokens))
-        default:
-            switch change {
-            case .subscribed(_, _, let tokens), .unsubscribed(_, _, let tokens), .registered(_, let tokens),
-                .unregistered(_, let tokens):
-                if tokens.isEmpty { return }
-            case .reset: break
-            }
-            changes.append(change)
         }
     }
 }

@@ -1,0 +1,225 @@
+import AudienceEngine
+import Foundation
+import PostgresNIO
+import Registry
+
+/// Topics and subscriptions. Across servers, two rules must hold: a token's topics stay under the
+/// limit (its row is locked before counting, tokens in sorted order so that two batches never wait
+/// on each other), and a topic exists while it has subscribers (a writer holds the topic row with
+/// `FOR KEY SHARE` while it subscribes; removing an empty topic takes `FOR UPDATE` and looks again,
+/// so it never removes a topic another transaction is subscribing to).
+extension PostgresStore {
+    public func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
+        -> Committed<[BatchOutcome]>
+    {
+        try await committing { connection, log in
+            let now = EpochMilliseconds.now()
+            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
+            let (topicID, created) = try await connection.heldTopic(topic, in: project, now: now)
+            let known = rows.values.filter { !$0.isNew }.map(\.id)
+            // Existing subscriptions to this topic, and each known token's topic count, in two reads.
+            var subscribed: Set<Int32> = []
+            var counts: [Int32: Int] = [:]
+            if !known.isEmpty {
+                for try await id in try await connection.query(
+                    #"SELECT "tokenId" FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = ANY(\#(known))"#,
+                    logger: .silent
+                ).decode(Int32.self) { subscribed.insert(id) }
+                for try await (id, count) in try await connection.query(
+                    #"SELECT "tokenId", COUNT(*)::bigint FROM subscription WHERE "tokenId" = ANY(\#(known)) GROUP BY "tokenId""#,
+                    logger: .silent
+                ).decode((Int32, Int64).self) { counts[id] = Int(count) }
+            }
+            var added: [Int32] = []
+            let outcomes = tokens.map { value -> BatchOutcome in
+                guard let row = rows[value], row.state == .registered else { return .notFound }
+                if subscribed.contains(row.id) { return .ok }
+                if counts[row.id, default: 0] >= topicLimit { return .tooManyTopics }
+                subscribed.insert(row.id)
+                counts[row.id, default: 0] += 1
+                added.append(row.id)
+                return .ok
+            }
+            if !added.isEmpty {
+                try await connection.run(
+                    #"""
+                    INSERT INTO subscription ("topicId", "tokenId", "createdAt")
+                    SELECT \#(topicID), id, \#(now) FROM unnest(\#(added)::integer[]) AS id
+                    """#)
+            }
+            // A topic this request created and left empty goes again; no one else can hold it yet
+            // (their inserts of the same name wait for this transaction).
+            if added.isEmpty, created { try await connection.run(#"DELETE FROM topic WHERE id = \#(topicID)"#) }
+            log.record(.subscribed(project: project.rowID, topic: topic, tokens: added.map { UInt32($0) }))
+            return outcomes
+        }
+    }
+
+    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws
+        -> Committed<[BatchOutcome]>
+    {
+        try await committing { connection, log in
+            let rows = try await connection.lockedTokens(tokens, in: project)
+            var removed: [UInt32] = []
+            if let topicID = try await connection.topicID(topic, in: project) {
+                let registered = rows.values.filter { $0.state == .registered }.map(\.id)
+                for try await id in try await connection.query(
+                    #"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = ANY(\#(registered)) RETURNING "tokenId""#,
+                    logger: .silent
+                ).decode(Int32.self) { removed.append(UInt32(id)) }
+                try await connection.removeTopicIfEmpty(topicID)
+            }
+            log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: removed.sorted()))
+            return tokens.map { value in
+                guard let row = rows[value] else { return .ok }
+                return row.state == .registered ? .ok : .notFound
+            }
+        }
+    }
+
+    public func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
+        -> Committed<SubscriptionInfo>
+    {
+        try await committing { connection, log in
+            let now = EpochMilliseconds.now()
+            let row = try await connection.lockedTokenRegistering(token, in: project, now: now, log: log)
+            guard row.state == .registered else { throw RegistryError.tokenNotFound }
+            let (topicID, _) = try await connection.heldTopic(topic, in: project, now: now)
+            if try await connection.exists(
+                #"SELECT 1 FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id)"#)
+            {
+                throw RegistryError.subscriptionExists
+            }
+            let count = try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(row.id)"#, as: Int64.self)
+            guard count < topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
+            try await connection.run(
+                #"INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(row.id), \#(now))"#)
+            log.record(.subscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)]))
+            return SubscriptionInfo(token: token, topic: topic, createdAt: EpochMilliseconds.date(now))
+        }
+    }
+
+    public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Committed<Bool> {
+        try await committing { connection, log in
+            guard let row = try await connection.lockedToken(token, in: project),
+                let topicID = try await connection.topicID(topic, in: project)
+            else { return false }
+            let deleted = try await connection.count(
+                #"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id) RETURNING 1"#) > 0
+            try await connection.removeTopicIfEmpty(topicID)
+            if deleted { log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)])) }
+            return deleted
+        }
+    }
+
+    public func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo? {
+        try await client.withConnection { connection in
+            for try await createdAt in try await connection.query(
+                #"""
+                SELECT subscription."createdAt" FROM subscription
+                JOIN token ON token.id = subscription."tokenId"
+                JOIN topic ON topic.id = subscription."topicId"
+                WHERE token."projectId" = \#(project.rowID) AND token.value = \#(token)
+                  AND topic."projectId" = \#(project.rowID) AND topic.name = \#(topic)
+                """#, logger: .silent
+            ).decode(Int64.self) {
+                return SubscriptionInfo(token: token, topic: topic, createdAt: EpochMilliseconds.date(createdAt))
+            }
+            return nil
+        }
+    }
+
+    public func topicCreationTimes(_ names: [String], in project: Project) async throws -> [String: Date] {
+        guard !names.isEmpty else { return [:] }
+        return try await client.withConnection { connection in
+            var times: [String: Date] = [:]
+            for try await (name, createdAt) in try await connection.query(
+                #"SELECT name, "createdAt" FROM topic WHERE "projectId" = \#(project.rowID) AND name = ANY(\#(names))"#,
+                logger: .silent
+            ).decode((String, Int64).self) { times[name] = EpochMilliseconds.date(createdAt) }
+            return times
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// The tokens' rows, registering those the project has never seen, all locked until the
+    /// transaction ends; inserted and locked in sorted order, so that concurrent batches naming
+    /// the same tokens queue instead of deadlocking.
+    func lockedTokensRegistering(_ values: [String], in project: Project, now: Int64, log: ChangeLog) async throws
+        -> [String: PostgresTokenRow]
+    {
+        let sorted = Array(Set(values)).sorted()
+        var new: [UInt32] = []
+        var newValues: Set<String> = []
+        for try await (id, value) in try await query(
+            #"""
+            INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
+            SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM unnest(\#(sorted)::text[]) AS value
+            ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
+            """#, logger: .silent
+        ).decode((Int32, String).self) {
+            new.append(UInt32(id))
+            newValues.insert(value)
+        }
+        log.record(.registered(project: project.rowID, tokens: new.sorted()))
+        var rows = try await lockedTokens(sorted, in: project)
+        for value in newValues { rows[value]?.isNew = true }
+        return rows
+    }
+
+    /// The rows of the tokens the project knows, locked in sorted order.
+    func lockedTokens(_ values: [String], in project: Project) async throws -> [String: PostgresTokenRow] {
+        var rows: [String: PostgresTokenRow] = [:]
+        for try await (id, value, state) in try await query(
+            #"""
+            SELECT id, value, state FROM token
+            WHERE "projectId" = \#(project.rowID) AND value = ANY(\#(Array(Set(values)).sorted()))
+            ORDER BY value FOR UPDATE
+            """#, logger: .silent
+        ).decode((Int32, String, String).self) {
+            rows[value] = PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)
+        }
+        return rows
+    }
+
+    func topicID(_ name: String, in project: Project) async throws -> Int64? {
+        for try await id in try await query(
+            #"SELECT id FROM topic WHERE "projectId" = \#(project.rowID) AND name = \#(name)"#, logger: .silent
+        ).decode(Int64.self) { return id }
+        return nil
+    }
+
+    /// The topic's id, creating the topic first (subscribing to a topic that does not exist creates
+    /// it, as in FCM), held with `FOR KEY SHARE` until the transaction ends so that no one removes
+    /// it as empty meanwhile. `created` when this transaction made it.
+    ///
+    /// Lock order, in every write: token rows (sorted), then the topic row. Subscribers hold the
+    /// topic with `FOR KEY SHARE` and never ask for more; only a write that removes subscriptions
+    /// takes `FOR UPDATE` (in `removeTopicIfEmpty`), so no two transactions wait on each other.
+    func heldTopic(_ name: String, in project: Project, now: Int64) async throws -> (id: Int64, created: Bool) {
+        // A topic removed between the insert and the lock is created again: at most a few rounds.
+        for _ in 0..<8 {
+            for try await id in try await query(
+                #"""
+                INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project.rowID), \#(name), \#(now))
+                ON CONFLICT ("projectId", name) DO NOTHING RETURNING id
+                """#, logger: .silent
+            ).decode(Int64.self) { return (id, true) }
+            for try await id in try await query(
+                #"SELECT id FROM topic WHERE "projectId" = \#(project.rowID) AND name = \#(name) FOR KEY SHARE"#,
+                logger: .silent
+            ).decode(Int64.self) { return (id, false) }
+        }
+        throw PostgresStoreError("topic \(name) was removed and created again too many times")
+    }
+
+    /// A topic exists while it has subscribers: removes it when it has none, after waiting for
+    /// every transaction that holds it to subscribe.
+    func removeTopicIfEmpty(_ id: Int64) async throws {
+        guard try await exists(#"SELECT 1 FROM topic WHERE id = \#(id) FOR UPDATE"#) else { return }
+        try await run(
+            #"DELETE FROM topic WHERE id = \#(id) AND NOT EXISTS (SELECT 1 FROM subscription WHERE "topicId" = \#(id))"#)
+    }
+}
