@@ -80,6 +80,56 @@ struct PostgresTopicTests {
     }
 }
 
+@Suite("PostgreSQL: a token's topics and the listings", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresTopicListingTests {
+    func token(_ n: Int) -> String { "pl\(n):APA91b" + String(repeating: "l", count: 40) }
+
+    @Test("setTopics makes exactly these the token's topics; two requests swapping topics never deadlock")
+    func setTopics() async throws {
+        try await TestPostgres.withProject { store, project in
+            _ = try await store.setTopics(["a", "b"], ofToken: token(1), topicLimit: 5, in: project)
+            let changed = try await store.setTopics(["b", "c"], ofToken: token(1), topicLimit: 5, in: project)
+            #expect(changed.value == TopicChanges(added: ["c"], removed: ["a"]))
+            #expect(try await store.subscriptions(ofToken: token(1), in: project, after: nil, limit: 10)?.items.map(\.topic) == ["b", "c"])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for n in 0..<10 {
+                    group.addTask {
+                        let topics = n.isMultiple(of: 2) ? ["x", "y"] : ["y", "z"]
+                        for round in 0..<5 {
+                            _ = try await store.setTopics(round.isMultiple(of: 2) ? topics : ["w"], ofToken: token(10 + n), topicLimit: 5, in: project)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // Every token ends on its last set, and no topic is left without subscribers.
+            let all = try await store.topics(in: project, prefix: "", after: nil, limit: 100).items
+            #expect(all.map(\.name) == ["b", "c", "x", "y", "z"])
+            #expect(all.allSatisfy { $0.subscriberCount > 0 })
+        }
+    }
+
+    @Test("Topics by prefix and page; a topic's subscribers in token order")
+    func listings() async throws {
+        try await TestPostgres.withProject { store, project in
+            for topic in ["news", "news-eu", "news-us", "newt", "sport"] {
+                _ = try await store.subscribe([token(1), token(2), token(3)], to: topic, topicLimit: 10, in: project)
+            }
+            let first = try await store.topics(in: project, prefix: "news", after: nil, limit: 2)
+            #expect(first.items.map(\.name) == ["news", "news-eu"])
+            let second = try await store.topics(in: project, prefix: "news", after: first.nextAfter, limit: 2)
+            #expect(second.items.map(\.name) == ["news-us"])
+            #expect(second.nextAfter == nil)
+            let (summary, page) = try #require(try await store.topicSubscribers(named: "sport", in: project, after: nil, limit: 2))
+            #expect(summary.subscriberCount == 3)
+            #expect(page.items.map(\.name) == [token(1), token(2)])
+            let rest = try #require(try await store.topicSubscribers(named: "sport", in: project, after: page.nextAfter, limit: 2))
+            #expect(rest.1.items.map(\.name) == [token(3)])
+            #expect(try await store.topicSubscribers(named: "none", in: project, after: nil, limit: 2) == nil)
+        }
+    }
+}
+
 extension TestPostgres {
     /// A migrated store in a schema of its own, with one project.
     static func withProject(_ body: (PostgresStore, Project) async throws -> Void) async throws {
