@@ -1,0 +1,184 @@
+import AudienceEngine
+import Foundation
+import PostgresNIO
+import Registry
+
+/// Device groups. Across servers: one group per name (the unique index decides), at most the
+/// member limit (the group's row is locked before its members are counted), and a group is deleted
+/// with its last member. Locks are taken tokens first (sorted), then the group.
+extension PostgresStore {
+    public func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
+        -> Committed<GroupRef>
+    {
+        try await committing({ connection, log in
+            let now = EpochMilliseconds.now()
+            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
+            // The unique index on (projectId, name) is the check; a second server's create of the
+            // same name waits on it, then fails as groupNameTaken.
+            let id = try await connection.one(
+                #"INSERT INTO "deviceGroup" ("projectId", name, "createdAt") VALUES (\#(project.rowID), \#(name), \#(now)) RETURNING id"#,
+                as: Int64.self)
+            let members = Self.registered(tokens, rows)
+            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
+            guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
+            try await connection.insertMembers(members, into: id, now: now)
+            return GroupRef(id: id, name: name, memberCount: members.count)
+        }, onUniqueViolation: { RegistryError.groupNameTaken })
+    }
+
+    public func addMembers(
+        _ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project
+    ) async throws -> Committed<GroupRef> {
+        try await committing { connection, log in
+            let now = EpochMilliseconds.now()
+            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
+            let name = try await connection.lockedGroupName(id, expectedName: expectedName, in: project)
+            let members = Self.registered(tokens, rows)
+            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
+            var current: Set<Int32> = []
+            for try await tokenID in try await connection.query(
+                #"SELECT "tokenId" FROM "groupMember" WHERE "groupId" = \#(id)"#, logger: .silent
+            ).decode(Int32.self) { current.insert(tokenID) }
+            let joining = members.filter { !current.contains($0) }
+            guard current.count + joining.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
+            try await connection.insertMembers(joining, into: id, now: now)
+            return GroupRef(id: id, name: name, memberCount: current.count + joining.count)
+        }
+    }
+
+    public func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
+        async throws -> GroupRef
+    {
+        try await transaction { connection in
+            let rows = try await connection.lockedTokens(tokens, in: project)
+            let name = try await connection.lockedGroupName(id, expectedName: expectedName, in: project)
+            let leaving = rows.values.map(\.id)
+            try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(id) AND "tokenId" = ANY(\#(leaving))"#)
+            return GroupRef(id: id, name: name, memberCount: try await connection.deleteGroupIfEmpty(id))
+        }
+    }
+
+    public func group(named name: String, in project: Project) async throws -> GroupRef? {
+        try await client.withConnection { connection in
+            try await connection.first(
+                #"""
+                SELECT id, (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
+                FROM "deviceGroup" WHERE "projectId" = \#(project.rowID) AND name = \#(name)
+                """#, as: (Int64, Int64).self
+            ).map { GroupRef(id: $0.0, name: name, memberCount: Int($0.1)) }
+        }
+    }
+
+    public func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws
+        -> Page<GroupSummary>
+    {
+        try await client.withConnection { connection in
+            let (lower, start) =
+                after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) } == false
+                ? (">", after ?? "") : (">=", prefix)
+            let end = prefix.isEmpty ? nil : prefix + "\u{10FFFF}"
+            var items: [GroupSummary] = []
+            for try await (name, createdAt, members) in try await connection.query(
+                #"""
+                SELECT name, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
+                FROM "deviceGroup"
+                WHERE "projectId" = \#(project.rowID) AND name \#(unescaped: lower) \#(start)
+                  AND name < COALESCE(\#(end)::text, name || 'x')
+                ORDER BY name LIMIT \#(limit + 1)
+                """#, logger: .silent
+            ).decode((String, Int64, Int64).self) {
+                items.append(GroupSummary(name: name, memberCount: Int(members), createdAt: EpochMilliseconds.date(createdAt)))
+            }
+            let page = Array(items.prefix(limit))
+            return Page(items: page, nextAfter: items.count > limit ? page.last?.name : nil)
+        }
+    }
+
+    public func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
+        -> (GroupSummary, Page<Membership>)?
+    {
+        try await client.withConnection { connection in
+            guard
+                let (id, createdAt, count) = try await connection.first(
+                    #"""
+                    SELECT id, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
+                    FROM "deviceGroup" WHERE "projectId" = \#(project.rowID) AND name = \#(name)
+                    """#, as: (Int64, Int64, Int64).self)
+            else { return nil }
+            var members: [(Int32, Membership)] = []
+            for try await (tokenID, value, since) in try await connection.query(
+                #"""
+                SELECT token.id, token.value, "groupMember"."addedAt" FROM "groupMember"
+                JOIN token ON token.id = "groupMember"."tokenId"
+                WHERE "groupMember"."groupId" = \#(id) AND "groupMember"."tokenId" > \#(Int32(after ?? "") ?? 0)
+                ORDER BY "groupMember"."tokenId" LIMIT \#(limit + 1)
+                """#, logger: .silent
+            ).decode((Int32, String, Int64).self) {
+                members.append((tokenID, Membership(name: value, since: EpochMilliseconds.date(since))))
+            }
+            let page = Array(members.prefix(limit))
+            return (
+                GroupSummary(name: name, memberCount: Int(count), createdAt: EpochMilliseconds.date(createdAt)),
+                Page(items: page.map(\.1), nextAfter: members.count > limit ? page.last.map { String($0.0) } : nil)
+            )
+        }
+    }
+
+    public func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]? {
+        try await client.withConnection { connection in
+            let groupID =
+                if let id {
+                    try await connection.first(
+                        #"SELECT id FROM "deviceGroup" WHERE id = \#(id) AND "projectId" = \#(project.rowID)"#,
+                        as: Int64.self)
+                } else {
+                    try await connection.first(
+                        #"SELECT id FROM "deviceGroup" WHERE name = \#(name ?? "") AND "projectId" = \#(project.rowID)"#,
+                        as: Int64.self)
+                }
+            guard let groupID else { return nil }
+            var ids: [UInt32] = []
+            for try await tokenID in try await connection.query(
+                #"SELECT "tokenId" FROM "groupMember" WHERE "groupId" = \#(groupID) ORDER BY "tokenId""#, logger: .silent
+            ).decode(Int32.self) { ids.append(UInt32(tokenID)) }
+            return ids
+        }
+    }
+
+    /// The ids of the registered tokens among `tokens`, in their order, each once.
+    static func registered(_ tokens: [String], _ rows: [String: PostgresTokenRow]) -> [Int32] {
+        var seen: Set<Int32> = []
+        return tokens.compactMap { rows[$0] }.filter { $0.state == .registered && seen.insert($0.id).inserted }.map(\.id)
+    }
+}
+
+extension PostgresConnection {
+    /// The group's name, its row locked until the transaction ends, after checking that it is the
+    /// project's and matches `expectedName`.
+    func lockedGroupName(_ id: Int64, expectedName: String?, in project: Project) async throws -> String {
+        guard
+            let name = try await first(
+                #"SELECT name FROM "deviceGroup" WHERE id = \#(id) AND "projectId" = \#(project.rowID) FOR UPDATE"#,
+                as: String.self)
+        else { throw RegistryError.groupNotFound }
+        if let expectedName, expectedName != name { throw RegistryError.groupNameMismatch }
+        return name
+    }
+
+    func insertMembers(_ tokenIDs: [Int32], into groupID: Int64, now: Int64) async throws {
+        guard !tokenIDs.isEmpty else { return }
+        try await run(
+            #"""
+            INSERT INTO "groupMember" ("groupId", "tokenId", "addedAt")
+            SELECT \#(groupID), id, \#(now) FROM unnest(\#(tokenIDs)::integer[]) AS id
+            """#)
+    }
+
+    /// Deletes the group (locked by the caller) when it has no members left; returns how many it has.
+    @discardableResult
+    func deleteGroupIfEmpty(_ id: Int64) async throws -> Int {
+        let remaining = try await one(#"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(id)"#, as: Int64.self)
+        if remaining == 0 { try await run(#"DELETE FROM "deviceGroup" WHERE id = \#(id)"#) }
+        return Int(remaining)
+    }
+}
