@@ -1,0 +1,198 @@
+import AudienceEngine
+import Foundation
+import PostgresNIO
+import Registry
+
+/// Tokens: their state, unregistering (out of every group and topic at once) and re-keying. Locks
+/// in the order every write takes them: token rows (sorted), topic rows (by name), group rows (by id).
+extension PostgresStore {
+    public func token(_ token: String, in project: Project) async throws -> TokenInfo? {
+        try await client.withConnection { connection in try await connection.tokenInfo(token, in: project) }
+    }
+
+    public func groups(ofToken token: String, in project: Project) async throws -> [Membership] {
+        try await client.withConnection { connection in
+            var groups: [Membership] = []
+            for try await (name, addedAt) in try await connection.query(
+                #"""
+                SELECT "deviceGroup".name, "groupMember"."addedAt" FROM "groupMember"
+                JOIN "deviceGroup" ON "deviceGroup".id = "groupMember"."groupId"
+                JOIN token ON token.id = "groupMember"."tokenId"
+                WHERE token."projectId" = \#(project.rowID) AND token.value = \#(token)
+                ORDER BY "deviceGroup".name
+                """#, logger: .silent
+            ).decode((String, Int64).self) { groups.append(Membership(name: name, since: EpochMilliseconds.date(addedAt))) }
+            return groups
+        }
+    }
+
+    public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
+        try await committing { connection, log in
+            let now = EpochMilliseconds.now()
+            let row = try await connection.lockedTokenRegistering(token, in: project, now: now, log: log)
+            if row.state == .unregistered { try await connection.reregister(row.id, in: project, now: now, log: log) }
+            guard let info = try await connection.tokenInfo(token, in: project) else {
+                throw PostgresStoreError("a token registered in this transaction is missing")
+            }
+            return info
+        }
+    }
+
+    public func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?> {
+        try await committing { connection, log in
+            guard let row = try await connection.lockedToken(token, in: project) else { return nil }
+            try await connection.run(
+                #"UPDATE token SET state = 'unregistered', "updatedAt" = \#(EpochMilliseconds.now()) WHERE id = \#(row.id)"#)
+            for (topicID, name) in try await connection.topicsOf(row.id) {
+                try await connection.run(#"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id)"#)
+                try await connection.removeTopicIfEmpty(topicID)
+                log.record(.unsubscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
+            }
+            for groupID in try await connection.lockedGroupsOf(row.id) {
+                try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(groupID) AND "tokenId" = \#(row.id)"#)
+                try await connection.deleteGroupIfEmpty(groupID)
+            }
+            log.record(.unregistered(project: project.rowID, tokens: [UInt32(row.id)]))
+            return try await connection.tokenInfo(token, in: project)
+        }
+    }
+
+    public func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
+        -> Committed<Rekeyed>
+    {
+        try await committing { connection, log in
+            let now = EpochMilliseconds.now()
+            // Both rows, locked in sorted order: a re-key the other way round waits, never deadlocks.
+            let rows = try await connection.lockedTokensRegistering([from, to], in: project, now: now, log: log)
+            guard let source = rows[from], !source.isNew, source.state == .registered else {
+                throw RegistryError.tokenNotFound
+            }
+            guard let target = rows[to] else { throw PostgresStoreError("the re-key target was not registered") }
+            if target.state == .unregistered { try await connection.reregister(target.id, in: project, now: now, log: log) }
+            let (sourceID, targetID) = (UInt32(source.id), UInt32(target.id))
+            // Topics: the source's become the target's too, then the source leaves them.
+            // No topic of the source can go meanwhile: the source, locked here, is in each.
+            for (topicID, name) in try await connection.topicsOf(source.id) {
+                if try await connection.count(
+                    #"""
+                    INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(target.id), \#(now))
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """#) > 0
+                {
+                    log.record(.subscribed(project: project.rowID, topic: name, tokens: [targetID]))
+                }
+                try await connection.run(#"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(source.id)"#)
+                log.record(.unsubscribed(project: project.rowID, topic: name, tokens: [sourceID]))
+            }
+            let topicCount = try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(target.id)"#, as: Int64.self)
+            guard topicCount <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
+            // Groups: the target takes the source's place in each.
+            for groupID in try await connection.lockedGroupsOf(source.id) {
+                try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(groupID) AND "tokenId" = \#(source.id)"#)
+                try await connection.run(
+                    #"""
+                    INSERT INTO "groupMember" ("groupId", "tokenId", "addedAt") VALUES (\#(groupID), \#(target.id), \#(now))
+                    ON CONFLICT DO NOTHING
+                    """#)
+                guard try await connection.deleteGroupIfEmpty(groupID) <= memberLimit else {
+                    throw RegistryError.groupFull(limit: memberLimit)
+                }
+            }
+            try await connection.run(
+                #"UPDATE token SET state = 'unregistered', "updatedAt" = \#(now) WHERE id = \#(source.id)"#)
+            log.record(.unregistered(project: project.rowID, tokens: [sourceID]))
+            let topics = try await connection.topicsOf(target.id).map(\.name).sorted()
+            var groups: [String] = []
+            for try await name in try await connection.query(
+                #"""
+                SELECT "deviceGroup".name FROM "groupMember" JOIN "deviceGroup" ON "deviceGroup".id = "groupMember"."groupId"
+                WHERE "groupMember"."tokenId" = \#(target.id) ORDER BY "deviceGroup".name
+                """#, logger: .silent
+            ).decode(String.self) { groups.append(name) }
+            return Rekeyed(from: from, to: to, topics: topics, groups: groups)
+        }
+    }
+
+    public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try await client.withConnection { connection in
+            var values: [String] = []
+            for try await value in try await connection.query(
+                #"SELECT value FROM token WHERE "projectId" = \#(project.rowID) AND id = ANY(\#(ids.map { Int32(bitPattern: $0) })) ORDER BY id"#,
+                logger: .silent
+            ).decode(String.self) { values.append(value) }
+            return values
+        }
+    }
+
+    public func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32] {
+        guard !tokens.isEmpty else { return [:] }
+        return try await client.withConnection { connection in
+            var ids: [String: UInt32] = [:]
+            for try await (id, value) in try await connection.query(
+                #"SELECT id, value FROM token WHERE "projectId" = \#(project.rowID) AND state = 'registered' AND value = ANY(\#(tokens))"#,
+                logger: .silent
+            ).decode((Int32, String).self) { ids[value] = UInt32(id) }
+            return ids
+        }
+    }
+
+    public func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String> {
+        guard !tokens.isEmpty else { return [] }
+        return try await client.withConnection { connection in
+            var others: Set<String> = []
+            for try await value in try await connection.query(
+                #"""
+                SELECT DISTINCT token.value FROM token
+                WHERE token.value = ANY(\#(tokens)) AND token."projectId" <> \#(project.rowID) AND token.state = 'registered'
+                  AND NOT EXISTS (SELECT 1 FROM token AS own WHERE own."projectId" = \#(project.rowID) AND own.value = token.value)
+                """#, logger: .silent
+            ).decode(String.self) { others.insert(value) }
+            return others
+        }
+    }
+}
+
+extension PostgresConnection {
+    func tokenInfo(_ token: String, in project: Project) async throws -> TokenInfo? {
+        try await first(
+            #"SELECT state, "createdAt", "updatedAt" FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(token)"#,
+            as: (String, Int64, Int64).self
+        ).map {
+            TokenInfo(
+                token: token, state: TokenState(rawValue: $0.0) ?? .registered, createdAt: EpochMilliseconds.date($0.1),
+                updatedAt: EpochMilliseconds.date($0.2))
+        }
+    }
+
+    /// Registers an unregistered token again.
+    func reregister(_ id: Int32, in project: Project, now: Int64, log: ChangeLog) async throws {
+        try await run(#"UPDATE token SET state = 'registered', "updatedAt" = \#(now) WHERE id = \#(id)"#)
+        log.record(.registered(project: project.rowID, tokens: [UInt32(id)]))
+    }
+
+    /// The token's topics, by name: the order their rows are locked in.
+    func topicsOf(_ tokenID: Int32) async throws -> [(id: Int64, name: String)] {
+        var topics: [(id: Int64, name: String)] = []
+        for try await (id, name) in try await query(
+            #"""
+            SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription."topicId"
+            WHERE subscription."tokenId" = \#(tokenID) ORDER BY topic.name
+            """#, logger: .silent
+        ).decode((Int64, String).self) { topics.append((id, name)) }
+        return topics
+    }
+
+    /// The ids of the token's groups, their rows locked in id order.
+    func lockedGroupsOf(_ tokenID: Int32) async throws -> [Int64] {
+        var ids: [Int64] = []
+        for try await id in try await query(
+            #"""
+            SELECT id FROM "deviceGroup" WHERE id IN (SELECT "groupId" FROM "groupMember" WHERE "tokenId" = \#(tokenID))
+            ORDER BY id FOR UPDATE
+            """#, logger: .silent
+        ).decode(Int64.self) { ids.append(id) }
+        return ids
+    }
+}
