@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "AudienceEngine",
                 "Registry",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

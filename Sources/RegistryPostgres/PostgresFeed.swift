@@ -11,21 +11,32 @@ enum PostgresFeed {
     /// and NOTIFY's commit-time lock is taken once per transaction, never per change.
     static let channel = "fcm_registry_feed"
 
-    /// Inserts `changes` in order, and rings the doorbell; returns them with their positions.
+    /// Bits of a position below the transaction id: a transaction writes at most 2^20 changes.
+    static let placeBits: Int64 = 20
+
+    /// Inserts `changes` in order, and rings the doorbell; returns them with their positions:
+    /// `transaction id << 20 | place`. The feed is read in position order, and every transaction
+    /// below the oldest one running has ended, so a reader knows which positions are final.
     static func insert(_ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64) async throws
         -> [FeedEntry]
     {
-        var entries: [FeedEntry] = []
-        for change in changes {
-            let (project, kind, topic, tokens) = columns(of: change)
-            let id = try await connection.one(
-                #"""
-                INSERT INTO "audienceChange" ("projectId", kind, topic, "tokenIds", "createdAt")
-                VALUES (\#(project), \#(kind), \#(topic), \#(Data(TokenIDList.encode(tokens))), \#(now)) RETURNING id
-                """#, as: Int64.self)
-            entries.append(FeedEntry(id: id, change: change))
+        guard !changes.isEmpty else { return [] }
+        guard changes.count < 1 << placeBits else {
+            throw PostgresStoreError("a write of \(changes.count) audience changes: at most \((1 << placeBits) - 1) are kept")
         }
-        if !entries.isEmpty { try await connection.run("SELECT pg_notify(\(channel), '')") }
+        let transaction = try await connection.one("SELECT pg_current_xact_id()::text::bigint", as: Int64.self)
+        var entries: [FeedEntry] = []
+        for (place, change) in changes.enumerated() {
+            let position = transaction << placeBits | Int64(place)
+            let (project, kind, topic, tokens) = columns(of: change)
+            try await connection.run(
+                #"""
+                INSERT INTO "audienceChange" (position, "projectId", kind, topic, "tokenIds", "createdAt")
+                VALUES (\#(position), \#(project), \#(kind), \#(topic), \#(Data(TokenIDList.encode(tokens))), \#(now))
+                """#)
+            entries.append(FeedEntry(id: position, change: change))
+        }
+        try await connection.run("SELECT pg_notify(\(channel), '')")
         return entries
     }
 

@@ -1,0 +1,181 @@
+import AudienceEngine
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import Registry
+
+/// The change feed over PostgreSQL, read by every server to keep its audience index equal to the
+/// tables.
+///
+/// Positions are `transaction id << 20 | place` (`PostgresFeed`). A read takes, in one snapshot,
+/// the entries after the cursor and the oldest transaction still running (`pg_snapshot_xmin`):
+/// every position below that transaction's is final, so the watermark moves up to there and no
+/// further; entries above it that are already visible are read too and kept in `seenAbove`, so a
+/// long transaction delays nobody's changes, and one that commits late is read when it does.
+extension PostgresStore: ChangeFeed {
+    public func loadAudience() async throws -> AudienceLoad {
+        try await snapshotRead { connection in
+            let frontier = try await connection.frontier()
+            var seen: [Int64] = []
+            for try await position in try await connection.query(
+                #"SELECT position FROM "audienceChange" WHERE position >= \#(frontier) ORDER BY position"#, logger: .silent
+            ).decode(Int64.self) { seen.append(position) }
+            var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
+            for try await project in try await connection.query("SELECT id FROM project", logger: .silent).decode(Int64.self) {
+                projects[project] = ([:], [])
+            }
+            for try await (project, name, bytes) in try await connection.query(
+                #"""
+                SELECT topic."projectId", topic.name,
+                       (SELECT string_agg(int4send(s."tokenId"), ''::bytea ORDER BY s."tokenId") FROM subscription s WHERE s."topicId" = topic.id)
+                FROM topic
+                """#, logger: .silent
+            ).decode((Int64, String, Data?).self) {
+                projects[project, default: ([:], [])].topics[name] = Self.bigEndianIDs(bytes)
+            }
+            for try await (project, bytes) in try await connection.query(
+                #"""
+                SELECT "projectId", string_agg(int4send(id), ''::bytea ORDER BY id) FROM token
+                WHERE state = 'registered' GROUP BY "projectId"
+                """#, logger: .silent
+            ).decode((Int64, Data?).self) {
+                projects[project, default: ([:], [])].registered = Self.bigEndianIDs(bytes)
+            }
+            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: max(0, frontier - 1), seenAbove: seen))
+        }
+    }
+
+    public func changes(after cursor: FeedCursor, limit: Int) async throws -> FeedRead {
+        try await snapshotRead { connection in
+            let prunedThrough = try await connection.one(
+                #"SELECT "prunedThrough" FROM "audienceFeed" WHERE id = 1"#, as: Int64.self)
+            guard cursor.watermark >= prunedThrough else {
+                return FeedRead(entries: [], truncated: true, next: cursor)
+            }
+            let frontier = try await connection.frontier()
+            var entries: [FeedEntry] = []
+            for try await (position, project, kind, topic, bytes) in try await connection.query(
+                #"""
+                SELECT position, "projectId", kind, topic, "tokenIds" FROM "audienceChange"
+                WHERE position > \#(cursor.watermark) AND position <> ALL(\#(cursor.seenAbove))
+                ORDER BY position LIMIT \#(limit)
+                """#, logger: .silent
+            ).decode((Int64, Int64, String, String?, Data).self) {
+                entries.append(
+                    FeedEntry(id: position, change: PostgresFeed.change(project: project, kind: kind, topic: topic, tokens: [UInt8](bytes))))
+            }
+            return FeedRead(entries: entries, truncated: false, next: Self.cursor(after: cursor, read: entries, limit: limit, frontier: frontier))
+        }
+    }
+
+    /// Where a reader stands after reading `entries` (in position order, at most `limit`) past
+    /// `cursor`, when every position below `frontier` is final.
+    static func cursor(after cursor: FeedCursor, read entries: [FeedEntry], limit: Int, frontier: Int64) -> FeedCursor {
+        // A full page may stop short of visible entries: the watermark goes no further than it read.
+        let reached = entries.count == limit ? entries.last?.id ?? Int64.max : Int64.max
+        let watermark = max(cursor.watermark, min(frontier - 1, reached))
+        let seen = (cursor.seenAbove + entries.map(\.id)).filter { $0 > watermark }.sorted()
+        return FeedCursor(watermark: watermark, seenAbove: seen)
+    }
+
+    public func head() async throws -> FeedCursor {
+        try await client.withConnection { connection in
+            FeedCursor(
+                watermark: try await connection.one(
+                    #"""
+                    SELECT GREATEST(COALESCE((SELECT MAX(position) FROM "audienceChange"), 0),
+                                    (SELECT "prunedThrough" FROM "audienceFeed" WHERE id = 1))
+                    """#, as: Int64.self))
+        }
+    }
+
+    public func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]? {
+        try await client.withConnection { connection in
+            guard
+                let (project, kind, topic, bytes, createdAt) = try await connection.first(
+                    #"SELECT "projectId", kind, topic, "tokenIds", "createdAt" FROM "audienceChange" WHERE position = \#(cursor.watermark)"#,
+                    as: (Int64, String, String?, Data, Int64).self)
+            else { return nil }
+            var hasher = SHA256()
+            hasher.update(data: Array("\(cursor.watermark) \(project) \(kind) \(createdAt) ".utf8))
+            hasher.update(data: Array((topic ?? "").utf8))
+            hasher.update(data: bytes)
+            return Array(hasher.finalize())
+        }
+    }
+
+    /// Rung when any server commits a change: a connection of the pool LISTENs while the stream
+    /// is read, and listens again after a lost connection. The follower's poll covers the gaps.
+    public func wakeUps() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let client = self.client
+        let logger = self.logger
+        let listener = Task {
+            while !Task.isCancelled {
+                do {
+                    try await client.withConnection { connection in
+                        try await connection.listen(on: PostgresFeed.channel) { notifications in
+                            // Anything may have been missed while not listening.
+                            continuation.yield()
+                            for try await _ in notifications { continuation.yield() }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled { break }
+                    logger.notice("listening for feed notifications failed; listening again in 1 s")
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+        }
+        continuation.onTermination = { _ in listener.cancel() }
+        return stream
+    }
+
+    /// Runs `body` in a read-only REPEATABLE READ transaction: every statement sees one snapshot,
+    /// the same the frontier is taken from.
+    func snapshotRead<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
+        try await client.withConnection { connection in
+            try await connection.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                let value = try await body(connection)
+                try await connection.run("COMMIT")
+                return value
+            } catch {
+                try? await connection.run("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// `int4send` gives big-endian 32-bit integers.
+    static func bigEndianIDs(_ bytes: Data?) -> [UInt32] {
+        guard let bytes else { return [] }
+        let raw = [UInt8](bytes)
+        return stride(from: 0, to: raw.count - 3, by: 4).map { i in
+            UInt32(raw[i]) << 24 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 8 | UInt32(raw[i + 3])
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// The first position that may not be final: the oldest running transaction's, in this
+    /// transaction's snapshot.
+    func frontier() async throws -> Int64 {
+        try await one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self)
+            << PostgresFeed.placeBits
+    }
+}
+
+extension PostgresFeed {
+    static func change(project: Int64, kind: String, topic: String?, tokens: [UInt8]) -> AudienceChange {
+        let ids = TokenIDList.decode(tokens)
+        switch kind {
+        case "subscribed": return .subscribed(project: project, topic: topic ?? "", tokens: ids)
+        case "unsubscribed": return .unsubscribed(project: project, topic: topic ?? "", tokens: ids)
+        case "registered": return .registered(project: project, tokens: ids)
+        case "unregistered": return .unregistered(project: project, tokens: ids)
+        default: return .reset
+        }
+    }
+}
