@@ -236,7 +236,7 @@ enum Migrations {
                 var blob = [UInt8](row["recipients"] as Data)[...]
                 if let recipients = try? RoaringBitmap(deserializing: &blob) {
                     try MessageRecipients.insert(
-                        MessageRecipients.chunks(of: recipients), of: row["id"], project: row["projectId"], db)
+                        RecipientChunks.chunks(of: recipients), of: row["id"], project: row["projectId"], db)
                 }
                 try db.execute(sql: "UPDATE message SET recipients = X'' WHERE id = ?", arguments: [row["id"] as Int64])
             }

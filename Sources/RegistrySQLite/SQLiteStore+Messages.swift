@@ -7,7 +7,7 @@ import Registry
 /// with the entries and bytes it holds, so that the bounds are checked without a scan.
 extension SQLiteStore: MessageLogStore {
     public func appendMessage(_ message: AcceptedMessage, body: String, entries: Int, bytes: Int) async throws {
-        let chunks = MessageRecipients.chunks(of: message.recipients)
+        let chunks = RecipientChunks.chunks(of: message.recipients)
         try await write { db, _ in
             _ = try Self.insertMessage(message, body: body, chunks: chunks, entries: entries, bytes: bytes, db)
         }
@@ -108,7 +108,7 @@ extension SQLiteStore: MessageLogStore {
             var size = 0
             var last: Int64 = 0
             while let row = try rows.next() {
-                if let token, !MessageRecipients.contains(token, in: row["tokenIds"]) { continue }
+                if let token, !RecipientChunks.contains(token, in: row["tokenIds"]) { continue }
                 let body: String = row["body"]
                 if !items.isEmpty && (items.count == limit || size + body.utf8.count > bytes) {
                     return Page(items: items, nextAfter: String(last))

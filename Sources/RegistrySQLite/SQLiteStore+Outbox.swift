@@ -66,7 +66,7 @@ extension SQLiteStore: OutboxStore {
         _ message: AcceptedMessage, body: String, template: String, deadline: Date, direct: [String]?,
         claimant: String?, leaseUntil: Date, bounds: OutboxBounds
     ) async throws -> Int64 {
-        let chunks = MessageRecipients.chunks(of: message.recipients)
+        let chunks = RecipientChunks.chunks(of: message.recipients)
         let project = message.project.rowID
         return try await write { db, _ in
             let open =
