@@ -72,10 +72,11 @@ struct PostgresFeedTests {
     func concurrent() async throws {
         try await TestPostgres.withProject { store, project in
             let start = try await store.loadAudience().cursor
+            let done = Done()
             let reader = Task {
                 var cursor = start
                 var seen: [Int64] = []
-                while !Task.isCancelled {
+                while await !done.value {
                     let read = try await store.changes(after: cursor, limit: 5)
                     seen += read.entries.map(\.id)
                     cursor = read.next
@@ -96,8 +97,7 @@ struct PostgresFeedTests {
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
-            try await Task.sleep(for: .milliseconds(200))
-            reader.cancel()
+            await done.set()
             let (seen, cursor) = try await reader.value
             let (rest, _) = try await drain(store, from: cursor)
             let all = seen + rest.map(\.id)
@@ -105,4 +105,10 @@ struct PostgresFeedTests {
             #expect(Set(all) == Set(written))
         }
     }
+}
+
+/// Tells a reader the writers are done.
+actor Done {
+    private(set) var value = false
+    func set() { value = true }
 }

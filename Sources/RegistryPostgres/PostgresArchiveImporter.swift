@@ -1,0 +1,362 @@
+import AudienceEngine
+import Foundation
+import PostgresNIO
+import Registry
+
+/// Writes archive records inside one transaction, matching each with what is already there by
+/// its natural key, so that importing a file twice is importing it once. It adds and never takes
+/// away: a token keeps the topics and groups it has here, a revoked key stays revoked. The same
+/// rules, in the same words, as the SQLite store's `ArchiveImporter`.
+final class PostgresArchiveImporter {
+    let connection: PostgresConnection
+    let log: ChangeLog
+    let limits: Limits
+    let ownSecret: [UInt8]
+    /// Whether credentials may be added to projects that were here before the file's record.
+    let mergingCredentials: Bool
+    private(set) var tally = ImportTally()
+    /// Project row ids by project id, and each project's own keyring fingerprint.
+    private var projects: [String: (rowID: Int64, ownKeyring: String)] = [:]
+    /// Keyring row ids by project row id and fingerprint; `nil` for the database's own keyring.
+    private var keyrings: [Int64: [String: Int64?]] = [:]
+    private var topicIDs: [Int64: [String: Int64]] = [:]
+    /// Tokens newly subscribed, by project and topic: one feed entry per topic per batch.
+    private var subscribed: [Int64: [String: [UInt32]]] = [:]
+
+    /// Keyrings a project keeps: every lookup of a key another registry sealed tries each one.
+    static let keyringsPerProject = 16
+
+    init(connection: PostgresConnection, log: ChangeLog, limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool) {
+        self.connection = connection
+        self.log = log
+        self.limits = limits
+        self.ownSecret = ownSecret
+        self.mergingCredentials = mergingCredentials
+    }
+
+    func take(_ record: ArchiveRecord) async throws {
+        switch record {
+        case .header: break
+        case .project(let project): try await take(project)
+        case .topic(let topic):
+            let project = try await projectRowID(topic.project)
+            _ = try await topicID(topic.name, in: project, createdAt: topic.createdAt)
+        case .token(let token): try await take(token)
+        case .group(let group): try await take(group)
+        }
+    }
+
+    /// Records the batch's subscriptions in the change feed, one entry per topic.
+    func finish() {
+        for (project, topics) in subscribed {
+            for (topic, tokens) in topics.sorted(by: { $0.key < $1.key }) {
+                log.record(.subscribed(project: project, topic: topic, tokens: tokens))
+            }
+        }
+    }
+
+    // MARK: - Projects
+
+    private func take(_ record: ProjectArchive) async throws {
+        let rowID: Int64
+        let existed: Bool
+        if let (id, senderID) = try await connection.first(
+            #"SELECT id, "senderId" FROM project WHERE "projectId" = \#(record.projectId)"#, as: (Int64, String).self)
+        {
+            guard senderID == record.senderId else {
+                throw ArchiveProblem("project \(record.projectId) is here with sender id \(senderID), not \(record.senderId)")
+            }
+            (rowID, existed) = (id, true)
+        } else {
+            if let other = try await connection.first(
+                #"SELECT "projectId" FROM project WHERE "senderId" = \#(record.senderId)"#, as: String.self)
+            {
+                throw ArchiveProblem("sender id \(record.senderId) belongs to project \(other) here")
+            }
+            rowID = try await connection.one(
+                #"""
+                INSERT INTO project ("projectId", "senderId", "createdAt")
+                VALUES (\#(record.projectId), \#(record.senderId), \#(EpochMilliseconds.milliseconds(record.createdAt))) RETURNING id
+                """#, as: Int64.self)
+            existed = false
+            tally.projects += 1
+        }
+        // A project that was here before: the file may not bring it new ways in.
+        let guarded = existed && !mergingCredentials ? record.projectId : nil
+        for key in record.serverKeys { try await take(key, of: rowID, guarding: guarded) }
+        for account in record.serviceAccounts { try await take(account, of: rowID, guarding: guarded) }
+        let own = NotificationKeyring(secret: ownSecret, sealedFor: rowID).fingerprint
+        projects[record.projectId] = (rowID, own)
+        for keyring in record.keyrings where keyring.id != own {
+            let added = try await connection.count(
+                #"""
+                INSERT INTO keyring ("projectId", fingerprint, secret, "sealedFor", "importedAt")
+                VALUES (\#(rowID), \#(keyring.id), \#(Data(Base64URL.decode(keyring.secret) ?? [])), \#(keyring.sealedFor), \#(EpochMilliseconds.now()))
+                ON CONFLICT ("projectId", fingerprint) DO NOTHING RETURNING 1
+                """#)
+            if added > 0, let guarded { throw Self.newCredential("a notification-key keyring", of: guarded) }
+        }
+        let count = try await connection.one(
+            #"SELECT COUNT(*)::bigint FROM keyring WHERE "projectId" = \#(rowID)"#, as: Int64.self)
+        guard count <= Self.keyringsPerProject else {
+            throw ArchiveProblem(
+                "project \(record.projectId) would have more than \(Self.keyringsPerProject) keyrings: each registry it came through adds one")
+        }
+    }
+
+    private static func newCredential(_ what: String, of projectId: String) -> ArchiveProblem {
+        ArchiveProblem(
+            "project \(projectId) was already here, and the file would add \(what) to it: import with --merge-credentials if the file is trusted to"
+        )
+    }
+
+    private func take(_ key: ServerKeyArchive, of project: Int64, guarding guarded: String?) async throws {
+        let hash = Data(Base64URL.decode(key.sha256) ?? [])
+        let revokedAt = key.revokedAt.map(EpochMilliseconds.milliseconds)
+        guard
+            let (owner, revoked) = try await connection.first(
+                #"SELECT "projectId", "revokedAt" FROM "serverKey" WHERE "keyHash" = \#(hash)"#, as: (Int64, Int64?).self)
+        else {
+            if let guarded, revokedAt == nil { throw Self.newCredential("a server key", of: guarded) }
+            try await connection.run(
+                #"""
+                INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt", "revokedAt")
+                VALUES (\#(project), \#(hash), \#(EpochMilliseconds.milliseconds(key.createdAt)), \#(revokedAt))
+                """#)
+            return
+        }
+        guard owner == project else { throw ArchiveProblem("a server key of this project is another project's here") }
+        if let revokedAt, revoked == nil {
+            try await connection.run(#"UPDATE "serverKey" SET "revokedAt" = \#(revokedAt) WHERE "keyHash" = \#(hash)"#)
+        }
+    }
+
+    private func take(_ account: ServiceAccountArchive, of project: Int64, guarding guarded: String?) async throws {
+        let revokedAt = account.revokedAt.map(EpochMilliseconds.milliseconds)
+        guard
+            let (owner, revoked) = try await connection.first(
+                #"SELECT "projectId", "revokedAt" FROM "serviceAccount" WHERE "keyId" = \#(account.keyId)"#,
+                as: (Int64, Int64?).self)
+        else {
+            if let guarded, revokedAt == nil { throw Self.newCredential("service account \(account.keyId)", of: guarded) }
+            try await connection.run(
+                #"""
+                INSERT INTO "serviceAccount" ("projectId", "keyId", "clientEmail", "clientId", "publicKey", "tokenUri", "createdAt", "revokedAt")
+                VALUES (\#(project), \#(account.keyId), \#(account.clientEmail), \#(account.clientId), \#(account.publicKey),
+                        \#(account.tokenUri), \#(EpochMilliseconds.milliseconds(account.createdAt)), \#(revokedAt))
+                """#)
+            return
+        }
+        guard owner == project else { throw ArchiveProblem("service account \(account.keyId) is another project's here") }
+        if let revokedAt, revoked == nil {
+            try await connection.run(
+                #"UPDATE "serviceAccount" SET "revokedAt" = \#(revokedAt) WHERE "keyId" = \#(account.keyId)"#)
+        }
+    }
+
+    /// The row id of a project the file declared earlier or the database already has.
+    private func projectRowID(_ projectId: String) async throws -> Int64 {
+        if let known = projects[projectId] { return known.rowID }
+        guard let rowID = try await connection.first(#"SELECT id FROM project WHERE "projectId" = \#(projectId)"#, as: Int64.self)
+        else { throw ArchiveProblem("no project \(projectId): its project record must come first") }
+        projects[projectId] = (rowID, NotificationKeyring(secret: ownSecret, sealedFor: rowID).fingerprint)
+        return rowID
+    }
+
+    // MARK: - Topics and tokens
+
+    private func topicID(_ name: String, in project: Int64, createdAt: Date) async throws -> Int64 {
+        if let id = topicIDs[project]?[name] { return id }
+        let id: Int64
+        if let inserted = try await connection.first(
+            #"""
+            INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project), \#(name), \#(EpochMilliseconds.milliseconds(createdAt)))
+            ON CONFLICT ("projectId", name) DO NOTHING RETURNING id
+            """#, as: Int64.self)
+        {
+            id = inserted
+            tally.topics += 1
+        } else {
+            id = try await connection.one(#"SELECT id FROM topic WHERE "projectId" = \#(project) AND name = \#(name)"#, as: Int64.self)
+        }
+        topicIDs[project, default: [:]][name] = id
+        return id
+    }
+
+    private func take(_ record: TokenArchive) async throws {
+        let project = try await projectRowID(record.project)
+        let (id, isNew, registered) = try await tokenID(
+            record.token, in: project, registered: record.state == .registered, createdAt: record.createdAt,
+            updatedAt: record.updatedAt)
+        // Unregistered here, and staying so: a dead token has no topics.
+        guard registered else { return }
+        var added = 0
+        for topic in record.topics {
+            let topicID = try await topicID(topic.name, in: project, createdAt: topic.since)
+            if try await connection.count(
+                #"""
+                INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(id), \#(EpochMilliseconds.milliseconds(topic.since)))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """#) > 0
+            {
+                subscribed[project, default: [:]][topic.name, default: []].append(UInt32(id))
+                added += 1
+            }
+        }
+        tally.subscriptions += added
+        if !isNew, added > 0 {
+            let count = try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(id)"#, as: Int64.self)
+            guard count <= limits.topicsPerToken else {
+                throw ArchiveProblem("the token would have more than \(limits.topicsPerToken) topics here")
+            }
+        }
+    }
+
+    /// The token's row id and state here, inserting it if new. A registered token of the file
+    /// registers an unregistered one here again only when the file saw it later than this
+    /// database did: an old export does not bring back a token reported dead since.
+    private func tokenID(_ value: String, in project: Int64, registered: Bool, createdAt: Date, updatedAt: Date)
+        async throws -> (id: Int32, isNew: Bool, registered: Bool)
+    {
+        if let (id, state, stamp) = try await connection.first(
+            #"SELECT id, state, "updatedAt" FROM token WHERE "projectId" = \#(project) AND value = \#(value)"#,
+            as: (Int32, String, Int64).self)
+        {
+            guard state == TokenState.unregistered.rawValue else { return (id, false, true) }
+            guard registered, EpochMilliseconds.milliseconds(updatedAt) > stamp else { return (id, false, false) }
+            try await connection.run(
+                #"UPDATE token SET state = 'registered', "updatedAt" = \#(EpochMilliseconds.milliseconds(updatedAt)) WHERE id = \#(id)"#)
+            log.record(.registered(project: project, tokens: [UInt32(id)]))
+            return (id, false, true)
+        }
+        let id = try await connection.one(
+            #"""
+            INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
+            VALUES (\#(project), \#(value), \#(registered ? "registered" : "unregistered"),
+                    \#(EpochMilliseconds.milliseconds(createdAt)), \#(EpochMilliseconds.milliseconds(updatedAt)))
+            RETURNING id
+            """#, as: Int32.self)
+        tally.tokens += 1
+        if registered { log.record(.registered(project: project, tokens: [UInt32(id)])) }
+        return (id, true, registered)
+    }
+
+    // MARK: - Groups
+
+    private func take(_ record: GroupArchive) async throws {
+        let project = try await projectRowID(record.project)
+        let groupID: Int64
+        if let id = try await connection.first(
+            #"SELECT id FROM "deviceGroup" WHERE "projectId" = \#(project) AND name = \#(record.name)"#, as: Int64.self)
+        {
+            groupID = id
+        } else {
+            groupID = try await connection.one(
+                #"""
+                INSERT INTO "deviceGroup" ("projectId", name, "createdAt")
+                VALUES (\#(project), \#(record.name), \#(EpochMilliseconds.milliseconds(record.createdAt))) RETURNING id
+                """#, as: Int64.self)
+            tally.groups += 1
+        }
+        for member in record.members {
+            let (tokenID, _, registered) = try await tokenID(
+                member.token, in: project, registered: true, createdAt: member.since, updatedAt: member.since)
+            // As the API does: a token reported dead does not join a group.
+            guard registered else { continue }
+            tally.members += try await connection.count(
+                #"""
+                INSERT INTO "groupMember" ("groupId", "tokenId", "addedAt") VALUES (\#(groupID), \#(tokenID), \#(EpochMilliseconds.milliseconds(member.since)))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """#)
+        }
+        let count = try await connection.one(
+            #"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(groupID)"#, as: Int64.self)
+        guard count <= limits.membersPerGroup else {
+            throw ArchiveProblem("group \(record.name) would have more than \(limits.membersPerGroup) members here")
+        }
+        guard count > 0 else {
+            // Every member was reported dead here since: as with its last removal, no group.
+            try await connection.run(#"DELETE FROM "deviceGroup" WHERE id = \#(groupID)"#)
+            tally.groups -= 1
+            return
+        }
+        for id in record.keyringIds {
+            guard let keyring = try await keyringRowID(id.keyring, in: project, projectId: record.project) else { continue }
+            try await connection.run(
+                #"""
+                INSERT INTO "keyringGroup" ("keyringId", "sourceGroupId", "groupId") VALUES (\#(keyring), \#(id.group), \#(groupID))
+                ON CONFLICT ("keyringId", "sourceGroupId") DO UPDATE SET "groupId" = excluded."groupId"
+                """#)
+        }
+        for key in record.notificationKeys { try await keep(key, naming: groupID, in: project) }
+    }
+
+    /// The row id of a keyring the project's record brought; `nil` for the database's own.
+    private func keyringRowID(_ fingerprint: String, in project: Int64, projectId: String) async throws -> Int64? {
+        if let known = keyrings[project]?[fingerprint] { return known }
+        if fingerprint == projects[projectId]?.ownKeyring { return nil }
+        guard
+            let id = try await connection.first(
+                #"SELECT id FROM keyring WHERE "projectId" = \#(project) AND fingerprint = \#(fingerprint)"#, as: Int64.self)
+        else { throw ArchiveProblem("keyring \(fingerprint) is not one of project \(projectId)'s (its record lists them)") }
+        keyrings[project, default: [:]][fingerprint] = id
+        return id
+    }
+
+    /// Keeps a notification key issued elsewhere as a name of the group.
+    private func keep(_ key: String, naming groupID: Int64, in project: Int64) async throws {
+        if try await connection.count(
+            #"""
+            INSERT INTO "importedKey" ("projectId", "notificationKey", "groupId", "importedAt")
+            VALUES (\#(project), \#(key), \#(groupID), \#(EpochMilliseconds.now()))
+            ON CONFLICT ("projectId", "notificationKey") DO UPDATE SET "groupId" = excluded."groupId"
+            WHERE "importedKey"."groupId" IS NULL
+            RETURNING 1
+            """#) > 0
+        {
+            tally.notificationKeys += 1
+            return
+        }
+        if let (namedID, name) = try await connection.first(
+            #"""
+            SELECT "deviceGroup".id, "deviceGroup".name FROM "importedKey"
+            JOIN "deviceGroup" ON "deviceGroup".id = "importedKey"."groupId"
+            WHERE "importedKey"."projectId" = \#(project) AND "importedKey"."notificationKey" = \#(key)
+            """#, as: (Int64, String).self), namedID != groupID
+        {
+            throw ArchiveProblem("notification key \(key.prefix(16))… already names group \(name)")
+        }
+    }
+}
+
+/// `import` and `import-groups` on PostgreSQL.
+extension PostgresStore: ArchiveStore {
+    public func importBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
+    ) async throws -> Committed<ImportTally> {
+        try await committing { connection, log in
+            let importer = PostgresArchiveImporter(
+                connection: connection, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
+            for numbered in records {
+                do {
+                    try await importer.take(numbered.record)
+                } catch let problem as ArchiveProblem {
+                    throw ImportError(line: numbered.line, problem: problem.message)
+                } catch let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("23") == true {
+                    throw ImportError(
+                        line: numbered.line, problem: "conflicts with what is here: \(error.serverInfo?[.message] ?? "")")
+                }
+            }
+            importer.finish()
+            return importer.tally
+        }
+    }
+
+    public func finishImport() async throws {
+        try await transaction { connection in
+            try await connection.run(
+                #"DELETE FROM topic WHERE NOT EXISTS (SELECT 1 FROM subscription WHERE subscription."topicId" = topic.id)"#)
+        }
+    }
+}
