@@ -202,6 +202,7 @@ let package = Package(
                 "AudienceEngine",
                 "FCMRelay",
                 "Registry",
+                "RegistryPostgres",
                 "RegistrySQLite",
                 "RegistryServer",
                 "XMPPServer",

@@ -29,7 +29,8 @@ public enum Serve {
         try await checkListeners(configuration)
         // 3. The store, then the registry over it.
         let started = ContinuousClock.now
-        let store = try StoreFactory.open(configuration.storage.database, feedRetention: configuration.limits.feedRetention)
+        let store = try await StoreFactory.open(
+            configuration.storage.database, feedRetention: configuration.limits.feedRetention, logger: logger)
         // Accepted messages go to the log, and for the projects that relay, to the outbox too.
         let handoff = RelayHandoff()
         let registry = try await RegistryService(
@@ -47,7 +48,7 @@ public enum Serve {
         logger.info(
             "serving",
             metadata: [
-                "db.path": "\(configuration.storage.database)", "http.host": "\(configuration.host)",
+                "db.path": "\(StoreFactory.describe(configuration.storage.database))", "http.host": "\(configuration.host)",
                 "http.port": "\(configuration.http.map { String($0.port) } ?? "off")",
                 "https.port": "\(configuration.tls.isConfigured ? String(configuration.tls.settings.port) : "off")",
                 "xmpp.port": "\(configuration.xmppListening ? String(configuration.xmpp.port) : "off")",

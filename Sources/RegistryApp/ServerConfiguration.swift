@@ -150,7 +150,7 @@ extension ServerConfiguration {
         text("tls-key", "FCM_REGISTRY_TLS_KEY", "PEM private key for the TLS listener.", "") {
             $1.tls.key = $0.isEmpty ? nil : $0
         },
-        text("db", "FCM_REGISTRY_DB", "The SQLite file.", "./registry.sqlite") { $1.storage.database = $0 },
+        text("db", "FCM_REGISTRY_DB", "The SQLite file, or a postgres:// URL.", "./registry.sqlite") { $1.storage.database = $0 },
         text("key-file", "FCM_REGISTRY_KEY_FILE", "Write a new database's first server key here (mode 0600) instead of stdout.", "")
         { $1.keyFile = $0.isEmpty ? nil : $0 },
         ConfigurationOption(

@@ -1,30 +1,60 @@
 import Foundation
+import Logging
 import Registry
+import RegistryPostgres
 import RegistrySQLite
 import ServiceLifecycle
 
 /// What `--db` names, opened: the one way `serve`, every command and the tests get a store, so
 /// that a second backend plugs in here.
 public enum StoreFactory {
-    /// The store at `location`: the path of an SQLite file, created (mode 0600) if missing.
-    /// - Throws: `StoreError` naming the location and what went wrong.
-    public static func open(_ location: String, feedRetention: Int = Limits().feedRetention) throws
-        -> any RegistryBackend
-    {
-        try openSQLite(location, feedRetention: feedRetention)
+    /// The store at `location`: a `postgres://` URL, or the path of an SQLite file, created
+    /// (mode 0600) if missing. A PostgreSQL database is migrated before it is handed over (safe
+    /// when several servers start at once), and its connection pool runs from here on.
+    /// - Throws: `StoreError` naming the location (never a password) and what went wrong.
+    public static func open(
+        _ location: String, feedRetention: Int = Limits().feedRetention,
+        logger: Logger = Logger(label: "fcm-registry.store")
+    ) async throws -> any RegistryBackend {
+        guard PostgresLocation.isURL(location) else { return try openSQLite(location, feedRetention: feedRetention) }
+        let url: PostgresLocation
+        let store: PostgresStore
+        do {
+            url = try PostgresLocation(parsing: location)
+            store = try PostgresStore(url, logger: logger)
+        } catch {
+            throw StoreError(location: "a PostgreSQL URL", reason: error.description)
+        }
+        // The pool's run task starts on another thread; a moment for it spares the pool's
+        // warning about a connection asked for before it runs (the request would wait anyway).
+        try? await Task.sleep(for: .milliseconds(5))
+        do {
+            let applied = try await store.migrate()
+            if !applied.isEmpty { logger.info("database migrated", metadata: ["db.migrations": "\(applied)"]) }
+        } catch {
+            throw StoreError(location: url.description, reason: "\(String(reflecting: error))")
+        }
+        return store
     }
 
-    /// What a store runs beside it in `serve`'s service group (SQLite: its group-commit writer).
+    /// `location` as logs may show it: a PostgreSQL URL without its password.
+    public static func describe(_ location: String) -> String {
+        guard PostgresLocation.isURL(location) else { return location }
+        return (try? PostgresLocation(parsing: location))?.description ?? "a PostgreSQL URL"
+    }
+
+    /// What a store runs beside it in `serve`'s service group (SQLite: its group-commit writer;
+    /// PostgreSQL: its connection pool, stopped after the listeners).
     public static func services(of store: any RegistryBackend) -> [any Service] {
-        (store as? SQLiteStore)?.services ?? []
+        (store as? SQLiteStore)?.services ?? (store as? PostgresStore)?.services ?? []
     }
 
     /// The SQLite store at `path`, for what only SQLite does (`generate` writes its tables directly).
     public static func openSQLite(_ location: String, feedRetention: Int = Limits().feedRetention) throws
         -> SQLiteStore
     {
-        if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-            throw StoreError(location: "a PostgreSQL URL", reason: "this build stores the registry in SQLite only")
+        if PostgresLocation.isURL(location) {
+            throw StoreError(location: "a PostgreSQL URL", reason: "this command writes SQLite files only")
         }
         do {
             return SQLiteStore(try RegistryDatabase.open(path: location), feedRetention: feedRetention)

@@ -10,16 +10,26 @@ public struct PostgresStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
 
-    /// A store over the database `location` names. Nothing connects until the client runs.
+    /// Runs the pool from the store's creation: migrations, the audience load and every command
+    /// use it before (or without) a service group.
+    let pool: PoolRunner
+
+    /// A store over the database `location` names; its pool runs at once.
     /// - Throws: `PostgresLocationError` when the TLS files cannot be read.
     public init(_ location: PostgresLocation, logger: Logger) throws(PostgresLocationError) {
         self.location = location
         self.logger = logger
         client = PostgresClient(configuration: try location.configuration(), backgroundLogger: logger)
+        pool = PoolRunner(client)
     }
 
-    /// What runs beside the store in `serve`'s service group: the connection pool.
-    public var services: [any Service] { [client] }
+    /// What runs beside the store in `serve`'s service group: the pool, until the group shuts down.
+    public var services: [any Service] { [pool] }
+
+    /// Closes the pool, for a store used without a service group (tests, a command's end).
+    public func close() async {
+        await pool.stop()
+    }
 
     /// Brings the database's tables up to date; safe when several servers start at once.
     /// - Returns: the migrations applied now.
@@ -27,5 +37,28 @@ public struct PostgresStore: Sendable {
         try await client.withConnection { connection in
             try await PostgresMigrations.migrate(connection, logger: logger)
         }
+    }
+}
+
+/// A `PostgresClient` running from its creation, and stopped by the service group: the store is
+/// used before the group starts (migrations, the audience load, the first project), and by
+/// commands that have no group at all.
+final class PoolRunner: Service, Sendable {
+    private let running: Task<Void, Never>
+
+    init(_ client: PostgresClient) {
+        running = Task { await client.run() }
+    }
+
+    /// Waits for the group's shutdown (the group stops the store's peers last), then stops the pool.
+    func run() async throws {
+        try? await gracefulShutdown()
+        await stop()
+    }
+
+    /// Closes the pool's connections.
+    func stop() async {
+        running.cancel()
+        await running.value
     }
 }

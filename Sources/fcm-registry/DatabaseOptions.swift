@@ -24,7 +24,7 @@ struct DatabaseOptions: ParsableArguments {
     ///     so that a command writes nothing the server would refuse.
     func openRegistry(loadAudience: Bool = false, limits: Limits? = nil) async throws -> RegistryService {
         let limits = try limits ?? Self.environmentLimits()
-        let registry = try await RegistryService(store: try StoreFactory.open(resolvedPath), limits: limits)
+        let registry = try await RegistryService(store: try await StoreFactory.open(resolvedPath), limits: limits)
         if loadAudience { try await registry.startAudience() }
         return registry
     }

@@ -136,7 +136,7 @@ struct HostileInputTests {
     func filePermissions() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("mode-\(UUID()).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let registry = try await RegistryService(store: StoreFactory.open(path))
+        let registry = try await RegistryService(store: await StoreFactory.open(path))
         try await registry.startAudience()
         _ = try await registry.createProject(projectId: "p", senderId: "1")
         for suffix in ["", "-wal", "-shm"] {

@@ -19,20 +19,17 @@ enum TestPostgres {
         let admin = try PostgresStore(location, logger: Logger(label: "test"))
         location.schema = schema
         let store = try PostgresStore(location, logger: Logger(label: "test"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await admin.client.run() }
-            group.addTask { await store.client.run() }
+        var failure: (any Error)?
+        do {
             _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
-            do {
-                try await body(store)
-            } catch {
-                _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
-                group.cancelAll()
-                throw error
-            }
-            _ = try await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
-            group.cancelAll()
+            try await body(store)
+        } catch {
+            failure = error
         }
+        _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+        await store.close()
+        await admin.close()
+        if let failure { throw failure }
     }
 }
 
