@@ -10,6 +10,7 @@ struct Tool: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, ProjectCommand.self, ConditionCommand.self, GroupCommand.self, TopicCommand.self,
             TokenCommand.self, AudienceCommand.self, ExportCommand.self, ImportCommand.self, ImportGroupsCommand.self,
+            CopyCommand.self,
             SchemaCommand.self, GenerateCommand.self, TLSCommand.self,
         ]
     )

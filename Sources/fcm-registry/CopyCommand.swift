@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import Registry
+import RegistryApp
+import Synchronization
+
+/// `fcm-registry copy`: one database's whole registry into another (SQLite to PostgreSQL, or back),
+/// as `export | import` would, without the file in between.
+struct CopyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "copy",
+        abstract: "Copy a whole registry (keys, relay settings excepted, included) from one database to another.",
+        discussion: """
+            Reads --from in one consistent snapshot, as export does, and writes --to as import does: in \
+            transactions of \(ArchiveImport.batchSize) records, merged with what is there by natural keys, so \
+            running it again changes nothing and an interrupted copy is finished by running it again. Memory \
+            stays constant however large the registry. Either side is an SQLite file or a postgres:// URL.
+            Example: fcm-registry copy --from registry.sqlite --to 'postgres://registry:secret@db:5432/registry'
+            """
+    )
+
+    @Option(help: "The database to read: an SQLite file or a postgres:// URL.") var from: String
+    @Option(help: "The database to write: an SQLite file (created if missing) or a postgres:// URL.") var to: String
+
+    func run() async throws {
+        guard from != to else { throw ValidationError("--from and --to name the same database") }
+        let limits = try DatabaseOptions.environmentLimits()
+        let source = try await RegistryService(store: try await StoreFactory.open(from), limits: limits)
+        let target = try await RegistryService(store: try await StoreFactory.open(to), limits: limits)
+        // The source's own notification-key secret travels as each project's first keyring, so
+        // keys it issued keep working; the target's credentials guard is off: this is a move.
+        var session = ArchiveImport(into: target, mergingCredentials: true)
+        let pipe = RecordPipe(capacity: ArchiveImport.batchSize * 2)
+        let exporting = Task.detached {
+            do {
+                try await source.export(project: nil, producer: BuildInfo.description) { try pipe.put($0) }
+                pipe.finish(nil)
+            } catch {
+                pipe.finish(error)
+            }
+        }
+        var progress = Progress("copy")
+        var line = 0
+        do {
+            while let records = await pipe.next(upTo: 256) {
+                for record in records {
+                    line += 1
+                    try await session.take(record, line: line)
+                }
+                progress.update(done: 0, records: line)
+            }
+            if let failure = pipe.failure { throw failure }
+            let tally = try await session.finish()
+            progress.end()
+            try printJSON(CopySummary(records: line, added: tally))
+        } catch {
+            pipe.cancel()
+            await exporting.value
+            progress.end()
+            throw error
+        }
+    }
+}
+
+/// What `copy` prints: the records read and what was new in the target.
+private struct CopySummary: Encodable {
+    var records: Int
+    var added: ImportTally
+}
+
+/// Records handed from an export (a callback on the store's reading thread) to the writing task,
+/// at most `capacity` at a time: the reader waits while the writer catches up.
+final class RecordPipe: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let capacity: Int
+    private var buffer: [ArchiveRecord] = []
+    private var finished = false
+    private var cancelled = false
+    private var waiting: CheckedContinuation<Void, Never>?
+    private(set) var failure: (any Error)?
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// Adds a record, waiting while the pipe is full. Called from the export's thread.
+    func put(_ record: ArchiveRecord) throws {
+        condition.lock()
+        while buffer.count >= capacity && !cancelled { condition.wait() }
+        guard !cancelled else {
+            condition.unlock()
+            throw CancellationError()
+        }
+        buffer.append(record)
+        let reader = waiting
+        waiting = nil
+        condition.unlock()
+        reader?.resume()
+    }
+
+    /// The export ended, with `error` when it failed.
+    func finish(_ error: (any Error)?) {
+        condition.lock()
+        finished = true
+        failure = error
+        let reader = waiting
+        waiting = nil
+        condition.unlock()
+        reader?.resume()
+    }
+
+    /// The writer gave up: the export stops at its next record.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Up to `count` records, waiting for some; `nil` once the export ended and all were taken.
+    func next(upTo count: Int) async -> [ArchiveRecord]? {
+        while true {
+            switch poll(count) {
+            case .records(let records): return records
+            case .done: return nil
+            case .empty: await withCheckedContinuation { wait($0) }
+            }
+        }
+    }
+
+    private enum Poll {
+        case records([ArchiveRecord])
+        case done
+        case empty
+    }
+
+    private func poll(_ count: Int) -> Poll {
+        condition.lock()
+        defer { condition.unlock() }
+        if !buffer.isEmpty {
+            let taken = Array(buffer.prefix(count))
+            buffer.removeFirst(taken.count)
+            condition.broadcast()
+            return .records(taken)
+        }
+        return finished ? .done : .empty
+    }
+
+    /// Resumes at once when there is something to take, else when `put` or `finish` comes.
+    private func wait(_ continuation: CheckedContinuation<Void, Never>) {
+        condition.lock()
+        guard buffer.isEmpty && !finished else {
+            condition.unlock()
+            continuation.resume()
+            return
+        }
+        waiting = continuation
+        condition.unlock()
+    }
+}
