@@ -9,7 +9,7 @@ import Synchronization
 struct CopyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
-        abstract: "Copy a whole registry (keys, relay settings excepted, included) from one database to another.",
+        abstract: "Copy a whole registry, keys and relay settings included, from one database to another.",
         discussion: """
             Reads --from in one consistent snapshot, as export does, and writes --to as import does: in \
             transactions of \(ArchiveImport.batchSize) records, merged with what is there by natural keys, so \
@@ -25,8 +25,10 @@ struct CopyCommand: AsyncParsableCommand {
     func run() async throws {
         guard from != to else { throw ValidationError("--from and --to name the same database") }
         let limits = try DatabaseOptions.environmentLimits()
-        let source = try await RegistryService(store: try await StoreFactory.open(from), limits: limits)
-        let target = try await RegistryService(store: try await StoreFactory.open(to), limits: limits)
+        let sourceStore = try await StoreFactory.open(from)
+        let targetStore = try await StoreFactory.open(to)
+        let source = try await RegistryService(store: sourceStore, limits: limits)
+        let target = try await RegistryService(store: targetStore, limits: limits)
         // The source's own notification-key secret travels as each project's first keyring, so
         // keys it issued keep working; the target's credentials guard is off: this is a move.
         var session = ArchiveImport(into: target, mergingCredentials: true)
@@ -51,8 +53,10 @@ struct CopyCommand: AsyncParsableCommand {
             }
             if let failure = pipe.failure { throw failure }
             let tally = try await session.finish()
+            // Relay settings hold a private key, which no export file carries: copied store to store.
+            let relays = try await copyRelaySettings(from: sourceStore, to: targetStore)
             progress.end()
-            try printJSON(CopySummary(records: line, added: tally))
+            try printJSON(CopySummary(records: line, added: tally, relays: relays))
         } catch {
             pipe.cancel()
             await exporting.value
@@ -60,12 +64,28 @@ struct CopyCommand: AsyncParsableCommand {
             throw error
         }
     }
+
+    /// Each relaying project's settings, onto the project of the same id in the target.
+    /// - Returns: how many projects relay in the target now.
+    private func copyRelaySettings(from source: any RegistryBackend, to target: any RegistryBackend) async throws -> Int {
+        let settings = try await source.relaySettings()
+        let sourceProjects = Dictionary(uniqueKeysWithValues: try await source.projects().map { ($0.rowID, $0.projectId) })
+        let targetProjects = Dictionary(uniqueKeysWithValues: try await target.projects().map { ($0.projectId, $0) })
+        var copied = 0
+        for (rowID, relay) in settings.sorted(by: { $0.key < $1.key }) {
+            guard let name = sourceProjects[rowID], let project = targetProjects[name] else { continue }
+            try await target.setRelay(relay, for: project)
+            copied += 1
+        }
+        return copied
+    }
 }
 
-/// What `copy` prints: the records read and what was new in the target.
+/// What `copy` prints: the records read, what was new in the target, and the projects that relay.
 private struct CopySummary: Encodable {
     var records: Int
     var added: ImportTally
+    var relays: Int
 }
 
 /// Records handed from an export (a callback on the store's reading thread) to the writing task,
