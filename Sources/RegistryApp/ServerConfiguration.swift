@@ -72,9 +72,13 @@ public struct StorageConfiguration: Sendable {
     /// How often the index is saved while the feed moves (and always at shutdown).
     public var checkpointInterval = Duration.seconds(300)
 
-    /// The checkpoint file in effect, or `nil` when checkpoints are off.
+    /// The checkpoint file in effect, or `nil` when checkpoints are off. Beside an SQLite file by
+    /// default; a server on PostgreSQL keeps one only where `--checkpoint` says (a URL is no place
+    /// for a file, and it holds a password).
     public var resolvedCheckpointPath: String? {
-        checkpointsEnabled ? checkpointPath ?? database + ".audience" : nil
+        guard checkpointsEnabled else { return nil }
+        if let checkpointPath { return checkpointPath }
+        return database.lowercased().hasPrefix("postgres") && database.contains("://") ? nil : database + ".audience"
     }
 
     public init() {}

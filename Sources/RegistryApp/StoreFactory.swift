@@ -21,7 +21,7 @@ public enum StoreFactory {
         let store: PostgresStore
         do {
             url = try PostgresLocation(parsing: location)
-            store = try PostgresStore(url, logger: logger)
+            store = try PostgresStore(url, feedRetention: feedRetention, logger: logger)
         } catch {
             throw StoreError(location: "a PostgreSQL URL", reason: error.description)
         }

@@ -353,10 +353,18 @@ extension PostgresStore: ArchiveStore {
         }
     }
 
+    /// Each empty topic is removed as a write removes one: locked first, then looked at again, so
+    /// that a topic a running write is subscribing to stays.
     public func finishImport() async throws {
-        try await transaction { connection in
-            try await connection.run(
-                #"DELETE FROM topic WHERE NOT EXISTS (SELECT 1 FROM subscription WHERE subscription."topicId" = topic.id)"#)
+        var empty: [Int64] = []
+        try await client.withConnection { connection in
+            for try await id in try await connection.query(
+                #"SELECT id FROM topic WHERE NOT EXISTS (SELECT 1 FROM subscription WHERE subscription."topicId" = topic.id)"#,
+                logger: .silent
+            ).decode(Int64.self) { empty.append(id) }
+        }
+        for id in empty {
+            try await transaction { connection in try await connection.removeTopicIfEmpty(id) }
         }
     }
 }

@@ -11,23 +11,23 @@ enum PostgresFeed {
     /// and NOTIFY's commit-time lock is taken once per transaction, never per change.
     static let channel = "fcm_registry_feed"
 
-    /// Bits of a position below the transaction id: a transaction writes at most 2^20 changes.
-    static let placeBits: Int64 = 20
-
-    /// Inserts `changes` in order, and rings the doorbell; returns them with their positions:
-    /// `transaction id << 20 | place`. The feed is read in position order, and every transaction
-    /// below the oldest one running has ended, so a reader knows which positions are final.
-    static func insert(_ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64) async throws
-        -> [FeedEntry]
-    {
+    /// Inserts `changes` in order, and rings the doorbell; returns them with their positions.
+    ///
+    /// A sequence would not do: ids are taken before commit, so a change could commit after one
+    /// with a higher id, and a reader would apply the two in the wrong order. Positions are taken
+    /// from the one `audienceFeed` row instead, as the write's last step: its lock is held until
+    /// the write commits, so positions are handed out in commit order and without gaps (a write
+    /// that rolls back rolls its positions back). Only writes that change an audience take it,
+    /// for the span of their commit, as NOTIFY's own commit lock already does.
+    static func insert(
+        _ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64, retention: Int
+    ) async throws -> [FeedEntry] {
         guard !changes.isEmpty else { return [] }
-        guard changes.count < 1 << placeBits else {
-            throw PostgresStoreError("a write of \(changes.count) audience changes: at most \((1 << placeBits) - 1) are kept")
-        }
-        let transaction = try await connection.one("SELECT pg_current_xact_id()::text::bigint", as: Int64.self)
+        let last = try await connection.one(
+            #"UPDATE "audienceFeed" SET next = next + \#(Int64(changes.count)) WHERE id = 1 RETURNING next"#, as: Int64.self)
         var entries: [FeedEntry] = []
         for (place, change) in changes.enumerated() {
-            let position = transaction << placeBits | Int64(place)
+            let position = last - Int64(changes.count) + 1 + Int64(place)
             let (project, kind, topic, tokens) = columns(of: change)
             try await connection.run(
                 #"""
@@ -35,6 +35,14 @@ enum PostgresFeed {
                 VALUES (\#(position), \#(project), \#(kind), \#(topic), \#(Data(TokenIDList.encode(tokens))), \#(now))
                 """#)
             entries.append(FeedEntry(id: position, change: change))
+        }
+        // Keep the newest `retention` entries: pruned a thousand positions at a time, by the write
+        // that crosses a thousand, under the same lock.
+        if last / 1000 != (last - Int64(changes.count)) / 1000, last > Int64(retention) {
+            let cut = last - Int64(retention)
+            try await connection.run(#"DELETE FROM "audienceChange" WHERE position <= \#(cut)"#)
+            try await connection.run(
+                #"UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", \#(cut)) WHERE id = 1"#)
         }
         try await connection.run("SELECT pg_notify(\(channel), '')")
         return entries
@@ -61,7 +69,8 @@ extension PostgresStore {
         try await transaction({ connection in
             let log = ChangeLog()
             let value = try await body(connection, log)
-            let entries = try await PostgresFeed.insert(log.changes, connection, now: EpochMilliseconds.now())
+            let entries = try await PostgresFeed.insert(
+                log.changes, connection, now: EpochMilliseconds.now(), retention: feedRetention)
             return Committed(value, changes: entries)
         }, onUniqueViolation: onUniqueViolation)
     }

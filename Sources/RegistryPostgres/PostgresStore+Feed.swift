@@ -6,21 +6,13 @@ import PostgresNIO
 import Registry
 
 /// The change feed over PostgreSQL, read by every server to keep its audience index equal to the
-/// tables.
-///
-/// Positions are `transaction id << 20 | place` (`PostgresFeed`). A read takes, in one snapshot,
-/// the entries after the cursor and the oldest transaction still running (`pg_snapshot_xmin`):
-/// every position below that transaction's is final, so the watermark moves up to there and no
-/// further; entries above it that are already visible are read too and kept in `seenAbove`, so a
-/// long transaction delays nobody's changes, and one that commits late is read when it does.
+/// tables. Positions are handed out in commit order without gaps (`PostgresFeed`), so, as on
+/// SQLite, a reader's cursor is a watermark: every change up to it has been read.
 extension PostgresStore: ChangeFeed {
     public func loadAudience() async throws -> AudienceLoad {
+        // One snapshot: the tables and the feed position are one consistent state.
         try await snapshotRead { connection in
-            let frontier = try await connection.frontier()
-            var seen: [Int64] = []
-            for try await position in try await connection.query(
-                #"SELECT position FROM "audienceChange" WHERE position >= \#(frontier) ORDER BY position"#, logger: .silent
-            ).decode(Int64.self) { seen.append(position) }
+            let position = try await connection.one(#"SELECT next FROM "audienceFeed" WHERE id = 1"#, as: Int64.self)
             var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
             for try await project in try await connection.query("SELECT id FROM project", logger: .silent).decode(Int64.self) {
                 projects[project] = ([:], [])
@@ -42,7 +34,7 @@ extension PostgresStore: ChangeFeed {
             ).decode((Int64, Data?).self) {
                 projects[project, default: ([:], [])].registered = Self.bigEndianIDs(bytes)
             }
-            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: max(0, frontier - 1), seenAbove: seen))
+            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: position))
         }
     }
 
@@ -53,30 +45,18 @@ extension PostgresStore: ChangeFeed {
             guard cursor.watermark >= prunedThrough else {
                 return FeedRead(entries: [], truncated: true, next: cursor)
             }
-            let frontier = try await connection.frontier()
             var entries: [FeedEntry] = []
             for try await (position, project, kind, topic, bytes) in try await connection.query(
                 #"""
                 SELECT position, "projectId", kind, topic, "tokenIds" FROM "audienceChange"
-                WHERE position > \#(cursor.watermark) AND position <> ALL(\#(cursor.seenAbove))
-                ORDER BY position LIMIT \#(limit)
+                WHERE position > \#(cursor.watermark) ORDER BY position LIMIT \#(limit)
                 """#, logger: .silent
             ).decode((Int64, Int64, String, String?, Data).self) {
                 entries.append(
                     FeedEntry(id: position, change: PostgresFeed.change(project: project, kind: kind, topic: topic, tokens: [UInt8](bytes))))
             }
-            return FeedRead(entries: entries, truncated: false, next: Self.cursor(after: cursor, read: entries, limit: limit, frontier: frontier))
+            return FeedRead(entries: entries, truncated: false, next: FeedCursor(watermark: entries.last?.id ?? cursor.watermark))
         }
-    }
-
-    /// Where a reader stands after reading `entries` (in position order, at most `limit`) past
-    /// `cursor`, when every position below `frontier` is final.
-    static func cursor(after cursor: FeedCursor, read entries: [FeedEntry], limit: Int, frontier: Int64) -> FeedCursor {
-        // A full page may stop short of visible entries: the watermark goes no further than it read.
-        let reached = entries.count == limit ? entries.last?.id ?? Int64.max : Int64.max
-        let watermark = max(cursor.watermark, min(frontier - 1, reached))
-        let seen = (cursor.seenAbove + entries.map(\.id)).filter { $0 > watermark }.sorted()
-        return FeedCursor(watermark: watermark, seenAbove: seen)
     }
 
     public func head() async throws -> FeedCursor {
@@ -84,8 +64,7 @@ extension PostgresStore: ChangeFeed {
             FeedCursor(
                 watermark: try await connection.one(
                     #"""
-                    SELECT GREATEST(COALESCE((SELECT MAX(position) FROM "audienceChange"), 0),
-                                    (SELECT "prunedThrough" FROM "audienceFeed" WHERE id = 1))
+                    SELECT GREATEST(next, "prunedThrough") FROM "audienceFeed" WHERE id = 1
                     """#, as: Int64.self))
         }
     }
@@ -155,15 +134,6 @@ extension PostgresStore: ChangeFeed {
         return stride(from: 0, to: raw.count - 3, by: 4).map { i in
             UInt32(raw[i]) << 24 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 8 | UInt32(raw[i + 3])
         }
-    }
-}
-
-extension PostgresConnection {
-    /// The first position that may not be final: the oldest running transaction's, in this
-    /// transaction's snapshot.
-    func frontier() async throws -> Int64 {
-        try await one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self)
-            << PostgresFeed.placeBits
     }
 }
 

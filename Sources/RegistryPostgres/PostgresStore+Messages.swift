@@ -26,6 +26,7 @@ extension PostgresStore: MessageLogStore {
                     #"""
                     SELECT id, "messageId", protocol, target, body, "recipientCount", "receivedAt", NULL::bytea FROM message
                     WHERE "projectId" = \#(project.rowID) AND id < \#(before ?? .max) ORDER BY id DESC
+                    LIMIT \#(limit + 1)
                     """#, logger: .silent)
             case .reaching(let id):
                 token = id

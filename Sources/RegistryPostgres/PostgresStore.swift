@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import Registry
 import ServiceLifecycle
 
 /// The registry on PostgreSQL: one `PostgresClient` (a connection pool, a peer in `serve`'s
@@ -9,6 +10,8 @@ public struct PostgresStore: Sendable {
     public let location: PostgresLocation
     public let client: PostgresClient
     let logger: Logger
+    /// Entries of the change feed kept for followers that fall behind.
+    let feedRetention: Int
 
     /// Runs the pool from the store's creation: migrations, the audience load and every command
     /// use it before (or without) a service group.
@@ -16,8 +19,9 @@ public struct PostgresStore: Sendable {
 
     /// A store over the database `location` names; its pool runs at once.
     /// - Throws: `PostgresLocationError` when the TLS files cannot be read.
-    public init(_ location: PostgresLocation, logger: Logger) throws(PostgresLocationError) {
+    public init(_ location: PostgresLocation, feedRetention: Int = Limits().feedRetention, logger: Logger) throws(PostgresLocationError) {
         self.location = location
+        self.feedRetention = feedRetention
         self.logger = logger
         client = PostgresClient(configuration: try location.configuration(), backgroundLogger: logger)
         pool = PoolRunner(client)

@@ -38,32 +38,44 @@ struct PostgresFeedTests {
         }
     }
 
-    @Test("A change that commits late under an older transaction is read when it commits, never passed")
-    func lateCommit() async throws {
+    @Test("Conflicting writes from many servers at once: replaying the feed gives the tables, in any interleaving")
+    func replayEqualsTables() async throws {
         try await TestPostgres.withProject { store, project in
             let start = try await store.loadAudience().cursor
-            try await store.client.withConnection { late in
-                // An older transaction writes a change and stays open.
-                _ = try await late.query("BEGIN", logger: Logger(label: "test")).collect()
-                let xid = try await late.query("SELECT pg_current_xact_id()::text::bigint", logger: Logger(label: "test"))
-                    .decode(Int64.self).reduce(into: [Int64]()) { $0.append($1) }[0]
-                let position = xid << 20
-                _ = try await late.query(
-                    #"""
-                    INSERT INTO "audienceChange" (position, "projectId", kind, topic, "tokenIds", "createdAt")
-                    VALUES (\#(position), \#(project.rowID), 'registered', NULL, \#(Data([9, 0, 0, 0])), 0)
-                    """#, logger: Logger(label: "test")
-                ).collect()
-                // Younger transactions commit meanwhile, and are read at once.
-                let younger = try await store.subscribe([token(1)], to: "a", topicLimit: 9, in: project)
-                let (first, cursor) = try await drain(store, from: start)
-                #expect(first == younger.changes)
-                #expect(cursor.watermark < position)
-                // The old one commits: the next read has it, and only it.
-                _ = try await late.query("COMMIT", logger: Logger(label: "test")).collect()
-                let (second, after) = try await drain(store, from: cursor)
-                #expect(second.map(\.id) == [position])
-                #expect(try await drain(store, from: after).0.isEmpty)
+            let tokens = (0..<12).map(token)
+            // Batches that lock many tokens one after another, against single writes on the same
+            // tokens: the interleaving where an id taken early would commit late.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<8 {
+                    group.addTask {
+                        for round in 0..<6 {
+                            let topic = "t\(round % 2)"
+                            if (writer + round).isMultiple(of: 2) {
+                                _ = try await store.subscribe(tokens, to: topic, topicLimit: 9, in: project)
+                            } else if writer.isMultiple(of: 3) {
+                                _ = try await store.unsubscribe(tokens.reversed(), from: topic, in: project)
+                            } else {
+                                _ = try? await store.createSubscription(
+                                    token: tokens[(writer * 5 + round) % tokens.count], topic: topic, topicLimit: 9, in: project)
+                                _ = try await store.deleteSubscription(
+                                    token: tokens[(writer * 7 + round) % tokens.count], topic: topic, in: project)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var replayed: [String: Set<UInt32>] = [:]
+            for entry in try await drain(store, from: start).0 {
+                switch entry.change {
+                case .subscribed(_, let topic, let ids): replayed[topic, default: []].formUnion(ids)
+                case .unsubscribed(_, let topic, let ids): replayed[topic, default: []].subtract(ids)
+                default: break
+                }
+            }
+            let tables = try await store.loadAudience().projects[project.rowID]?.topics ?? [:]
+            for topic in ["t0", "t1"] {
+                #expect(replayed[topic, default: []] == Set(tables[topic] ?? []), "\(topic)")
             }
         }
     }
