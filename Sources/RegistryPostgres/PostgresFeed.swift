@@ -85,12 +85,13 @@ struct PostgresTokenRow {
 }
 
 extension PostgresConnection {
-    /// The token's row, locked until the transaction ends (`FOR UPDATE`): every rule that counts
+    /// The token's row, locked until the transaction ends (`FOR NO KEY UPDATE`: writers on the token
+    /// queue, while foreign-key checks of rows naming it, an outbox delivery for one, do not): every rule that counts
     /// a token's topics or groups and then writes holds across servers, because a second writer
     /// on the same token waits here. `nil` when the project does not know it.
     func lockedToken(_ value: String, in project: Project) async throws -> PostgresTokenRow? {
         for try await (id, state) in try await query(
-            #"SELECT id, state FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(value) FOR UPDATE"#,
+            #"SELECT id, state FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(value) FOR NO KEY UPDATE"#,
             logger: .silent
         ).decode((Int32, String).self) {
             return PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)

@@ -176,7 +176,7 @@ extension PostgresConnection {
             #"""
             SELECT id, value, state FROM token
             WHERE "projectId" = \#(project.rowID) AND value = ANY(\#(Array(Set(values)).sorted()))
-            ORDER BY value FOR UPDATE
+            ORDER BY value FOR NO KEY UPDATE
             """#, logger: .silent
         ).decode((Int32, String, String).self) {
             rows[value] = PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)
