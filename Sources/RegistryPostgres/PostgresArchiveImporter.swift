@@ -22,6 +22,10 @@ final class PostgresArchiveImporter {
     private var topicIDs: [Int64: [String: Int64]] = [:]
     /// Tokens newly subscribed, by project and topic: one feed entry per topic per batch.
     private var subscribed: [Int64: [String: [UInt32]]] = [:]
+    /// Token records not written yet, with their lines: written a few hundred at a time, in a
+    /// handful of statements, so that a copy costs round trips per page, not per row.
+    private var pendingTokens: [(record: TokenArchive, line: Int)] = []
+    static let tokensPerWrite = 500
 
     /// Keyrings a project keeps: every lookup of a key another registry sealed tries each one.
     static let keyringsPerProject = 16
@@ -34,20 +38,33 @@ final class PostgresArchiveImporter {
         self.mergingCredentials = mergingCredentials
     }
 
-    func take(_ record: ArchiveRecord) async throws {
-        switch record {
-        case .header: break
-        case .project(let project): try await take(project)
-        case .topic(let topic):
-            let project = try await projectRowID(topic.project)
-            _ = try await topicID(topic.name, in: project, createdAt: topic.createdAt)
-        case .token(let token): try await take(token)
-        case .group(let group): try await take(group)
+    /// Takes one record; a token waits for the next write of tokens, every other record writes
+    /// the waiting tokens first, so that records take effect in the file's order.
+    /// - Throws: `ImportError` naming the line of the record it could not take.
+    func take(_ record: ArchiveRecord, line: Int) async throws {
+        if case .token(let token) = record {
+            pendingTokens.append((token, line))
+            if pendingTokens.count >= Self.tokensPerWrite { try await writeTokens() }
+            return
+        }
+        try await writeTokens()
+        do {
+            switch record {
+            case .header, .token: break
+            case .project(let project): try await take(project)
+            case .topic(let topic):
+                let project = try await projectRowID(topic.project)
+                _ = try await topicID(topic.name, in: project, createdAt: topic.createdAt)
+            case .group(let group): try await take(group)
+            }
+        } catch let problem as ArchiveProblem {
+            throw ImportError(line: line, problem: problem.message)
         }
     }
 
     /// Records the batch's subscriptions in the change feed, one entry per topic.
-    func finish() {
+    func finish() async throws {
+        try await writeTokens()
         for (project, topics) in subscribed {
             for (topic, tokens) in topics.sorted(by: { $0.key < $1.key }) {
                 log.record(.subscribed(project: project, topic: topic, tokens: tokens))
@@ -183,33 +200,115 @@ final class PostgresArchiveImporter {
         return id
     }
 
-    private func take(_ record: TokenArchive) async throws {
-        let project = try await projectRowID(record.project)
-        let (id, isNew, registered) = try await tokenID(
-            record.token, in: project, registered: record.state == .registered, createdAt: record.createdAt,
-            updatedAt: record.updatedAt)
-        // Unregistered here, and staying so: a dead token has no topics.
-        guard registered else { return }
-        var added = 0
-        for topic in record.topics {
-            let topicID = try await topicID(topic.name, in: project, createdAt: topic.since)
-            if try await connection.count(
-                #"""
-                INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(id), \#(EpochMilliseconds.milliseconds(topic.since)))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """#) > 0
-            {
-                subscribed[project, default: [:]][topic.name, default: []].append(UInt32(id))
-                added += 1
+    /// Writes the waiting token records: new tokens in one statement, the known ones read in one,
+    /// their subscriptions in one, the topic limit checked in one.
+    private func writeTokens() async throws {
+        guard !pendingTokens.isEmpty else { return }
+        let batch = pendingTokens
+        pendingTokens = []
+        var byProject: [Int64: [(record: TokenArchive, line: Int)]] = [:]
+        for item in batch {
+            do {
+                byProject[try await projectRowID(item.record.project), default: []].append(item)
+            } catch let problem as ArchiveProblem {
+                throw ImportError(line: item.line, problem: problem.message)
             }
         }
-        tally.subscriptions += added
-        if !isNew, added > 0 {
-            let count = try await connection.one(
-                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(id)"#, as: Int64.self)
-            guard count <= limits.topicsPerToken else {
-                throw ArchiveProblem("the token would have more than \(limits.topicsPerToken) topics here")
+        for (project, items) in byProject.sorted(by: { $0.key < $1.key }) {
+            try await writeTokens(items, in: project)
+        }
+    }
+
+    private func writeTokens(_ items: [(record: TokenArchive, line: Int)], in project: Int64) async throws {
+        // 1. New tokens, as the file has them.
+        var rows: [String: (id: Int32, isNew: Bool, registered: Bool)] = [:]
+        let values = items.map(\.record.token)
+        for try await (id, value, state) in try await connection.query(
+            #"""
+            INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
+            SELECT \#(project), value, state, created, updated
+            FROM unnest(\#(values)::text[], \#(items.map { $0.record.state.rawValue })::text[],
+                        \#(items.map { EpochMilliseconds.milliseconds($0.record.createdAt) })::bigint[],
+                        \#(items.map { EpochMilliseconds.milliseconds($0.record.updatedAt) })::bigint[])
+                 AS listed(value, state, created, updated)
+            ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value, state
+            """#, logger: .silent
+        ).decode((Int32, String, String).self) {
+            rows[value] = (id, true, state == TokenState.registered.rawValue)
+        }
+        tally.tokens += rows.count
+        let registeredNew = rows.values.filter(\.registered).map { UInt32($0.id) }.sorted()
+        log.record(.registered(project: project, tokens: registeredNew))
+        // 2. Known tokens: one registered again only when the file saw it later than this database did.
+        let known = Array(Set(values.filter { rows[$0] == nil }))
+        if !known.isEmpty {
+            var found: [String: (id: Int32, state: String, stamp: Int64)] = [:]
+            for try await (id, value, state, stamp) in try await connection.query(
+                #"SELECT id, value, state, "updatedAt" FROM token WHERE "projectId" = \#(project) AND value = ANY(\#(known))"#,
+                logger: .silent
+            ).decode((Int32, String, String, Int64).self) { found[value] = (id, state, stamp) }
+            for (record, _) in items where rows[record.token] == nil {
+                guard let row = found[record.token] else { continue }
+                if row.state != TokenState.unregistered.rawValue {
+                    rows[record.token] = (row.id, false, true)
+                } else if record.state == .registered, EpochMilliseconds.milliseconds(record.updatedAt) > row.stamp {
+                    try await connection.run(
+                        #"UPDATE token SET state = 'registered', "updatedAt" = \#(EpochMilliseconds.milliseconds(record.updatedAt)) WHERE id = \#(row.id)"#)
+                    log.record(.registered(project: project, tokens: [UInt32(row.id)]))
+                    rows[record.token] = (row.id, false, true)
+                } else {
+                    rows[record.token] = (row.id, false, false)
+                }
             }
+        }
+        // 3. Subscriptions of registered tokens (a dead token has no topics).
+        var topicNames: [Int64: String] = [:]
+        var topicColumn: [Int64] = []
+        var tokenColumn: [Int32] = []
+        var sinceColumn: [Int64] = []
+        var lines: [Int32: Int] = [:]
+        for (record, line) in items {
+            guard let row = rows[record.token], row.registered else { continue }
+            lines[row.id] = lines[row.id] ?? line
+            for topic in record.topics {
+                let id: Int64
+                do {
+                    id = try await topicID(topic.name, in: project, createdAt: topic.since)
+                } catch let problem as ArchiveProblem {
+                    throw ImportError(line: line, problem: problem.message)
+                }
+                topicNames[id] = topic.name
+                topicColumn.append(id)
+                tokenColumn.append(row.id)
+                sinceColumn.append(EpochMilliseconds.milliseconds(topic.since))
+            }
+        }
+        guard !topicColumn.isEmpty else { return }
+        var added: [Int32: Int] = [:]
+        for try await (topicID, tokenID) in try await connection.query(
+            #"""
+            INSERT INTO subscription ("topicId", "tokenId", "createdAt")
+            SELECT topic, token, since FROM unnest(\#(topicColumn)::bigint[], \#(tokenColumn)::integer[], \#(sinceColumn)::bigint[])
+                 AS listed(topic, token, since)
+            ON CONFLICT DO NOTHING RETURNING "topicId", "tokenId"
+            """#, logger: .silent
+        ).decode((Int64, Int32).self) {
+            subscribed[project, default: [:]][topicNames[topicID] ?? "", default: []].append(UInt32(tokenID))
+            added[tokenID, default: 0] += 1
+        }
+        tally.subscriptions += added.values.reduce(0, +)
+        // 4. The topic limit, for tokens that were here before and gained topics.
+        let grown = rows.values.filter { !$0.isNew && added[$0.id] != nil }.map(\.id)
+        guard !grown.isEmpty else { return }
+        for try await (tokenID, count) in try await connection.query(
+            #"""
+            SELECT "tokenId", COUNT(*)::bigint FROM subscription WHERE "tokenId" = ANY(\#(grown)) GROUP BY "tokenId"
+            HAVING COUNT(*) > \#(Int64(limits.topicsPerToken))
+            """#, logger: .silent
+        ).decode((Int32, Int64).self) {
+            _ = count
+            throw ImportError(
+                line: lines[tokenID] ?? 0, problem: "the token would have more than \(limits.topicsPerToken) topics here")
         }
     }
 
@@ -338,17 +437,17 @@ extension PostgresStore: ArchiveStore {
         try await committing { connection, log in
             let importer = PostgresArchiveImporter(
                 connection: connection, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
-            for numbered in records {
-                do {
-                    try await importer.take(numbered.record)
-                } catch let problem as ArchiveProblem {
-                    throw ImportError(line: numbered.line, problem: problem.message)
-                } catch let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("23") == true {
-                    throw ImportError(
-                        line: numbered.line, problem: "conflicts with what is here: \(error.serverInfo?[.message] ?? "")")
+            var line = 0
+            do {
+                for numbered in records {
+                    line = numbered.line
+                    try await importer.take(numbered.record, line: numbered.line)
                 }
+                try await importer.finish()
+            } catch let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("23") == true {
+                // A batch of tokens is written at once: the line is the last one read.
+                throw ImportError(line: line, problem: "conflicts with what is here: \(error.serverInfo?[.message] ?? "")")
             }
-            importer.finish()
             return importer.tally
         }
     }
