@@ -58,7 +58,7 @@ extension SQLiteStore {
         // One statement for the whole page: the ids travel as one JSON array, bound like any value.
         // SQLite looks the ids up in ascending order (the plan is rowid searches over the sorted
         // list, with no sort step), so the values come back in the order they are listed in.
-        let arguments: StatementArguments = [project.rowID, "[" + ids.map { String($0) }.joined(separator: ",") + "]"]
+        let arguments: StatementArguments = [project.rowID, Self.jsonList(ids)]
         return try await read { db in
             try String.fetchAll(
                 db.cachedStatement(
@@ -70,7 +70,7 @@ extension SQLiteStore {
     public func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32] {
         guard !tokens.isEmpty else { return [:] }
         // One statement for the whole list: the values travel as one JSON array, bound like any value.
-        let list = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+        let list = try Self.jsonList(tokens)
         return try await read { db in
             var ids: [String: UInt32] = [:]
             let rows = try Row.fetchCursor(
@@ -89,7 +89,7 @@ extension SQLiteStore {
     /// token values have no index of their own.
     public func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String> {
         guard !tokens.isEmpty else { return [] }
-        let list = String(decoding: try JSONEncoder().encode(tokens), as: UTF8.self)
+        let list = try Self.jsonList(tokens)
         return try await read { db in
             Set(
                 try String.fetchAll(

@@ -434,11 +434,6 @@ extension SQLiteStore: OutboxStore {
         ).map { ($0["id"], $0["value"], ($0["state"] as String) == "registered") }
     }
 
-    /// Ids as a JSON array, for `json_each`: one bound parameter however many there are.
-    static func jsonList(_ ids: [UInt32]) -> String {
-        "[" + ids.map { String($0) }.joined(separator: ",") + "]"
-    }
-
     /// How many times its size of the walk a page of delivered recipients reads, at most.
     static let scanPages = 10
 

@@ -148,14 +148,15 @@ extension SQLiteStore {
 
     public func topicCreationTimes(_ names: [String], in project: Project) async throws -> [String: Date] {
         guard !names.isEmpty else { return [:] }
+        // One statement for the page's names, as a JSON array, as the other look-ups by list do.
+        let list = try Self.jsonList(names)
         return try await read { db in
-            let statement = try db.cachedStatement(sql: "SELECT createdAt FROM topic WHERE projectId = ? AND name = ?")
             var times: [String: Date] = [:]
-            for name in names {
-                if let createdAt = try Int64.fetchOne(statement, arguments: [project.rowID, name]) {
-                    times[name] = EpochMilliseconds.date(createdAt)
-                }
-            }
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: "SELECT name, createdAt FROM topic WHERE projectId = ? AND name IN (SELECT value FROM json_each(?))"),
+                arguments: [project.rowID, list])
+            while let row = try rows.next() { times[row["name"]] = EpochMilliseconds.date(row["createdAt"]) }
             return times
         }
     }

@@ -43,6 +43,18 @@ public struct SQLiteStore: ArchiveStore, RegistryStore {
 
 // MARK: - Shared SQL helpers
 
+extension SQLiteStore {
+    /// Ids as a JSON array, for `json_each`: one bound parameter however many there are.
+    static func jsonList(_ ids: [UInt32]) -> String {
+        "[" + ids.map { String($0) }.joined(separator: ",") + "]"
+    }
+
+    /// Strings (tokens, topic names) as a JSON array, for `json_each`.
+    static func jsonList(_ values: [String]) throws -> String {
+        String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
+    }
+}
+
 /// A token row as operations need it.
 struct TokenRow {
     var id: Int64
