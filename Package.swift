@@ -245,10 +245,22 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP"], swiftSettings: strict),
+        /// What the store and HTTP suites share: the backends a test runs on (`.onEveryBackend`).
+        .target(
+            name: "TestBackends",
+            dependencies: [
+                "Registry", "RegistryPostgres", "RegistrySQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/TestBackends",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "RegistryTests",
             dependencies: [
-                "AudienceEngine", "Conditions", "Registry", "RegistryPostgres", "RegistrySQLite",
+                "AudienceEngine", "Conditions", "Registry", "RegistryPostgres", "RegistrySQLite", "TestBackends",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -267,6 +279,7 @@ let package = Package(
                 "RegistryApp",
                 "RegistrySQLite",
                 "RegistryServer",
+                "TestBackends",
                 "XMPP",
                 "XMPPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -11,19 +11,26 @@ public struct PostgresStore: Sendable {
     public let client: PostgresClient
     let logger: Logger
     /// Entries of the change feed kept for followers that fall behind.
-    let feedRetention: Int
+    public let feedRetention: Int
 
     /// Runs the pool from the store's creation: migrations, the audience load and every command
     /// use it before (or without) a service group.
     let pool: PoolRunner
 
     /// A store over the database `location` names; its pool runs at once.
+    /// - Parameter maximumConnections: the pool's bound (postgres-nio's default is 20); the test
+    ///   suites, which open a store per test, use fewer.
     /// - Throws: `PostgresLocationError` when the TLS files cannot be read.
-    public init(_ location: PostgresLocation, feedRetention: Int = Limits().feedRetention, logger: Logger) throws(PostgresLocationError) {
+    public init(
+        _ location: PostgresLocation, feedRetention: Int = Limits().feedRetention, maximumConnections: Int? = nil,
+        logger: Logger
+    ) throws(PostgresLocationError) {
         self.location = location
         self.feedRetention = feedRetention
         self.logger = logger
-        client = PostgresClient(configuration: try location.configuration(), backgroundLogger: logger)
+        var configuration = try location.configuration()
+        if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         pool = PoolRunner(client)
     }
 

@@ -2,9 +2,10 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
+import TestBackends
 import Testing
 
-@Suite("Authentication")
+@Suite("Authentication", .onEveryBackend)
 struct AuthTests {
     @Test("key= and Bearer (with access_token_auth) are accepted")
     func schemes() async throws {
@@ -78,7 +79,7 @@ struct AuthTests {
     }
 }
 
-@Suite("Envelopes, limits and routing")
+@Suite("Envelopes, limits and routing", .onEveryBackend)
 struct EnvelopeTests {
     @Test("Bodies over 1 MiB are 413 with an envelope, and change nothing")
     func tooLarge() async throws {
@@ -140,7 +141,7 @@ struct EnvelopeTests {
     }
 }
 
-@Suite("Over a real socket")
+@Suite("Over a real socket", .onEveryBackend)
 struct LiveTests {
     @Test("create, look up and subscribe over HTTP/1.1 on loopback")
     func live() async throws {
@@ -157,7 +158,7 @@ struct LiveTests {
     }
 }
 
-@Suite("Observability")
+@Suite("Observability", .onEveryBackend)
 struct ObservabilityTests {
     @Test("GET /metrics answers Prometheus text without a key, with the index and message-log gauges")
     func metrics() async throws {

@@ -3,11 +3,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import TestBackends
 import Testing
 
 @testable import RegistryServer
 
-@Suite("The web console: its files, and the API it reads")
+@Suite("The web console: its files, and the API it reads", .onEveryBackend)
 struct ConsoleTests {
     /// The page and a file of the console, as a browser asks for them: no key.
     func fetch(_ client: Fixture.Client, _ uri: String) async throws -> (HTTPResponse.Status, HTTPFields, String) {

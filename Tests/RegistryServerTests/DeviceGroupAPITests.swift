@@ -1,8 +1,9 @@
 import Hummingbird
 import Registry
+import TestBackends
 import Testing
 
-@Suite("POST/GET /fcm/notification")
+@Suite("POST/GET /fcm/notification", .onEveryBackend)
 struct DeviceGroupAPITests {
     @Test("create answers {\"notification_key\":\"APA91b…\"}; malformed tokens are dropped")
     func create() async throws {

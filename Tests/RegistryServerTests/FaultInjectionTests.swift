@@ -2,11 +2,12 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
+import TestBackends
 import Testing
 
 /// Errors the emulator answers on purpose: every FCM error path an app server must handle, in
 /// each protocol's words, with `Retry-After` where FCM sends one.
-@Suite("Injected faults")
+@Suite("Injected faults", .onEveryBackend)
 struct FaultInjectionTests {
     private func fixture() async throws -> Fixture {
         let fixture = try await Fixture.make()

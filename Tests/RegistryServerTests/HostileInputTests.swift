@@ -9,6 +9,7 @@ import RegistryApp
 @testable import RegistryServer
 import RegistrySQLite
 import Synchronization
+import TestBackends
 import Testing
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ import Glibc
 #endif
 
 /// What a hostile or careless client sends, and the clear 4xx (or closed connection) it gets.
-@Suite("Hostile input")
+@Suite("Hostile input", .onEveryBackend)
 struct HostileInputTests {
     @Test("A key named twice in one object is refused, and the send is not recorded")
     func duplicateKeys() async throws {
@@ -249,7 +250,7 @@ final class RawConnection: @unchecked Sendable {
 
 /// Serialized: each test holds a live server and raw sockets, and their short deadlines are
 /// about what the server does, not about how busy the test runner is.
-@Suite("Connections", .serialized)
+@Suite("Connections", .onEveryBackend, .serialized)
 struct ConnectionTests {
     /// Runs `body` with the port of a live server; short deadlines for the tests about them, long
     /// ones elsewhere so that a busy machine cannot close a connection for the wrong reason.

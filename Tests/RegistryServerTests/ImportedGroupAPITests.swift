@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import Registry
+import TestBackends
 import Testing
 
 /// Groups brought from Google by `import-groups`: the notification keys Google issued keep
 /// working on every route that takes one.
-@Suite("Google's notification keys after import-groups")
+@Suite("Google's notification keys after import-groups", .onEveryBackend)
 struct ImportedGroupAPITests {
     /// A key as Google issues them (`APA91b` and about 140 characters).
     static let googleKey =

@@ -3,15 +3,16 @@ import Hummingbird
 import Registry
 import RegistryApp
 import RegistrySQLite
+import TestBackends
 import Testing
 
-@Suite("Instance ID API")
+@Suite("Instance ID API", .onEveryBackend)
 struct InstanceIDAPITests {
     @Test("batchAdd: results in input order with INVALID_ARGUMENT, NOT_FOUND and TOO_MANY_TOPICS")
     func batchAddResults() async throws {
         var limits = Limits()
         limits.topicsPerToken = 1
-        let registry = try await RegistryService(store: StoreFactory.inMemory(), limits: limits)
+        let registry = try await RegistryService(store: TestBackend.makeStore(), limits: limits)
         try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: project, key: key)

@@ -1,9 +1,10 @@
 import Foundation
 import RegistryServer
+import TestBackends
 import Testing
 
 /// `serve` as a process, its listeners (XMPP, TLS) pushed to their limits over real sockets.
-@Suite("Listener limits", .serialized)
+@Suite("Listener limits", .onEveryBackend, .serialized)
 struct ListenerLimitTests {
     /// `serve`'s options for a TLS listener on `port` with `certificates`, without the XMPP
     /// listener TLS would bring.

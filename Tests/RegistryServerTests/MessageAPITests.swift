@@ -1,10 +1,11 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import TestBackends
 import Testing
 
 /// Messages in each protocol's words: legacy HTTP (tables 1–9), HTTP v1, XMPP (table 4).
-@Suite("Messages")
+@Suite("Messages", .onEveryBackend)
 struct MessageAPITests {
     /// A fixture with tokens 1–3 subscribed to "news", token 9 reported dead, and a group "g" of tokens 1 and 2.
     static func withMessaging(_ body: @escaping @Sendable (Fixture.Client, String) async throws -> Void) async throws {
@@ -359,7 +360,7 @@ struct MessageAPITests {
     }
 }
 
-@Suite("HTTP v1 as 2026 clients send it")
+@Suite("HTTP v1 as 2026 clients send it", .onEveryBackend)
 struct V1ClientShapeTests {
     @Test("fid is a target like token; null means not set; camelCase and snake_case names both work")
     func fidNullAndCamelCase() async throws {

@@ -1,7 +1,8 @@
 import Hummingbird
+import TestBackends
 import Testing
 
-@Suite("Native API: audiences, conditions, listings, tokens")
+@Suite("Native API: audiences, conditions, listings, tokens", .onEveryBackend)
 struct NativeAPITests {
     @Test("audiences:resolve for a condition: count, a page, the next page, per-topic counts")
     func resolveCondition() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import Registry
+import TestBackends
 import Testing
 
 /// The native API's one model: a page token bound to its listing, camelCase bodies that still
 /// read the deprecated snake_case spellings.
-@Suite("Native API conventions")
+@Suite("Native API conventions", .onEveryBackend)
 struct NativeConventionsTests {
     @Test("A page token is opaque and good only for the listing that issued it")
     func pageTokens() async throws {

@@ -4,10 +4,11 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
+import TestBackends
 import Testing
 
 /// Google's token endpoint for service accounts, as google-auth calls it.
-@Suite("OAuth 2.0 for service accounts")
+@Suite("OAuth 2.0 for service accounts", .onEveryBackend)
 struct OAuthTests {
     static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 

@@ -4,13 +4,14 @@ import HummingbirdTesting
 import Prometheus
 import Registry
 import RegistryApp
+import TestBackends
 import Testing
 import XMPPServer
 
 @testable import RegistryServer
 
 /// `/openapi.json` is the contract: it describes every route the server serves, and nothing else.
-@Suite("The OpenAPI document")
+@Suite("The OpenAPI document", .onEveryBackend)
 struct OpenAPITests {
     /// (method, path) of every operation in the document, paths as OpenAPI writes them.
     private func documented() throws -> Set<String> {
@@ -24,7 +25,7 @@ struct OpenAPITests {
 
     /// (method, path) of every route recorded, `:name` written `{name}`.
     private func routed() async throws -> Set<String> {
-        let registry = try await RegistryService(store: StoreFactory.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         let routes = routing(registry: registry, metrics: PrometheusCollectorRegistry(), xmpp: XMPPHub()).routes
         return Set(
             routes.map { route in

@@ -3,10 +3,11 @@ import Foundation
 import HTTPTypes
 import Registry
 import RegistryApp
+import TestBackends
 import Testing
 
 /// Moving a device from its registration token to its Firebase installation id.
-@Suite("Re-keying")
+@Suite("Re-keying", .onEveryBackend)
 struct RekeyTests {
     static let fid = "cAbCdEfGhIjKlMnOpQrStU"
 
@@ -41,7 +42,7 @@ struct RekeyTests {
     func mergeAndLimits() async throws {
         var limits = Limits()
         limits.topicsPerToken = 2
-        let registry = try await RegistryService(store: StoreFactory.inMemory(), limits: limits)
+        let registry = try await RegistryService(store: TestBackend.makeStore(), limits: limits)
         try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         let fixture = Fixture(registry: registry, project: project, key: key)

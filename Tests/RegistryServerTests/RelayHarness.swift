@@ -7,6 +7,7 @@ import Registry
 import RegistryApp
 import RegistryServer
 import ServiceLifecycle
+import TestBackends
 import Testing
 
 /// A relaying registry in front of an emulator registry that plays FCM: the emulator is served
@@ -40,7 +41,7 @@ struct RelayHarness: Sendable {
         let upstream = try await Fixture.make()
         try await upstream.test(.live) { upstreamClient in
             let port = try #require(upstreamClient.client.port)
-            let store = try StoreFactory.inMemory()
+            let store = try await TestBackend.makeStore()
             let handoff = RelayHandoff()
             let relay = try await RegistryService(
                 store: store, sink: RelaySink(store: store, limits: Limits(), options: options, handoff: handoff))

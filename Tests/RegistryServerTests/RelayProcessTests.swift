@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import Registry
+import TestBackends
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Testing
 
 /// The relay as processes: `serve` killed with -9 mid-delivery and started again, and two servers
 /// on one database. FCM is an emulator registry served live in the test process.
-@Suite(.enabled(if: ServeProcess.available, "needs the built fcm-registry"))
+@Suite(.onEveryBackend, .enabled(if: ServeProcess.available, "needs the built fcm-registry"))
 struct RelayProcessTests {
     /// Slow enough to kill mid-way, quick to take over: pages of 20 at 200 sends a second, and a
     /// one-second lease.

@@ -2,11 +2,12 @@ import FCMRelay
 import Foundation
 import HTTPTypes
 import Registry
+import TestBackends
 import Testing
 
 /// The relay end to end: a relaying registry delivers through FCM HTTP v1 to an emulator registry
 /// playing FCM, which answers with FCM's own bodies and, on purpose, its faults.
-@Suite struct RelayTests {
+@Suite(.onEveryBackend) struct RelayTests {
     @Test func aTopicSendReachesEveryDeviceOnceAndAnswersAtOnce() async throws {
         try await RelayHarness.run { harness in
             let tokens = (1...30).map(token)

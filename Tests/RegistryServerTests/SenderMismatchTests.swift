@@ -2,11 +2,12 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Registry
+import TestBackends
 import Testing
 
 /// A token belongs to the sender that registered it: another project's send to it is
 /// `MismatchSenderId` / `SENDER_ID_MISMATCH`, as FCM answers, not `NotRegistered`.
-@Suite("Sender id mismatch")
+@Suite("Sender id mismatch", .onEveryBackend)
 struct SenderMismatchTests {
     /// The fixture's project, and token 50 registered only by another project.
     private func fixture() async throws -> Fixture {

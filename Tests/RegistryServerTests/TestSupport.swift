@@ -6,6 +6,7 @@ import Registry
 import RegistryApp
 import RegistryServer
 import RegistrySQLite
+import TestBackends
 import Testing
 
 /// JSON as a comparable value, so tests state the exact bodies FCM sends and returns.
@@ -69,7 +70,7 @@ struct Fixture: Sendable {
     let key: String
 
     static func make() async throws -> Fixture {
-        let registry = try await RegistryService(store: StoreFactory.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
         return Fixture(registry: registry, project: project, key: key)

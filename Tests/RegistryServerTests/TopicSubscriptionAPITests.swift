@@ -1,7 +1,8 @@
 import Hummingbird
+import TestBackends
 import Testing
 
-@Suite("v1 topicSubscriptions API")
+@Suite("v1 topicSubscriptions API", .onEveryBackend)
 struct TopicSubscriptionAPITests {
     let base = "/v1/projects/test-app/registrations/\(token(1))/topicSubscriptions"
 
@@ -102,7 +103,7 @@ struct TopicSubscriptionAPITests {
     }
 }
 
-@Suite("v1 topicSubscriptions PATCH")
+@Suite("v1 topicSubscriptions PATCH", .onEveryBackend)
 struct TopicSubscriptionPatchTests {
     @Test("PATCH answers the subscription; a missing one is 404, or created with allowMissing / allow_missing")
     func patch() async throws {

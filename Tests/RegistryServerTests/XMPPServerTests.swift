@@ -10,6 +10,7 @@ import RegistryApp
 @testable import RegistryServer
 import ServiceLifecycle
 import Synchronization
+import TestBackends
 import Testing
 import XMPP
 @testable import XMPPServer
@@ -109,7 +110,7 @@ func gcmJSON(_ stanza: String) -> JSON? {
     return try? JSONDecoder().decode(JSON.self, from: Data(text.utf8))
 }
 
-@Suite("XMPP connection server", .serialized)
+@Suite("XMPP connection server", .onEveryBackend, .serialized)
 struct XMPPServerTests {
     @Test(
         "Login as each client spells it: PLAIN and X-OAUTH2, sender id with or without a domain, as authcid or authzid",
@@ -525,7 +526,7 @@ struct XMPPServerTests {
     }
 }
 
-@Suite("XMPP hub")
+@Suite("XMPP hub", .onEveryBackend)
 struct XMPPHubTests {
     @Test("Unacknowledged receipts take upstream room only, and stop taking it after the receipt ack timeout")
     func receiptRoom() async throws {

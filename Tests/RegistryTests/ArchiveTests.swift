@@ -2,9 +2,10 @@ import Conditions
 import Foundation
 import Registry
 import Synchronization
+import TestBackends
 import Testing
 
-@Suite("Export and import")
+@Suite("Export and import", .onEveryBackend)
 struct ArchiveTests {
     /// A registry with a bit of everything: topics, tokens in both states, groups, a revoked key.
     private func sourceRegistry() async throws -> (RegistryService, Project, groupKey: String) {
@@ -73,7 +74,7 @@ struct ArchiveTests {
     func roundTrip() async throws {
         let (source, project, key) = try await sourceRegistry()
         let lines = try await exportLines(source)
-        let copy = try await RegistryService(store: TestStore.inMemory())
+        let copy = try await RegistryService(store: TestBackend.makeStore())
         try await copy.startAudience()
         try await importLines(lines, into: copy)
         let imported = try #require(try await copy.projects().first { $0.projectId == project.projectId })
@@ -97,13 +98,13 @@ struct ArchiveTests {
 
     @Test("Server keys come across as hashes: the source's key authenticates, a revoked one does not")
     func serverKeys() async throws {
-        let registry = try await RegistryService(store: TestStore.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         let (project, key) = try await registry.createProject(projectId: "keys", senderId: "999")
         let (_, revoked) = try await registry.addServerKey(toProject: project.projectId)
         try await registry.revokeServerKey(revoked)
         let lines = try await exportLines(registry)
         #expect(!lines.joined().contains(key))
-        let copy = try await RegistryService(store: TestStore.inMemory())
+        let copy = try await RegistryService(store: TestBackend.makeStore())
         try await importLines(lines, into: copy)
         #expect(try await copy.project(authenticatedBy: key)?.projectId == "keys")
         #expect(try await copy.project(authenticatedBy: revoked) == nil)
@@ -113,7 +114,7 @@ struct ArchiveTests {
     func idempotent() async throws {
         let (source, _, _) = try await sourceRegistry()
         let lines = try await exportLines(source)
-        let copy = try await RegistryService(store: TestStore.inMemory())
+        let copy = try await RegistryService(store: TestBackend.makeStore())
         let first = try await importLines(lines, into: copy)
         #expect(first.tokens == 31 && first.topics == 3 && first.groups == 2 && first.projects == 1)
         let before = try await exportLines(copy)
@@ -138,7 +139,7 @@ struct ArchiveTests {
 
     @Test("A bad line is refused with its number; nothing of its batch is written, the batches before it are")
     func badLineRefusesItsBatch() async throws {
-        let registry = try await RegistryService(store: TestStore.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         let now = Self.now
         var lines = try fileOfProjectP(
             (1...1_500).map {
@@ -171,7 +172,7 @@ struct ArchiveTests {
 
     @Test("The first line must be the header; a newer version is refused")
     func header() async throws {
-        let registry = try await RegistryService(store: TestStore.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         for lines in [
             [#"{"type":"topic","project":"p","name":"t","createdAt":"2026-01-01T00:00:00.000Z"}"#],
             [#"{"type":"header","format":"fcm-registry-export","version":2,"exportedAt":"2026-01-01T00:00:00Z"}"#],
@@ -188,7 +189,7 @@ struct ArchiveTests {
         var limits = Limits()
         limits.membersPerGroup = 3
         limits.topicsPerToken = 2
-        let registry = try await RegistryService(store: TestStore.inMemory(), limits: limits)
+        let registry = try await RegistryService(store: TestBackend.makeStore(), limits: limits)
         let (source, _) = try await makeRegistry()
         let project = try #require(try await source.projects().first)
         _ = try await source.createGroup(named: "g", tokens: (1...4).map(token), in: project)
@@ -237,7 +238,7 @@ struct ArchiveTests {
 
     @Test("A file may not add keys to a project already here, unless told to")
     func credentialsOfAProjectAlreadyHere() async throws {
-        let source = try await RegistryService(store: TestStore.inMemory())
+        let source = try await RegistryService(store: TestBackend.makeStore())
         let (project, keyOfTheFile) = try await source.createProject(projectId: "test-app", senderId: "123456789012")
         _ = try await source.subscribe([token(1)], to: "news", in: project)
         let lines = try await exportLines(source)
@@ -276,7 +277,7 @@ struct ArchiveTests {
 
     @Test("An import that stops leaves no topic without subscribers behind")
     func stoppedImportLeavesNoEmptyTopic() async throws {
-        let registry = try await RegistryService(store: TestStore.inMemory())
+        let registry = try await RegistryService(store: TestBackend.makeStore())
         let now = Self.now
         var lines = try fileOfProjectP(
             [.topic(TopicArchive(project: "p", name: "orphan", createdAt: now))]

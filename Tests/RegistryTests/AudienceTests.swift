@@ -3,9 +3,10 @@ import Conditions
 import Foundation
 @testable import Registry
 import RegistrySQLite
+import TestBackends
 import Testing
 
-@Suite("Audiences")
+@Suite("Audiences", .onEveryBackend)
 struct AudienceTests {
     /// A small random registry built through the registry's own operations, and what it holds.
     struct World {
@@ -159,8 +160,7 @@ struct AudienceTests {
     @Test("The index loaded from the database equals the one kept current by writes")
     func loadedIndexMatches() async throws {
         let world = try await Self.world(seed: 99)
-        let store = try #require(world.registry.store as? SQLiteStore)
-        let reopened = try await RegistryService(store: SQLiteStore(store.database))
+        let reopened = try await RegistryService(store: TestBackend.reopen(try #require(world.registry.store as? any RegistryBackend)))
         try await reopened.startAudience()
         let live = world.registry.audience.snapshot(of: world.project.rowID)
         let loaded = reopened.audience.snapshot(of: world.project.rowID)

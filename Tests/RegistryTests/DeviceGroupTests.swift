@@ -1,7 +1,8 @@
 import Registry
+import TestBackends
 import Testing
 
-@Suite("Device groups")
+@Suite("Device groups", .onEveryBackend)
 struct DeviceGroupTests {
     @Test("Create drops malformed and duplicate tokens; all malformed is 'no valid registration ids'")
     func createFiltersTokens() async throws {

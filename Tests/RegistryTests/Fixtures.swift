@@ -1,6 +1,7 @@
 import Foundation
 import Registry
 import RegistrySQLite
+import TestBackends
 
 /// Where every suite gets its store: the one place a second backend would plug into.
 enum TestStore {
@@ -17,7 +18,7 @@ enum TestStore {
 
 /// A registry over a private in-memory database, with one project.
 func makeRegistry(limits: Limits = Limits()) async throws -> (RegistryService, Project) {
-    let registry = try await RegistryService(store: TestStore.inMemory(), limits: limits)
+    let registry = try await RegistryService(store: TestBackend.makeStore(), limits: limits)
     try await registry.startAudience()
     let (project, _) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
     return (registry, project)

@@ -3,9 +3,10 @@ import Logging
 import Registry
 import RegistrySQLite
 import ServiceLifecycle
+import TestBackends
 import Testing
 
-@Suite("Writes")
+@Suite("Writes", .onEveryBackend)
 struct WriteTests {
     @Test("Concurrent requests share commits, and a failing one changes nothing while the others land")
     func groupCommitIsolation() async throws {

@@ -3,9 +3,10 @@ import Foundation
 import GRDB
 @testable import Registry
 @testable import RegistrySQLite
+import TestBackends
 import Testing
 
-@Suite("Message log")
+@Suite("Message log", .onEveryBackend)
 struct MessageLogTests {
     /// A message logged before recipients were kept per chunk (`message.recipients` held them all).
     @Test("Messages logged before the chunk index are moved into it, and found by token as before")
@@ -50,13 +51,8 @@ struct MessageLogTests {
             message.data = ["n": .string("\(n)")]
             _ = try await registry.send(message, via: .legacy, in: project)
         }
-        let store = try #require(registry.store as? SQLiteStore)
-        let (messages, chunks) = try await store.database.writer.read { db in
-            (
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message") ?? 0,
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM messageRecipientChunk") ?? 0
-            )
-        }
+        let messages = try await TestBackend.rowCount("message", in: try #require(registry.store as? any RegistryBackend))
+        let chunks = try await TestBackend.rowCount("messageRecipientChunk", in: try #require(registry.store as? any RegistryBackend))
         #expect(messages == 2)
         #expect(chunks == 2)
         let reaching = try await registry.loggedMessages(to: token(1), in: project, after: nil, limit: 10)

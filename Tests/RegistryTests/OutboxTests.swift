@@ -1,28 +1,27 @@
 @testable import AudienceEngine
 import Foundation
-import GRDB
 @testable import Registry
-@testable import RegistrySQLite
+import TestBackends
 import Testing
 
 /// The relay's outbox in the store: what the log keeps, who may work a job, and how a walk of the
 /// recipients goes on from its cursor.
-@Suite("Outbox")
+@Suite("Outbox", .onEveryBackend)
 struct OutboxTests {
     static let settings = RelaySettings(
         firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
         tokenURI: "https://o/token", upstream: "https://u")
 
     /// A relaying project with `count` subscribers of `news`, and its store.
-    func relaying(_ count: Int) async throws -> (RegistryService, Project, SQLiteStore) {
+    func relaying(_ count: Int) async throws -> (RegistryService, Project, any RegistryBackend) {
         let (registry, project) = try await makeRegistry()
         _ = try await registry.subscribe((1...count).map(token), to: "news", in: project)
-        let store = try #require(registry.store as? SQLiteStore)
+        let store = try #require(registry.store as? any RegistryBackend)
         try await store.setRelay(Self.settings, for: project)
         return (registry, project, store)
     }
 
-    func enqueue(_ store: SQLiteStore, _ project: Project, _ recipients: RoaringBitmap, bounds: OutboxBounds) async throws
+    func enqueue(_ store: any RegistryBackend, _ project: Project, _ recipients: RoaringBitmap, bounds: OutboxBounds) async throws
         -> Int64
     {
         let message = AcceptedMessage(
@@ -34,7 +33,7 @@ struct OutboxTests {
     }
 
     /// A topic send to `count` subscribers (tokens 1…count), its job claimed by server "a".
-    func claimedSend(to count: Int) async throws -> (Project, SQLiteStore, OutboxJob, Date) {
+    func claimedSend(to count: Int) async throws -> (Project, any RegistryBackend, OutboxJob, Date) {
         let (_, project, store) = try await relaying(count)
         let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
         _ = try await enqueue(store, project, RoaringBitmap((1...count).map(UInt32.init)), bounds: bounds)
@@ -48,12 +47,12 @@ struct OutboxTests {
         let (_, project, store) = try await relaying(3)
         let bounds = OutboxBounds(outboxMessages: 3, logEntries: 1, logBytes: 1 << 20)
         for _ in 0..<3 { _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds) }
-        let count = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message") }
+        let count = try await TestBackend.rowCount("message", in: store)
         #expect(count == 3)
         await #expect(throws: OutboxFull.self) {
             _ = try await enqueue(store, project, RoaringBitmap([1]), bounds: bounds)
         }
-        let after = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message") }
+        let after = try await TestBackend.rowCount("message", in: store)
         #expect(after == 3)  // the refused send wrote nothing
     }
 
@@ -126,7 +125,7 @@ struct OutboxTests {
                 : DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil)
         }
         _ = try await store.record(outcomes, of: job, page: page, claimant: "a", leaseUntil: now, now: now)
-        let rows = try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery") }
+        let rows = try await TestBackend.rowCount("delivery", in: store)
         #expect(rows == 1)  // the failure only
         #expect(try await store.delivery(ofMessage: job.messageID, in: project) == DeliveryCounts(pending: 1, delivered: 3, failed: 1))
         let first = try #require(

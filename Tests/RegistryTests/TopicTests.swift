@@ -1,7 +1,8 @@
 import Registry
+import TestBackends
 import Testing
 
-@Suite("Topic subscriptions")
+@Suite("Topic subscriptions", .onEveryBackend)
 struct TopicTests {
     @Test("batchAdd outcomes come in input order")
     func outcomesInOrder() async throws {
@@ -86,7 +87,7 @@ struct TopicTests {
     }
 }
 
-@Suite("Tokens")
+@Suite("Tokens", .onEveryBackend)
 struct TokenTests {
     @Test("Unregistering leaves every group and topic at once, deleting groups it empties")
     func unregister() async throws {
