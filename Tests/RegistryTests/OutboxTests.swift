@@ -139,10 +139,11 @@ struct OutboxTests {
         #expect(second.nextAfter == nil)
         let failed = try await store.deliveries(ofMessage: job.messageID, in: project, state: .failed, after: nil, limit: 10)
         #expect(failed?.items.map(\.token) == [token(2)])
-        // A page token made up past every token id is an empty page, in each state.
+        // A page token made up past every token id (walk positions start at 2^40 on both backends)
+        // is an empty page, in each state.
         for state in DeliveryState.allCases {
             let past = try await store.deliveries(
-                ofMessage: job.messageID, in: project, state: state, after: SQLiteStore.walkPositions + (1 << 33), limit: 10)
+                ofMessage: job.messageID, in: project, state: state, after: (1 << 40) + (1 << 33), limit: 10)
             #expect(past?.items.isEmpty == true)
         }
     }
