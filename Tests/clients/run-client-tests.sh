@@ -7,6 +7,7 @@
 # python3, curl, and root for the last two parts; installs the clients in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Tests/clients/registry-db.sh
 
 work=$(mktemp -d)
 server=""
@@ -24,7 +25,7 @@ python3 -m venv "$work/venv"
   "aiofcm==1.4" "aioxmpp==0.13.3" "pyOpenSSL==24.2.1" "pytz==2025.2" "slixmpp==1.17.0"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-.build/debug/fcm-registry serve --db "$work/registry.sqlite" --port "$port" > "$work/first-start.json" 2> "$work/server.log" &
+.build/debug/fcm-registry serve --db "$(registry_db "$work" sdk_urls)" --port "$port" > "$work/first-start.json" 2> "$work/server.log" &
 server=$!
 for _ in $(seq 100); do
   curl -fs "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break

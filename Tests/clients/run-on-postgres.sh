@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The unmodified firebase-admin SDK (test_firebase_admin.py) against servers whose registry is in
-# PostgreSQL: two servers on one database; the first creates the project, the SDK talks to the
-# second. Also checks that neither logged the database's password. Needs FCM_REGISTRY_TEST_POSTGRES (Tests/postgres/cluster.sh start), psql,
-# a built .build/debug/fcm-registry, python3 and curl; installs the clients in a private venv.
+# The client suites against servers whose registry is in PostgreSQL. First the unmodified
+# firebase-admin SDK (test_firebase_admin.py) against two servers on one database: the first
+# creates the project, the SDK talks to the second, and neither may log the database's password.
+# Then every client suite of run-client-tests.sh (firebase-admin, the SDK under Google's names,
+# aiofcm and slixmpp over XMPP, the relay) and the console's, each server on a schema of its own
+# (registry-db.sh). Needs FCM_REGISTRY_TEST_POSTGRES (Tests/postgres/cluster.sh start), psql, a
+# built .build/debug/fcm-registry, python3, curl, and what those suites need.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 : "${FCM_REGISTRY_TEST_POSTGRES:?set it to a PostgreSQL URL (Tests/postgres/cluster.sh start DIR)}"
@@ -11,9 +14,13 @@ work=$(mktemp -d)
 pids=()
 schema="clients_$$"
 base=${FCM_REGISTRY_TEST_POSTGRES%%\?*}
+export FCM_REGISTRY_CLIENT_RUN=$$
 stop() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   psql "$base" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" > /dev/null 2>&1 || true
+  for made in $(psql "$base" -Atc "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'clients\_${FCM_REGISTRY_CLIENT_RUN}\_%'" 2>/dev/null); do
+    psql "$base" -qc "DROP SCHEMA $made CASCADE" > /dev/null 2>&1 || true
+  done
   rm -rf "$work" || true
 }
 trap stop EXIT
@@ -54,3 +61,10 @@ export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.
   echo "--- second server" >&2; tail -30 "$work/second.log" >&2
   exit 1
 }
+for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+pids=()
+
+echo "The client suites, each server on PostgreSQL"
+FCM_REGISTRY_CLIENT_DB=postgres bash Tests/clients/run-client-tests.sh
+echo "The console's suite, its servers on PostgreSQL"
+FCM_REGISTRY_CLIENT_DB=postgres bash Tests/console/run-console-tests.sh

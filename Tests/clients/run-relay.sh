@@ -7,8 +7,11 @@
 # is untouched. Needs root (port 443, unshare), a built .build/debug/fcm-registry, python3 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Tests/clients/registry-db.sh
 
 work=$(mktemp -d)
+relay_db=$(registry_db "$work" relay)
+upstream_db=$(registry_db "$work" relay_upstream)
 upstream=""
 stop() {
   # The relaying server is stopped inside the namespace; its pid is kept here in case that shell died.
@@ -42,11 +45,11 @@ wait_healthy() {
 
 # The upstream: FCM and Google's token endpoint, its own database and project.
 "$binary" tls init --dir "$work/certs" > /dev/null
-"$binary" project create --sender-id 999000999000 --project-id fb-upstream --db "$work/upstream.sqlite" \
+"$binary" project create --sender-id 999000999000 --project-id fb-upstream --db "$upstream_db" \
   > "$work/upstream.json"
-"$binary" project service-account --project-id fb-upstream --db "$work/upstream.sqlite" \
+"$binary" project service-account --project-id fb-upstream --db "$upstream_db" \
   --output "$work/firebase-sa.json" > /dev/null
-"$binary" serve --db "$work/upstream.sqlite" --port off --tls-port 443 --xmpp-port off \
+"$binary" serve --db "$upstream_db" --port off --tls-port 443 --xmpp-port off \
   --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server-key.pem" 2> "$work/upstream.log" &
 upstream=$!
 wait_healthy "$work/upstream.log" --cacert "$work/certs/ca.pem" --resolve fcm.googleapis.com:443:127.0.0.1 \
@@ -56,10 +59,10 @@ wait_healthy "$work/upstream.log" --cacert "$work/certs/ca.pem" --resolve fcm.go
 # (token_uri https://oauth2.googleapis.com/token, upstream https://fcm.googleapis.com: the defaults).
 # Its own clients get a service account whose token_uri is the relaying server's /token.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$binary" project create --sender-id 123456789012 --project-id relay-app --db "$work/relay.sqlite" > "$work/relay.json"
-"$binary" project relay --project-id relay-app --service-account "$work/firebase-sa.json" --db "$work/relay.sqlite" \
+"$binary" project create --sender-id 123456789012 --project-id relay-app --db "$relay_db" > "$work/relay.json"
+"$binary" project relay --project-id relay-app --service-account "$work/firebase-sa.json" --db "$relay_db" \
   > /dev/null
-"$binary" project service-account --project-id relay-app --db "$work/relay.sqlite" \
+"$binary" project service-account --project-id relay-app --db "$relay_db" \
   --token-uri "http://127.0.0.1:$port/token" --output "$work/relay-sa.json" > /dev/null
 
 cat > "$work/hosts" <<HOSTS
@@ -69,7 +72,7 @@ HOSTS
 
 key_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_key"])' "$1"; }
 export RELAY_URL="http://127.0.0.1:$port" RELAY_PROJECT=relay-app RELAY_SENDER_ID=123456789012
-export RELAY_KEY=$(key_of "$work/relay.json") RELAY_DB="$work/relay.sqlite"
+export RELAY_KEY=$(key_of "$work/relay.json") RELAY_DB="$relay_db"
 export RELAY_SERVICE_ACCOUNT="$work/relay-sa.json" RELAY_MAX_ATTEMPTS=$max_attempts
 export UPSTREAM_PROJECT=fb-upstream UPSTREAM_KEY=$(key_of "$work/upstream.json")
 export UPSTREAM_SERVICE_ACCOUNT="$work/firebase-sa.json" FCM_REGISTRY_BINARY="$binary"
@@ -81,7 +84,7 @@ export work binary venv port max_attempts
 in_namespace() {
   set -euo pipefail
   mount --bind "$work/hosts" /etc/hosts
-  "$binary" serve --db "$work/relay.sqlite" --port "$port" --xmpp-port off \
+  "$binary" serve --db "$relay_db" --port "$port" --xmpp-port off \
     --relay-ca-file "$work/certs/ca.pem" --relay-max-attempts "$max_attempts" --relay-poll-interval 200ms \
     2> "$work/relay.log" &
   relay_server=$!

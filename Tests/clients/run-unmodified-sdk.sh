@@ -5,8 +5,10 @@
 # unshare), a built .build/debug/fcm-registry, python3 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Tests/clients/registry-db.sh
 
 work=$(mktemp -d)
+db=$(registry_db "$work" unmodified)
 server=""
 stop() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
@@ -23,9 +25,9 @@ if [ -z "${CLIENT_VENV:-}" ]; then
 fi
 
 "$binary" tls init --dir "$work/certs" > /dev/null
-"$binary" project create --sender-id 555000555000 --project-id sdk-app --db "$work/registry.sqlite" > "$work/project.json"
-"$binary" project service-account --project-id sdk-app --db "$work/registry.sqlite" --output "$work/service-account.json"
-"$binary" serve --db "$work/registry.sqlite" --port off --tls-port 443 \
+"$binary" project create --sender-id 555000555000 --project-id sdk-app --db "$db" > "$work/project.json"
+"$binary" project service-account --project-id sdk-app --db "$db" --output "$work/service-account.json"
+"$binary" serve --db "$db" --port off --tls-port 443 \
   --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server-key.pem" 2> "$work/server.log" &
 server=$!
 for _ in $(seq 100); do

@@ -6,8 +6,10 @@
 # free port 5235, a built .build/debug/fcm-registry, python3 and curl.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Tests/clients/registry-db.sh
 
 work=$(mktemp -d)
+db=$(registry_db "$work" xmpp)
 server=""
 stop() {
   if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
@@ -31,7 +33,7 @@ port=$(free_port)
 tls_port=$(free_port)
 
 "$binary" tls init --dir "$work/certs" > /dev/null
-"$binary" serve --db "$work/registry.sqlite" --key-file "$work/key.json" --port "$port" \
+"$binary" serve --db "$db" --key-file "$work/key.json" --port "$port" \
   --tls-port "$tls_port" --tls-cert "$work/certs/server.pem" --tls-key "$work/certs/server-key.pem" \
   --xmpp-port "$xmpp_port" --log-level debug 2> "$work/server.log" &
 server=$!

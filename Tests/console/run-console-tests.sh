@@ -6,8 +6,11 @@
 # python3, curl, chromium and chromium-driver; installs selenium in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Tests/clients/registry-db.sh
 
 work=$(mktemp -d)
+app_db=$(registry_db "$work" console)
+upstream_db=$(registry_db "$work" console_upstream)
 pids=()
 stop() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
@@ -34,18 +37,18 @@ key_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["serv
 
 # "FCM": an fcm-registry that judges tokens and logs what it is sent.
 upstream_port=$(free_port)
-"$binary" project create --sender-id 999000999000 --project-id fb-console --db "$work/upstream.sqlite" > "$work/upstream.json"
-"$binary" project service-account --project-id fb-console --db "$work/upstream.sqlite" \
+"$binary" project create --sender-id 999000999000 --project-id fb-console --db "$upstream_db" > "$work/upstream.json"
+"$binary" project service-account --project-id fb-console --db "$upstream_db" \
   --token-uri "http://127.0.0.1:$upstream_port/token" --output "$work/firebase-sa.json" > /dev/null
-"$binary" serve --db "$work/upstream.sqlite" --port "$upstream_port" --xmpp-port off 2> "$work/upstream.log" &
+"$binary" serve --db "$upstream_db" --port "$upstream_port" --xmpp-port off 2> "$work/upstream.log" &
 pids+=($!)
 
 # The registry the console looks into, relaying to it.
 port=$(free_port)
-"$binary" project create --sender-id 123456789012 --project-id console-app --db "$work/app.sqlite" > "$work/app.json"
+"$binary" project create --sender-id 123456789012 --project-id console-app --db "$app_db" > "$work/app.json"
 "$binary" project relay --project-id console-app --service-account "$work/firebase-sa.json" \
-  --upstream "http://127.0.0.1:$upstream_port" --db "$work/app.sqlite" > /dev/null
-"$binary" serve --db "$work/app.sqlite" --port "$port" --xmpp-port off --relay-poll-interval 200ms 2> "$work/app.log" &
+  --upstream "http://127.0.0.1:$upstream_port" --db "$app_db" > /dev/null
+"$binary" serve --db "$app_db" --port "$port" --xmpp-port off --relay-poll-interval 200ms 2> "$work/app.log" &
 pids+=($!)
 wait_healthy "http://127.0.0.1:$upstream_port" "$work/upstream.log"
 wait_healthy "http://127.0.0.1:$port" "$work/app.log"
