@@ -253,3 +253,18 @@ CREATE INDEX delivery_due ON delivery(messageId, nextAttemptAt) WHERE state = 'p
 CREATE INDEX delivery_state ON delivery(messageId, state, id);
 
 CREATE INDEX message_messageId ON message(projectId, messageId);
+
+CREATE TABLE upstreamMessage (
+  id INTEGER PRIMARY KEY,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  messageId TEXT NOT NULL,
+  json TEXT NOT NULL,
+  isReceipt INTEGER NOT NULL,
+  heldBy TEXT,
+  heldUntil INTEGER,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE INDEX upstreamMessage_project ON upstreamMessage(projectId, id);
+
+CREATE INDEX upstreamMessage_heldBy ON upstreamMessage(heldBy) WHERE heldBy IS NOT NULL;

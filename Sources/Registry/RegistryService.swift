@@ -14,6 +14,8 @@ public struct RegistryService: Sendable {
     package let archive: any ArchiveStore
     /// The relay's settings and durable work.
     package let outbox: any OutboxStore
+    /// Upstream messages and receipts on their way to an XMPP session on any server.
+    public let upstream: any UpstreamStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -47,6 +49,7 @@ public struct RegistryService: Sendable {
         messageLog = store
         archive = store
         outbox = store
+        upstream = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

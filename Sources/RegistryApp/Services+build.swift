@@ -18,10 +18,12 @@ public func buildServices(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
     metrics: PrometheusCollectorRegistry, relay: RelayHandoff? = nil
 ) throws -> [any Service] {
-    let xmpp = XMPPHub(limits: configuration.xmpp.hub)
+    let xmpp = XMPPHub(limits: configuration.xmpp.hub, upstream: registry.upstream)
     var services: [any Service] = [
         FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger)
     ]
+    // Where XMPP sessions may be, the hub looks for upstream messages other servers added.
+    if configuration.xmppListening { services.append(xmpp) }
     if let relay {
         services.append(
             try RelayWorker(registry: registry, options: configuration.relay, handoff: relay, logger: logger))

@@ -34,6 +34,9 @@ enum Migrations {
         migrator.registerMigration("v7 relay and outbox", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v7)
         }
+        migrator.registerMigration("v8 upstream messages", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v8)
+        }
         return migrator
     }
 
@@ -333,5 +336,22 @@ enum Migrations {
         CREATE INDEX delivery_due ON delivery(messageId, nextAttemptAt) WHERE state = 'pending';
         CREATE INDEX delivery_state ON delivery(messageId, state, id);
         CREATE INDEX message_messageId ON message(projectId, messageId);
+        """
+
+    /// Upstream messages and receipts waiting for, or held by, an XMPP session of some server
+    /// (`UpstreamStore`): `heldBy` names the server, `heldUntil` ends its lease.
+    private static let v8 = """
+        CREATE TABLE upstreamMessage (
+          id INTEGER PRIMARY KEY,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          messageId TEXT NOT NULL,
+          json TEXT NOT NULL,
+          isReceipt INTEGER NOT NULL,
+          heldBy TEXT,
+          heldUntil INTEGER,
+          createdAt INTEGER NOT NULL
+        );
+        CREATE INDEX upstreamMessage_project ON upstreamMessage(projectId, id);
+        CREATE INDEX upstreamMessage_heldBy ON upstreamMessage(heldBy) WHERE heldBy IS NOT NULL;
         """
 }

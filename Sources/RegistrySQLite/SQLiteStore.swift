@@ -45,7 +45,7 @@ public struct SQLiteStore: ArchiveStore, RegistryStore {
 
 extension SQLiteStore {
     /// Ids as a JSON array, for `json_each`: one bound parameter however many there are.
-    static func jsonList(_ ids: [UInt32]) -> String {
+    static func jsonList<ID: BinaryInteger>(_ ids: [ID]) -> String {
         "[" + ids.map { String($0) }.joined(separator: ",") + "]"
     }
 

@@ -18,8 +18,9 @@ import XMPPServer
 ///   - xmpp: the XMPP hub the native upstream and drain routes reach.
 public func buildApplication(
     registry: RegistryService, settings: HTTPSettings, logger: Logger,
-    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), xmpp: XMPPHub = XMPPHub()
+    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), xmpp: XMPPHub? = nil
 ) -> Application<RouterResponder<RegistryRequestContext>> {
+    let xmpp = xmpp ?? XMPPHub(upstream: registry.upstream)
     let silent = SilentConnections(
         spacing: SilentConnections.spacing(
             headerTimeout: settings.headerTimeout, maximumConnections: settings.maximumConnections),

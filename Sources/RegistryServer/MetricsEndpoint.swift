@@ -92,7 +92,7 @@ enum MetricsEndpoint {
         metrics.gauge("xmpp_sessions", "Authenticated XMPP sessions.", xmpp.sessionCount)
         metrics.gauge(
             "xmpp_upstream_waiting", "Upstream messages waiting for an XMPP session, in all projects.",
-            xmpp.waitingCount)
+            try await xmpp.waitingCount())
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 * 1024)
         metrics.registry.emit(into: &bytes)

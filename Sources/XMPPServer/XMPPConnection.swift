@@ -397,7 +397,13 @@ struct XMPPConnection {
                         "duration": "\(ContinuousClock.now - started)",
                     ])
                 if let receipt = Self.receipt(for: answer, messageID: messageID, project: project) {
-                    _ = hub.deliver(receipt, to: project, preferring: id)
+                    do {
+                        _ = try await hub.deliver(receipt, to: project, preferring: id)
+                    } catch {
+                        logger.warning(
+                            "xmpp receipt not stored",
+                            metadata: ["xmpp.connection": "\(id)", "error": "\(String(describing: error).prefix(200))"])
+                    }
                 }
             }
         }

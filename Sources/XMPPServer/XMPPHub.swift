@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Registry
 import Synchronization
 import XMPP
@@ -12,27 +13,16 @@ enum XMPPOutgoing: Sendable {
     case fail(condition: String, text: String)
 }
 
-/// An upstream message (from an emulated device) or a delivery receipt, on its way to the app server.
-public struct UpstreamMessage: Sendable {
-    public var messageID: String
-    /// The `<gcm>` JSON, as the app server reads it.
-    public var json: String
-    public var isReceipt: Bool
-
-    public init(messageID: String, json: String, isReceipt: Bool) {
-        self.messageID = messageID
-        self.json = json
-        self.isReceipt = isReceipt
-    }
-}
-
 /// Every XMPP session of every project, and the upstream traffic between emulated devices and
 /// them (XMPP reference §5.3–§5.5, §6).
 ///
-/// - Upstream messages go to one of the project's sessions that is not draining and has fewer
-///   than `pendingPerConnection` unacknowledged; with none, they wait in memory, at most
-///   `waitingPerProject` per project (they do not survive a restart).
-/// - What a session leaves unacknowledged when it ends is delivered again to another session.
+/// - Upstream messages wait in the store (`UpstreamStore`), at most `waitingPerProject` per
+///   project, until a session of the project that is not draining and has fewer than
+///   `pendingPerConnection` unacknowledged takes them, on whichever server holds it: each server
+///   claims waiting messages for its sessions when one is added, when room opens, and every
+///   `upstreamPollInterval` (for those added on other servers). See `XMPPHub+Upstream.swift`.
+/// - What a session leaves unacknowledged when it ends is handed back and delivered again to
+///   another session; what a dead server held is, once its lease has run out.
 /// - A draining session gets `CONNECTION_DRAINING`, takes no new downstream messages, and is
 ///   closed once its downstream messages are answered and its upstream ones acknowledged, or
 ///   after `drainTimeout`.
@@ -49,6 +39,11 @@ public final class XMPPHub: Sendable {
         /// An unacknowledged receipt stops counting against the connection after this long:
         /// some clients never acknowledge receipts.
         public var receiptAckTimeout = Duration.seconds(30)
+        /// How often a server with room in its sessions looks for upstream messages other servers added.
+        public var upstreamPollInterval = Duration.milliseconds(100)
+        /// How long a server holds an unacknowledged upstream message without renewing its claim;
+        /// past it (the server died) another server's session takes the message.
+        public var upstreamLease = Duration.seconds(30)
 
         public init() {}
     }
@@ -88,9 +83,9 @@ public final class XMPPHub: Sendable {
     private struct Session {
         var info: SessionInfo
         let outbox: XMPPOutbox
-        /// Upstream messages and receipts sent and not yet acknowledged, by message id, with the
-        /// order they were sent in.
-        var unacked: [String: (message: UpstreamMessage, sequence: Int)] = [:]
+        /// Upstream messages and receipts sent and not yet acknowledged, by message id, with their
+        /// rows in the store.
+        var unacked: [String: HeldUpstream] = [:]
         /// Receipts by when they were sent, oldest first from `receiptHead`; acknowledged ones are
         /// skipped as they come up.
         var receipts: [(id: String, sentAt: ContinuousClock.Instant)] = []
@@ -103,11 +98,15 @@ public final class XMPPHub: Sendable {
             info.draining || !info.bound ? 0 : limit - unacked.count
         }
 
-        /// Receipts unacknowledged since before `cutoff` stop taking room; amortized O(1).
-        mutating func expireReceipts(before cutoff: ContinuousClock.Instant) {
+        /// Receipts unacknowledged since before `cutoff` stop taking room, and are dropped from
+        /// the store as if acknowledged; amortized O(1).
+        mutating func expireReceipts(before cutoff: ContinuousClock.Instant, into expired: inout [Int64]) {
             while receiptHead < receipts.count && receipts[receiptHead].sentAt < cutoff {
                 let id = receipts[receiptHead].id
-                if unacked[id]?.message.isReceipt == true { unacked[id] = nil }
+                if let held = unacked[id], held.message.isReceipt {
+                    unacked[id] = nil
+                    expired.append(held.id)
+                }
                 receiptHead += 1
             }
             if receiptHead > 64 && receiptHead * 2 > receipts.count {
@@ -118,49 +117,26 @@ public final class XMPPHub: Sendable {
         }
     }
 
-    /// Upstream messages waiting for a session, oldest first; O(1) at both ends that matter.
-    private struct WaitingQueue {
-        private var items: [UpstreamMessage] = []
-        private var head = 0
-
-        var count: Int { items.count - head }
-        var isEmpty: Bool { count == 0 }
-
-        mutating func append(_ message: UpstreamMessage) {
-            items.append(message)
-        }
-
-        mutating func popFirst() -> UpstreamMessage? {
-            guard head < items.count else { return nil }
-            let message = items[head]
-            head += 1
-            if head > 64 && head * 2 > items.count {
-                items.removeFirst(head)
-                head = 0
-            }
-            return message
-        }
-
-        /// Puts messages a closed session left unacknowledged back in front.
-        mutating func prepend(_ messages: [UpstreamMessage]) {
-            items.replaceSubrange(0..<head, with: messages)
-            head = 0
-        }
-    }
-
     private struct State {
         var sessions: [Int64: [String: Session]] = [:]
-        var waiting: [Int64: WaitingQueue] = [:]
         var nextID = 1
-        var nextSequence = 0
         var shuttingDown = false
     }
 
     public let limits: Limits
+    /// Where upstream messages wait and which server holds them.
+    let store: any UpstreamStore
+    /// This server, as the holder of the messages its sessions were sent.
+    let holder = "xmpp-" + UUID().uuidString.lowercased()
     private let state = Mutex(State())
+    /// Claims of waiting messages: one at a time per server (see `pump`).
+    let pumping = Mutex(PumpState())
+    let logger: Logger
 
-    public init(limits: Limits = Limits()) {
+    public init(limits: Limits = Limits(), upstream store: any UpstreamStore, logger: Logger = Logger(label: "fcm-registry.xmpp")) {
         self.limits = limits
+        self.store = store
+        self.logger = logger
     }
 
     // MARK: - Sessions
@@ -194,35 +170,27 @@ public final class XMPPHub: Sendable {
             if session.info.draining {
                 session.outbox.send(.stanza(CCSWire.connectionDraining))
                 endIfDrained(session)
-            } else {
-                pump(project.rowID, &state)
             }
         }
+        ringForRoom()
     }
 
-    /// Forgets a session whose connection ended; what it left unacknowledged goes to another.
+    /// Forgets a session whose connection ended; what it left unacknowledged is handed back, to
+    /// go to another session (first in line, by its age).
     func remove(_ id: String, project: Project) {
-        state.withLock { state in
-            guard let session = state.sessions[project.rowID]?.removeValue(forKey: id) else { return }
+        let returned = state.withLock { state -> [Int64] in
+            guard let session = state.sessions[project.rowID]?.removeValue(forKey: id) else { return [] }
             if state.sessions[project.rowID]?.isEmpty == true { state.sessions[project.rowID] = nil }
-            let returned = session.unacked.values.sorted { $0.sequence < $1.sequence }.map(\.message)
-            if !returned.isEmpty { state.waiting[project.rowID, default: WaitingQueue()].prepend(returned) }
-            pump(project.rowID, &state)
+            return session.unacked.values.map(\.id)
         }
+        guard !returned.isEmpty else { return }
+        Task { await handBack(returned) }
     }
 
     public func sessions(of project: Project) -> [SessionInfo] {
         state.withLock { state in
             (state.sessions[project.rowID] ?? [:]).values.map(\.info).sorted { $0.connectedAt < $1.connectedAt }
         }
-    }
-
-    public func waitingCount(of project: Project) -> Int {
-        state.withLock { $0.waiting[project.rowID]?.count ?? 0 }
-    }
-
-    public var waitingCount: Int {
-        state.withLock { $0.waiting.values.reduce(0) { $0 + $1.count } }
     }
 
     public var sessionCount: Int {
@@ -257,44 +225,24 @@ public final class XMPPHub: Sendable {
 
     // MARK: - Upstream
 
-    /// Sends an upstream message or receipt to one of the project's sessions (`preferring` one,
-    /// when it has room), or keeps it waiting for one.
-    public func deliver(_ message: UpstreamMessage, to project: Project, preferring preferred: String? = nil)
-        -> UpstreamDelivery
-    {
-        state.withLock { state in
-            // Older waiting messages first: whatever room there is goes to them.
-            pump(project.rowID, &state)
-            let waiting = state.waiting[project.rowID]?.count ?? 0
-            if waiting == 0 {
-                expireReceipts(project.rowID, &state)
-                if let target = chooseSession(project.rowID, preferring: preferred, state) {
-                    send(message, to: target, project: project.rowID, &state)
-                    return .sent(connection: target)
-                }
-            }
-            guard waiting < limits.waitingPerProject else { return .queueFull }
-            state.waiting[project.rowID, default: WaitingQueue()].append(message)
-            return .waiting(position: waiting + 1)
-        }
-    }
-
     /// The app server's ack of an upstream message or receipt; receipts may be acknowledged with or
     /// without their `dr2:` prefix. `false` when the connection has no such message unacknowledged.
+    /// The acknowledged message leaves the store.
     @discardableResult
     func acknowledge(_ messageID: String, session id: String, project: Project) -> Bool {
-        state.withLock { state in
-            guard var session = state.sessions[project.rowID]?[id] else { return false }
-            guard let key = [messageID, "dr2:" + messageID].first(where: { session.unacked[$0] != nil }) else {
-                return false
-            }
-            session.unacked[key] = nil
+        let acknowledged = state.withLock { state -> Int64? in
+            guard var session = state.sessions[project.rowID]?[id] else { return nil }
+            guard let key = [messageID, "dr2:" + messageID].first(where: { session.unacked[$0] != nil }),
+                let held = session.unacked.removeValue(forKey: key)
+            else { return nil }
             session.info.unackedUpstream = session.unacked.count
             state.sessions[project.rowID]?[id] = session
-            pump(project.rowID, &state)
             endIfDrained(session)
-            return true
+            return held.id
         }
+        guard let acknowledged else { return false }
+        Task { await settle(acknowledged) }
+        return true
     }
 
     // MARK: - Draining
@@ -345,53 +293,79 @@ public final class XMPPHub: Sendable {
         if session.info.draining && session.isIdle { session.outbox.send(.end) }
     }
 
-    private func expireReceipts(_ project: Int64, _ state: inout State) {
+    private func expireReceipts(_ project: Int64, _ state: inout State, into expired: inout [Int64]) {
         let cutoff = ContinuousClock.now - limits.receiptAckTimeout
         for (id, var session) in state.sessions[project] ?? [:]
         where session.receiptHead < session.receipts.count && session.receipts[session.receiptHead].sentAt < cutoff {
-            session.expireReceipts(before: cutoff)
+            session.expireReceipts(before: cutoff, into: &expired)
             state.sessions[project]?[id] = session
             endIfDrained(session)
         }
     }
 
-    /// The session with the most room for upstream messages, `preferred` first when it has any.
-    private func chooseSession(_ project: Int64, preferring preferred: String?, _ state: State) -> String? {
-        let sessions = state.sessions[project] ?? [:]
-        if let preferred, let session = sessions[preferred], session.room(limits.pendingPerConnection) > 0 {
-            return preferred
-        }
-        guard let best = sessions.max(by: { $0.value.room(limits.pendingPerConnection) < $1.value.room(limits.pendingPerConnection) }),
-            best.value.room(limits.pendingPerConnection) > 0
-        else { return nil }
-        return best.key
-    }
-
-    private func send(_ message: UpstreamMessage, to id: String, project: Int64, _ state: inout State) {
-        guard var session = state.sessions[project]?[id] else { return }
-        session.unacked[message.messageID] = (message, state.nextSequence)
-        state.nextSequence += 1
-        if message.isReceipt { session.receipts.append((message.messageID, .now)) }
+    private func send(_ held: HeldUpstream, to id: String, _ state: inout State) {
+        guard var session = state.sessions[held.project]?[id] else { return }
+        session.unacked[held.message.messageID] = held
+        if held.message.isReceipt { session.receipts.append((held.message.messageID, .now)) }
         session.info.unackedUpstream = session.unacked.count
-        session.outbox.send(.stanza(CCSWire.upstream(message.json, senderID: session.info.project.senderId)))
-        state.sessions[project]?[id] = session
+        session.outbox.send(.stanza(CCSWire.upstream(held.message.json, senderID: session.info.project.senderId)))
+        state.sessions[held.project]?[id] = session
     }
 
-    /// Hands waiting messages to sessions with room, oldest first, round robin: O(waiting + sessions).
-    private func pump(_ project: Int64, _ state: inout State) {
-        guard let waiting = state.waiting[project], !waiting.isEmpty else { return }
-        expireReceipts(project, &state)
-        var rooms = (state.sessions[project] ?? [:]).compactMap { id, session -> (String, Int)? in
-            let room = session.room(limits.pendingPerConnection)
-            return room > 0 ? (id, room) : nil
+    // MARK: - Room and placing, for the claims of XMPPHub+Upstream.swift
+
+    /// Room for upstream messages, by project (sessions that are bound, not draining, and have
+    /// fewer than `pendingPerConnection` unacknowledged), after dropping expired receipts, whose
+    /// rows are returned to be deleted.
+    func upstreamRoom() -> (room: [Int64: Int], expired: [Int64]) {
+        state.withLock { state in
+            var room: [Int64: Int] = [:]
+            var expired: [Int64] = []
+            for project in Array(state.sessions.keys) {
+                expireReceipts(project, &state, into: &expired)
+                let total = (state.sessions[project] ?? [:]).values.reduce(0) { $0 + $1.room(limits.pendingPerConnection) }
+                if total > 0 { room[project] = total }
+            }
+            return (room, expired)
         }
-        var turn = 0
-        while !rooms.isEmpty, let next = state.waiting[project]?.popFirst() {
-            turn %= rooms.count
-            send(next, to: rooms[turn].0, project: project, &state)
-            rooms[turn].1 -= 1
-            if rooms[turn].1 == 0 { rooms.remove(at: turn) } else { turn += 1 }
+    }
+
+    /// Sends claimed messages to sessions with room, `preferred` first, then round robin, oldest
+    /// first: O(messages + sessions). Returns the connection each went to, and the rows of those no
+    /// session could take (it ended, or filled, since the room was counted).
+    func place(_ held: [HeldUpstream], preferring preferred: String?) -> (sent: [Int64: String], unplaced: [Int64]) {
+        state.withLock { state in
+            var sent: [Int64: String] = [:]
+            var unplaced: [Int64] = []
+            for (project, messages) in Dictionary(grouping: held, by: \.project) {
+                var rooms = (state.sessions[project] ?? [:]).compactMap { id, session -> (String, Int)? in
+                    let room = session.room(limits.pendingPerConnection)
+                    return room > 0 ? (id, room) : nil
+                }.sorted { $0.0 < $1.0 }
+                if let preferred, let index = rooms.firstIndex(where: { $0.0 == preferred }) {
+                    rooms.swapAt(0, index)
+                }
+                var turn = 0
+                for message in messages.sorted(by: { $0.id < $1.id }) {
+                    guard !rooms.isEmpty else {
+                        unplaced.append(message.id)
+                        continue
+                    }
+                    turn %= rooms.count
+                    send(message, to: rooms[turn].0, &state)
+                    sent[message.id] = rooms[turn].0
+                    rooms[turn].1 -= 1
+                    if rooms[turn].1 == 0 { rooms.remove(at: turn) } else if preferred == nil { turn += 1 }
+                }
+            }
+            return (sent, unplaced)
         }
-        if state.waiting[project]?.isEmpty == true { state.waiting[project] = nil }
+    }
+
+    /// Whether any session has room: worth looking for messages other servers added.
+    var hasRoom: Bool {
+        state.withLock { state in
+            state.sessions.values.contains { $0.values.contains { $0.room(limits.pendingPerConnection) > 0 } }
+        }
     }
 }

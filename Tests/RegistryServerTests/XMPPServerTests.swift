@@ -47,7 +47,7 @@ struct XMPPFixture: Sendable {
     static func listener(over fixture: Fixture, configuration: ServerConfiguration, tls: NIOSSLContext? = nil)
         -> (XMPPHub, XMPPListener, AsyncStream<Int>)
     {
-        let hub = XMPPHub(limits: configuration.xmpp.hub)
+        let hub = XMPPHub(limits: configuration.xmpp.hub, upstream: fixture.registry.upstream)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let listener = XMPPListener(
             registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp.settings,
@@ -534,7 +534,7 @@ struct XMPPHubTests {
         var limits = XMPPHub.Limits()
         limits.pendingPerConnection = 2
         limits.receiptAckTimeout = .milliseconds(200)
-        let hub = XMPPHub(limits: limits)
+        let hub = XMPPHub(limits: limits, upstream: fixture.registry.upstream)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")
@@ -542,18 +542,18 @@ struct XMPPHubTests {
         }
         hub.bind(id, project: fixture.project, jid: "j/r")
         for n in 0..<2 {
-            #expect(hub.deliver(UpstreamMessage(messageID: "dr2:\(n)", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
+            #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:\(n)", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
         }
-        #expect(hub.deliver(UpstreamMessage(messageID: "dr2:2", json: "{}", isReceipt: true), to: fixture.project) == .waiting(position: 1))
+        #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:2", json: "{}", isReceipt: true), to: fixture.project) == .waiting(position: 1))
         // Downstream messages have a budget of their own.
         #expect(hub.admitDownstream(id, project: fixture.project) == .admitted)
         try await Task.sleep(for: .milliseconds(300))
         // The waiting receipt goes first, then the new message.
-        #expect(hub.deliver(UpstreamMessage(messageID: "u-1", json: "{}", isReceipt: false), to: fixture.project) == .sent(connection: id))
-        #expect(hub.waitingCount(of: fixture.project) == 0)
+        #expect(try await hub.deliver(UpstreamMessage(messageID: "u-1", json: "{}", isReceipt: false), to: fixture.project) == .sent(connection: id))
+        #expect(try await hub.waitingCount(of: fixture.project) == 0)
         // A plain upstream message never expires: it waits for its ack.
         try await Task.sleep(for: .milliseconds(300))
-        #expect(hub.deliver(UpstreamMessage(messageID: "dr2:3", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
+        #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:3", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
         #expect(hub.sessions(of: fixture.project).first?.unackedUpstream == 2)
     }
 
@@ -562,7 +562,7 @@ struct XMPPHubTests {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
         configuration.xmpp.hub.pendingPerConnection = 2
-        let hub = XMPPHub(limits: configuration.xmpp.hub)
+        let hub = XMPPHub(limits: configuration.xmpp.hub, upstream: fixture.registry.upstream)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")

@@ -2,6 +2,7 @@
 # The client suites against servers whose registry is in PostgreSQL. First the unmodified
 # firebase-admin SDK (test_firebase_admin.py) against two servers on one database: the first
 # creates the project, the SDK talks to the second, and neither may log the database's password.
+# Then three servers, one killed with SIGKILL mid-write (Tests/postgres/kill_nine.py).
 # Then every client suite of run-client-tests.sh (firebase-admin, the SDK under Google's names,
 # aiofcm and slixmpp over XMPP, the relay) and the console's, each server on a schema of its own
 # (registry-db.sh). Needs FCM_REGISTRY_TEST_POSTGRES (Tests/postgres/cluster.sh start), psql, a
@@ -18,6 +19,7 @@ export FCM_REGISTRY_CLIENT_RUN=$$
 stop() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   psql "$base" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" > /dev/null 2>&1 || true
+  psql "$base" -qc "DROP SCHEMA IF EXISTS ${schema}_kill CASCADE" > /dev/null 2>&1 || true
   for made in $(psql "$base" -Atc "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'clients\_${FCM_REGISTRY_CLIENT_RUN}\_%'" 2>/dev/null); do
     psql "$base" -qc "DROP SCHEMA $made CASCADE" > /dev/null 2>&1 || true
   done
@@ -63,6 +65,10 @@ export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.
 }
 for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 pids=()
+
+echo "Three servers on one database, one killed with SIGKILL mid-write"
+psql "$base" -qc "CREATE SCHEMA ${schema}_kill" > /dev/null
+"$venv/bin/python" Tests/postgres/kill_nine.py "$binary" "${db/search_path=$schema/search_path=${schema}_kill}"
 
 echo "The client suites, each server on PostgreSQL"
 FCM_REGISTRY_CLIENT_DB=postgres bash Tests/clients/run-client-tests.sh

@@ -76,7 +76,7 @@ export RELAY_KEY=$(key_of "$work/relay.json") RELAY_DB="$relay_db"
 export RELAY_SERVICE_ACCOUNT="$work/relay-sa.json" RELAY_MAX_ATTEMPTS=$max_attempts
 export UPSTREAM_PROJECT=fb-upstream UPSTREAM_KEY=$(key_of "$work/upstream.json")
 export UPSTREAM_SERVICE_ACCOUNT="$work/firebase-sa.json" FCM_REGISTRY_BINARY="$binary"
-export work binary venv port max_attempts
+export work binary venv port max_attempts relay_db
 
 # In the namespace: the relaying server resolves Google's names through the private hosts file.
 # It trusts the upstream's CA only through --relay-ca-file (pytest alone gets it as its CA bundle).

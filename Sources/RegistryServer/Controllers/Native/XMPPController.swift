@@ -42,7 +42,7 @@ struct XMPPController {
 
     /// `POST /api/tokens/{token}/upstream` with `{"category":"com.example.app","data":{…}}`: the
     /// device `token` sends an upstream message, which one of the project's XMPP sessions
-    /// receives (or which waits, in memory, for one).
+    /// receives, on this server or another (or which waits in the store for one).
     @Sendable func upstream(_ request: Request, context: RegistryRequestContext) async throws -> EditedResponse<UpstreamResponse> {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
@@ -70,7 +70,7 @@ struct XMPPController {
         ]
         if let ttl = body.timeToLive ?? body.time_to_live { json["time_to_live"] = ttl }
         let message = UpstreamMessage(messageID: messageID, json: CCSWire.json(json), isReceipt: false)
-        switch hub.deliver(message, to: project) {
+        switch try await hub.deliver(message, to: project) {
         case .sent(let connection):
             return EditedResponse(
                 response: UpstreamResponse(messageId: messageID, status: "sent", connection: connection))
@@ -106,7 +106,7 @@ struct XMPPController {
                     id: $0.id, jid: $0.jid, connectedAt: $0.connectedAt, draining: $0.draining,
                     pendingDownstream: $0.pendingDownstream, unackedUpstream: $0.unackedUpstream)
             },
-            waitingUpstream: hub.waitingCount(of: project))
+            waitingUpstream: try await hub.waitingCount(of: project))
     }
 
     struct DrainRequest: Decodable {
