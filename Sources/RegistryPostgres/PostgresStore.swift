@@ -37,6 +37,11 @@ public struct PostgresStore: Sendable {
     /// What runs beside the store in `serve`'s service group: the pool, until the group shuts down.
     public var services: [any Service] { [pool] }
 
+    /// Returns once the pool runs (`migrate` waits for it too).
+    public func started() async {
+        await pool.started()
+    }
+
     /// Closes the pool, for a store used without a service group (tests, a command's end).
     public func close() async {
         await pool.stop()
@@ -45,7 +50,8 @@ public struct PostgresStore: Sendable {
     /// Brings the database's tables up to date; safe when several servers start at once.
     /// - Returns: the migrations applied now.
     public func migrate() async throws -> [String] {
-        try await client.withConnection { connection in
+        await pool.started()
+        return try await client.withConnection { connection in
             try await PostgresMigrations.migrate(connection, logger: logger)
         }
     }
@@ -56,9 +62,24 @@ public struct PostgresStore: Sendable {
 /// commands that have no group at all.
 final class PoolRunner: Service, Sendable {
     private let running: Task<Void, Never>
+    private let starting: Task<Void, Never>
 
     init(_ client: PostgresClient) {
-        running = Task { await client.run() }
+        let (started, signal) = AsyncStream.makeStream(of: Void.self)
+        running = Task {
+            signal.finish()
+            await client.run()
+        }
+        starting = Task {
+            for await _ in started {}
+            // `run()` marks the pool running in its first statement, right after the signal.
+            await Task.yield()
+        }
+    }
+
+    /// Returns once the pool runs: a connection leased before logs postgres-nio's warning.
+    func started() async {
+        await starting.value
     }
 
     /// Waits for the group's shutdown (the group stops the store's peers last), then stops the pool.

@@ -100,20 +100,22 @@ actor BackendScope {
 
     func makePostgresStore(feedRetention: Int) async throws -> PostgresStore {
         let admin = try #require(Self.admin, "FCM_REGISTRY_TEST_POSTGRES is a PostgreSQL URL")
+        await admin.started()
         let schema = "test_\(UInt64.random(in: 0...UInt64.max))"
         _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
         var location = admin.location
         location.schema = schema
-        let store = try PostgresStore(location, feedRetention: feedRetention, maximumConnections: 4, logger: Self.quiet)
+        let store = try PostgresStore(location, feedRetention: feedRetention, maximumConnections: 2, logger: Self.quiet)
         made.append((store, schema))
         _ = try await store.migrate()
         return store
     }
 
-    func reopen(_ store: PostgresStore) throws -> PostgresStore {
+    func reopen(_ store: PostgresStore) async throws -> PostgresStore {
         let again = try PostgresStore(
-            store.location, feedRetention: store.feedRetention, maximumConnections: 4, logger: Self.quiet)
+            store.location, feedRetention: store.feedRetention, maximumConnections: 2, logger: Self.quiet)
         reopened.append(again)
+        await again.started()
         return again
     }
 

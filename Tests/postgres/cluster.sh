@@ -26,7 +26,7 @@ start)
   as_owner "$bin/initdb" --pgdata "$dir/data" --username postgres --auth-local trust --auth-host scram-sha-256 \
     --pwfile "$dir.password" --encoding UTF8 --locale C.UTF-8 > "$dir.initdb.log"
   as_owner "$bin/pg_ctl" --pgdata "$dir/data" --log "$dir/server.log" --wait \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=200 -c fsync=on" start > /dev/null
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c max_connections=1000 -c fsync=on" start > /dev/null
   as_owner psql -h "$dir" -p "$port" -U postgres -q -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE registry LOGIN PASSWORD '$password'" -c "CREATE DATABASE registry OWNER registry" > /dev/null
   echo "postgres://registry:$password@127.0.0.1:$port/registry?sslmode=disable"
