@@ -223,6 +223,7 @@ let package = Package(
                 "Conditions",
                 "AudienceEngine",
                 "Registry",
+                "RegistryPostgres",
                 "RegistrySQLite",
                 "RegistryApp",
                 "RegistryServer",

@@ -25,9 +25,6 @@ public enum StoreFactory {
         } catch {
             throw StoreError(location: "a PostgreSQL URL", reason: error.description)
         }
-        // The pool's run task starts on another thread; a moment for it spares the pool's
-        // warning about a connection asked for before it runs (the request would wait anyway).
-        try? await Task.sleep(for: .milliseconds(5))
         do {
             let applied = try await store.migrate()
             if !applied.isEmpty { logger.info("database migrated", metadata: ["db.migrations": "\(applied)"]) }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import Registry
 import RegistryApp
+import RegistryPostgres
 import RegistrySQLite
 
 /// `fcm-registry generate`: a reproducible synthetic registry for benchmarks.
@@ -9,7 +11,8 @@ struct GenerateCommand: AsyncParsableCommand {
         commandName: "generate",
         abstract: "Fill a new database with a seeded synthetic registry (skewed topic popularity).",
         discussion:
-            "Example: fcm-registry generate --db bench.sqlite --tokens 1000000 --topics 10000 --subscriptions 5000000"
+            "Example: fcm-registry generate --db bench.sqlite --tokens 1000000 --topics 10000 --subscriptions 5000000. "
+            + "--db may be a postgres:// URL to a database with no projects."
     )
 
     @Option(help: "Tokens.") var tokens = 1_000_000
@@ -25,12 +28,28 @@ struct GenerateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard !FileManager.default.fileExists(atPath: database.resolvedPath) else {
-            throw ValidationError("\(database.resolvedPath) exists; generate writes a new database")
+        let location = database.resolvedPath
+        let isURL = PostgresLocation.isURL(location)
+        guard isURL || !FileManager.default.fileExists(atPath: location) else {
+            throw ValidationError("\(location) exists; generate writes a new database")
         }
         let started = Date()
         let generator = SyntheticRegistry(tokens: tokens, topics: topics, subscriptions: subscriptions, seed: seed)
-        let (project, key) = try await generator.generate(into: StoreFactory.openSQLite(database.resolvedPath))
+        let (project, key): (Project, String)
+        if isURL {
+            // A PostgreSQL database with no projects yet (it refuses one that has any).
+            let store = try await StoreFactory.open(location)
+            guard let postgres = store as? PostgresStore else { throw ValidationError("\(location) is not PostgreSQL") }
+            do {
+                (project, key) = try await generator.generate(into: postgres)
+            } catch {
+                await postgres.close()
+                throw error
+            }
+            await postgres.close()
+        } else {
+            (project, key) = try await generator.generate(into: StoreFactory.openSQLite(location))
+        }
         FileHandle.standardError.write(
             Data(
                 "generated \(tokens) tokens, \(topics) topics, \(generator.topicSizes().reduce(0, +)) subscriptions in \(Int(Date().timeIntervalSince(started))) s\n"

@@ -1,8 +1,10 @@
 import Registry
+import RegistryPostgres
 import RegistrySQLite
+import TestBackends
 import Testing
 
-@Suite("Synthetic registry")
+@Suite("Synthetic registry", .onEveryBackend)
 struct SyntheticRegistryTests {
     @Test("Topic sizes are skewed: the largest holds 20% of the tokens, and they add up to the subscriptions asked for")
     func sizes() {
@@ -15,12 +17,17 @@ struct SyntheticRegistryTests {
         #expect(abs(total - 5_000_000) < 50_000)
     }
 
-    @Test("The same seed builds the same registry")
+    @Test("The same seed builds the same registry, on either backend")
     func reproducible() async throws {
-        func build(seed: UInt64) async throws -> ([String], [Int]) {
-            let store = try TestStore.inMemory()
+        func build(seed: UInt64, on backend: TestBackend = TestBackend.current) async throws -> ([String], [Int]) {
+            let store = try await TestBackend.$current.withValue(backend) { try await TestBackend.makeStore() }
             let generator = SyntheticRegistry(tokens: 300, topics: 12, subscriptions: 900, seed: seed)
-            let (project, _) = try await generator.generate(into: store)
+            let project: Project
+            if let sqlite = store as? SQLiteStore {
+                (project, _) = try await generator.generate(into: sqlite)
+            } else {
+                (project, _) = try await generator.generate(into: try #require(store as? PostgresStore))
+            }
             let registry = try await RegistryService(store: store)
             try await registry.startAudience()
             var counts: [Int] = []
@@ -43,5 +50,11 @@ struct SyntheticRegistryTests {
         #expect(first.0 != other.0)
         #expect(first.1[0] == 60)
         #expect(first.0.allSatisfy { RegistrationToken.isWellFormed($0) && $0.count == 163 })
+        if TestBackend.current == .postgres {
+            // PostgreSQL's registry is SQLite's for the same seed.
+            let onSQLite = try await build(seed: 42, on: .sqlite)
+            #expect(first.0 == onSQLite.0)
+            #expect(first.1 == onSQLite.1)
+        }
     }
 }
