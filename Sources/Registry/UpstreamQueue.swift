@@ -44,10 +44,12 @@ public protocol UpstreamStore: Sendable {
     func claimUpstream(room: [Int64: Int], holder: String, leaseUntil: Date, now: Date) async throws -> [HeldUpstream]
     /// Deletes messages the app server acknowledged.
     func removeUpstream(_ ids: [Int64]) async throws
-    /// Hands messages back to wait for another session.
-    func releaseUpstream(_ ids: [Int64]) async throws
-    /// Extends the lease of every message `holder` holds.
-    func renewUpstream(holder: String, leaseUntil: Date) async throws
+    /// Hands messages `holder` holds back, to wait for another session (one another server took
+    /// over once the lease ran out stays with it).
+    func releaseUpstream(_ ids: [Int64], holder: String) async throws
+    /// Extends the lease of the messages `holder` still holds among `ids` (those its sessions
+    /// have unacknowledged): a row it lost track of lapses and goes to another session.
+    func renewUpstream(_ ids: [Int64], holder: String, leaseUntil: Date) async throws
     /// How many of the project's messages wait (all projects' with `nil`).
     func waitingUpstream(project: Int64?, now: Date) async throws -> Int
 }

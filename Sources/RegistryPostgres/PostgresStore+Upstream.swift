@@ -35,10 +35,10 @@ extension PostgresStore: UpstreamStore {
                 let rows = try await connection.query(
                     #"""
                     UPDATE "upstreamMessage" SET "heldBy" = \#(holder), "heldUntil" = \#(lease)
-                    WHERE id IN (
+                    WHERE id = ANY(ARRAY(
                       SELECT id FROM "upstreamMessage"
                       WHERE "projectId" = \#(project) AND ("heldBy" IS NULL OR "heldUntil" < \#(now))
-                      ORDER BY id LIMIT \#(count) FOR UPDATE SKIP LOCKED)
+                      ORDER BY id LIMIT \#(count) FOR UPDATE SKIP LOCKED))
                     RETURNING id, "messageId", json, "isReceipt"
                     """#, logger: .silent)
                 var claimed: [HeldUpstream] = []
@@ -61,18 +61,23 @@ extension PostgresStore: UpstreamStore {
         }
     }
 
-    public func releaseUpstream(_ ids: [Int64]) async throws {
+    public func releaseUpstream(_ ids: [Int64], holder: String) async throws {
         guard !ids.isEmpty else { return }
         try await client.withConnection { connection in
             try await connection.run(
-                #"UPDATE "upstreamMessage" SET "heldBy" = NULL, "heldUntil" = NULL WHERE id = ANY(\#(ids))"#)
+                #"""
+                UPDATE "upstreamMessage" SET "heldBy" = NULL, "heldUntil" = NULL
+                WHERE id = ANY(\#(ids)) AND "heldBy" = \#(holder)
+                """#)
         }
     }
 
-    public func renewUpstream(holder: String, leaseUntil: Date) async throws {
+    public func renewUpstream(_ ids: [Int64], holder: String, leaseUntil: Date) async throws {
+        guard !ids.isEmpty else { return }
         let lease = EpochMilliseconds.milliseconds(leaseUntil)
         try await client.withConnection { connection in
-            try await connection.run(#"UPDATE "upstreamMessage" SET "heldUntil" = \#(lease) WHERE "heldBy" = \#(holder)"#)
+            try await connection.run(
+                #"UPDATE "upstreamMessage" SET "heldUntil" = \#(lease) WHERE id = ANY(\#(ids)) AND "heldBy" = \#(holder)"#)
         }
     }
 

@@ -54,20 +54,26 @@ extension SQLiteStore: UpstreamStore {
         }
     }
 
-    public func releaseUpstream(_ ids: [Int64]) async throws {
+    public func releaseUpstream(_ ids: [Int64], holder: String) async throws {
         guard !ids.isEmpty else { return }
         let list = Self.jsonList(ids)
         try await write { db, _ in
             try db.execute(
-                sql: "UPDATE upstreamMessage SET heldBy = NULL, heldUntil = NULL WHERE id IN (SELECT value FROM json_each(?))",
-                arguments: [list])
+                sql: """
+                    UPDATE upstreamMessage SET heldBy = NULL, heldUntil = NULL
+                    WHERE id IN (SELECT value FROM json_each(?)) AND heldBy = ?
+                    """, arguments: [list, holder])
         }
     }
 
-    public func renewUpstream(holder: String, leaseUntil: Date) async throws {
+    public func renewUpstream(_ ids: [Int64], holder: String, leaseUntil: Date) async throws {
+        guard !ids.isEmpty else { return }
         let lease = EpochMilliseconds.milliseconds(leaseUntil)
+        let list = Self.jsonList(ids)
         try await write { db, _ in
-            try db.execute(sql: "UPDATE upstreamMessage SET heldUntil = ? WHERE heldBy = ?", arguments: [lease, holder])
+            try db.execute(
+                sql: "UPDATE upstreamMessage SET heldUntil = ? WHERE id IN (SELECT value FROM json_each(?)) AND heldBy = ?",
+                arguments: [lease, list, holder])
         }
     }
 

@@ -129,7 +129,7 @@ public final class XMPPHub: Sendable {
     /// This server, as the holder of the messages its sessions were sent.
     let holder = "xmpp-" + UUID().uuidString.lowercased()
     private let state = Mutex(State())
-    /// Claims of waiting messages: one at a time per server (see `pump`).
+    /// Claim rounds: one task at a time per server (see `claimRound`).
     let pumping = Mutex(PumpState())
     let logger: Logger
 
@@ -303,63 +303,100 @@ public final class XMPPHub: Sendable {
         }
     }
 
-    private func send(_ held: HeldUpstream, to id: String, _ state: inout State) {
-        guard var session = state.sessions[held.project]?[id] else { return }
-        session.unacked[held.message.messageID] = held
+    /// Sends a claimed message to the session. A message whose id the session already holds
+    /// unacknowledged takes the earlier one's place (one ack settles an id): the earlier row is
+    /// returned, to leave the store.
+    private func send(_ held: HeldUpstream, to id: String, _ state: inout State) -> Int64? {
+        guard var session = state.sessions[held.project]?[id] else { return nil }
+        let superseded = session.unacked.updateValue(held, forKey: held.message.messageID)?.id
         if held.message.isReceipt { session.receipts.append((held.message.messageID, .now)) }
         session.info.unackedUpstream = session.unacked.count
         session.outbox.send(.stanza(CCSWire.upstream(held.message.json, senderID: session.info.project.senderId)))
         state.sessions[held.project]?[id] = session
+        return superseded
     }
 
     // MARK: - Room and placing, for the claims of XMPPHub+Upstream.swift
 
-    /// Room for upstream messages, by project (sessions that are bound, not draining, and have
-    /// fewer than `pendingPerConnection` unacknowledged), after dropping expired receipts, whose
-    /// rows are returned to be deleted.
-    func upstreamRoom() -> (room: [Int64: Int], expired: [Int64]) {
+    /// Room for upstream messages, by project: sessions that are bound, not draining, and have
+    /// fewer than `pendingPerConnection` unacknowledged.
+    func upstreamRoom() -> [Int64: Int] {
         state.withLock { state in
             var room: [Int64: Int] = [:]
-            var expired: [Int64] = []
-            for project in Array(state.sessions.keys) {
-                expireReceipts(project, &state, into: &expired)
-                let total = (state.sessions[project] ?? [:]).values.reduce(0) { $0 + $1.room(limits.pendingPerConnection) }
+            for (project, sessions) in state.sessions {
+                let total = sessions.values.reduce(0) { $0 + $1.room(limits.pendingPerConnection) }
                 if total > 0 { room[project] = total }
             }
-            return (room, expired)
+            return room
         }
     }
 
-    /// Sends claimed messages to sessions with room, `preferred` first, then round robin, oldest
-    /// first: O(messages + sessions). Returns the connection each went to, and the rows of those no
-    /// session could take (it ended, or filled, since the room was counted).
-    func place(_ held: [HeldUpstream], preferring preferred: String?) -> (sent: [Int64: String], unplaced: [Int64]) {
+    /// Drops receipts unacknowledged for `receiptAckTimeout` from their sessions (some clients
+    /// never acknowledge receipts); their rows are returned, to leave the store as if acknowledged.
+    func expireReceipts() -> [Int64] {
         state.withLock { state in
-            var sent: [Int64: String] = [:]
-            var unplaced: [Int64] = []
+            var expired: [Int64] = []
+            for project in Array(state.sessions.keys) { expireReceipts(project, &state, into: &expired) }
+            return expired
+        }
+    }
+
+    /// Where claimed messages went.
+    struct Placement {
+        /// The connection each message went to, by row.
+        var sent: [Int64: String] = [:]
+        /// Rows no session could take (it ended, or filled, since the room was counted): to hand back.
+        var unplaced: [Int64] = []
+        /// Rows whose place a message with the same id took: to delete.
+        var superseded: [Int64] = []
+    }
+
+    /// Sends claimed messages to sessions with room, oldest first: a message with a preferred
+    /// session (by message id) goes there when it has room, the others round robin from the
+    /// session with the most room. O(messages + sessions log sessions).
+    func place(_ held: [HeldUpstream], preferring preferred: [String: String]) -> Placement {
+        state.withLock { state in
+            var placement = Placement()
             for (project, messages) in Dictionary(grouping: held, by: \.project) {
                 var rooms = (state.sessions[project] ?? [:]).compactMap { id, session -> (String, Int)? in
                     let room = session.room(limits.pendingPerConnection)
                     return room > 0 ? (id, room) : nil
-                }.sorted { $0.0 < $1.0 }
-                if let preferred, let index = rooms.firstIndex(where: { $0.0 == preferred }) {
-                    rooms.swapAt(0, index)
-                }
+                }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 }
                 var turn = 0
                 for message in messages.sorted(by: { $0.id < $1.id }) {
                     guard !rooms.isEmpty else {
-                        unplaced.append(message.id)
+                        placement.unplaced.append(message.id)
                         continue
                     }
-                    turn %= rooms.count
-                    send(message, to: rooms[turn].0, &state)
-                    sent[message.id] = rooms[turn].0
-                    rooms[turn].1 -= 1
-                    if rooms[turn].1 == 0 { rooms.remove(at: turn) } else if preferred == nil { turn += 1 }
+                    var index = turn % rooms.count
+                    if let wanted = preferred[message.message.messageID], let at = rooms.firstIndex(where: { $0.0 == wanted }) {
+                        index = at
+                    } else {
+                        turn = index + 1
+                    }
+                    if let superseded = send(message, to: rooms[index].0, &state) { placement.superseded.append(superseded) }
+                    placement.sent[message.id] = rooms[index].0
+                    rooms[index].1 -= 1
+                    if rooms[index].1 == 0 {
+                        rooms.remove(at: index)
+                        if index < turn { turn -= 1 }
+                    }
                 }
             }
-            return (sent, unplaced)
+            return placement
         }
+    }
+
+    /// The connection that holds the project's message `messageID` in row `row`, if one does.
+    func connection(holding row: Int64, messageID: String, project: Int64) -> String? {
+        state.withLock { state in
+            state.sessions[project]?.first { $0.value.unacked[messageID]?.id == row }?.key
+        }
+    }
+
+    /// The rows this server's sessions hold unacknowledged: the claims to renew.
+    func heldRows() -> [Int64] {
+        state.withLock { state in state.sessions.values.flatMap { $0.values.flatMap { $0.unacked.values.map(\.id) } } }
     }
 
     /// Whether any session has room: worth looking for messages other servers added.

@@ -11,12 +11,15 @@ import Testing
 struct XMPPAcrossServersTests {
     /// `count` hubs, each over a store of its own on one database (as servers are), polling
     /// every 20 ms, with `lease`.
-    static func hubs(_ count: Int, lease: Duration = .seconds(30)) async throws -> (Fixture, [XMPPHub]) {
+    static func hubs(_ count: Int, lease: Duration = .seconds(30), receiptAckTimeout: Duration = .seconds(30)) async throws
+        -> (Fixture, [XMPPHub])
+    {
         let fixture = try await Fixture.make()
         let backend = try #require(fixture.registry.store as? any RegistryBackend)
         var limits = XMPPHub.Limits()
         limits.upstreamPollInterval = .milliseconds(20)
         limits.upstreamLease = lease
+        limits.receiptAckTimeout = receiptAckTimeout
         var hubs = [XMPPHub(limits: limits, upstream: fixture.registry.upstream)]
         for _ in 1..<count {
             hubs.append(XMPPHub(limits: limits, upstream: try await TestBackend.reopen(backend)))
@@ -70,8 +73,20 @@ struct XMPPAcrossServersTests {
     /// Runs each hub's poll loop while `body` runs.
     func running(_ hubs: [XMPPHub], _ body: () async throws -> Void) async throws {
         let loops = hubs.map { hub in Task { try? await hub.run() } }
-        defer { for loop in loops { loop.cancel() } }
-        try await body()
+        do {
+            try await body()
+        } catch {
+            for loop in loops { loop.cancel() }
+            throw error
+        }
+        for loop in loops {
+            loop.cancel()
+            await loop.value
+        }
+    }
+
+    func rows(_ fixture: Fixture) async throws -> Int {
+        try await TestBackend.rowCount("upstreamMessage", in: try #require(fixture.registry.store as? any RegistryBackend))
     }
 
     @Test("A message posted to a server with no session reaches the session on another; its ack takes it out of the store")
@@ -134,5 +149,57 @@ struct XMPPAcrossServersTests {
         try await running(hubs) { () async throws in
             #expect(try await far.receives("dr2:m2"))
         }
+    }
+
+    @Test("A live server keeps what its sessions hold past the lease: it renews its claims")
+    func renewed() async throws {
+        let (fixture, hubs) = try await Self.hubs(2, lease: .milliseconds(300))
+        let holding = try Session(on: hubs[0], project: fixture.project)
+        #expect(try await hubs[0].deliver(upstream("u-kept"), to: fixture.project) == .sent(connection: holding.id))
+        let idle = try Session(on: hubs[1], project: fixture.project)
+        try await running(hubs) { () async throws in
+            try await Task.sleep(for: .seconds(1))
+            #expect(idle.inbox.stanzas.withLock { $0.isEmpty })
+        }
+    }
+
+    @Test("A receipt the app server never acknowledges leaves its session and the store after the receipt ack timeout")
+    func expiredReceipts() async throws {
+        let (fixture, hubs) = try await Self.hubs(1, receiptAckTimeout: .milliseconds(200))
+        let session = try Session(on: hubs[0], project: fixture.project)
+        let receipt = UpstreamMessage(messageID: "dr2:m9", json: #"{"message_id":"dr2:m9"}"#, isReceipt: true)
+        #expect(try await hubs[0].deliver(receipt, to: fixture.project) == .sent(connection: session.id))
+        #expect(try await rows(fixture) == 1)
+        try await running(hubs) { () async throws in
+            for _ in 0..<100 where try await rows(fixture) > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try await rows(fixture) == 0)
+            #expect(hubs[0].sessions(of: fixture.project).first?.unackedUpstream == 0)
+        }
+    }
+
+    @Test("Of two sessions, a receipt goes to the one preferred; other messages to the one with the most room")
+    func preferredSession() async throws {
+        let (fixture, hubs) = try await Self.hubs(1)
+        let first = try Session(on: hubs[0], project: fixture.project)
+        let second = try Session(on: hubs[0], project: fixture.project)
+        let receipt = UpstreamMessage(messageID: "dr2:m3", json: #"{"message_id":"dr2:m3"}"#, isReceipt: true)
+        #expect(try await hubs[0].deliver(receipt, to: fixture.project, preferring: second.id) == .sent(connection: second.id))
+        // The next goes to the session with the most room: the first.
+        #expect(try await hubs[0].deliver(upstream("u-a"), to: fixture.project) == .sent(connection: first.id))
+        for name in ["u-b", "u-c"] { _ = try await hubs[0].deliver(upstream(name), to: fixture.project) }
+        #expect(hubs[0].sessions(of: fixture.project).map(\.unackedUpstream) == [2, 2])
+    }
+
+    @Test("A message id repeated while unacknowledged takes the earlier one's place: one ack settles it")
+    func repeatedID() async throws {
+        let (fixture, hubs) = try await Self.hubs(1)
+        let session = try Session(on: hubs[0], project: fixture.project)
+        _ = try await hubs[0].deliver(upstream("u-same"), to: fixture.project)
+        _ = try await hubs[0].deliver(upstream("u-same"), to: fixture.project)
+        #expect(hubs[0].sessions(of: fixture.project).first?.unackedUpstream == 1)
+        #expect(try await rows(fixture) == 1)
+        #expect(hubs[0].acknowledge("u-same", session: session.id, project: fixture.project))
+        for _ in 0..<100 where try await rows(fixture) > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await rows(fixture) == 0)
     }
 }
