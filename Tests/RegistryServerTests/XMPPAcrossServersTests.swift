@@ -54,9 +54,9 @@ struct XMPPAcrossServersTests {
 
         deinit { reader.cancel() }
 
-        /// Whether a stanza naming `messageID` arrives within two seconds.
+        /// Whether a stanza naming `messageID` arrives within ten seconds (a loaded machine's).
         func receives(_ messageID: String) async throws -> Bool {
-            for _ in 0..<200 {
+            for _ in 0..<1000 {
                 if inbox.stanzas.withLock({ $0.contains { $0.contains(messageID) } }) { return true }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -153,12 +153,13 @@ struct XMPPAcrossServersTests {
 
     @Test("A live server keeps what its sessions hold past the lease: it renews its claims")
     func renewed() async throws {
-        let (fixture, hubs) = try await Self.hubs(2, lease: .milliseconds(300))
+        // Renewed every 2/3 s, the claim outlives its 2 s lease however loaded the machine is.
+        let (fixture, hubs) = try await Self.hubs(2, lease: .seconds(2))
         let holding = try Session(on: hubs[0], project: fixture.project)
         #expect(try await hubs[0].deliver(upstream("u-kept"), to: fixture.project) == .sent(connection: holding.id))
         let idle = try Session(on: hubs[1], project: fixture.project)
         try await running(hubs) { () async throws in
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: .seconds(3))
             #expect(idle.inbox.stanzas.withLock { $0.isEmpty })
         }
     }
