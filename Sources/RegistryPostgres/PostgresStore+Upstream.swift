@@ -24,12 +24,10 @@ extension PostgresStore: UpstreamStore {
         }
     }
 
-    public func claimUpstream(room: [Int64: Int], holder: String, leaseUntil: Date, now: Date) async throws
-        -> [HeldUpstream]
-    {
-        let now = EpochMilliseconds.milliseconds(now)
-        let lease = EpochMilliseconds.milliseconds(leaseUntil)
-        return try await transaction { connection in
+    public func claimUpstream(room: [Int64: Int], holder: String, lease: Duration) async throws -> [HeldUpstream] {
+        try await transaction { connection in
+            let now = EpochMilliseconds.now()
+            let lease = now + EpochMilliseconds.milliseconds(lease)
             var held: [HeldUpstream] = []
             for (project, count) in room.sorted(by: { $0.key < $1.key }) where count > 0 {
                 let rows = try await connection.query(
@@ -72,10 +70,10 @@ extension PostgresStore: UpstreamStore {
         }
     }
 
-    public func renewUpstream(_ ids: [Int64], holder: String, leaseUntil: Date) async throws {
+    public func renewUpstream(_ ids: [Int64], holder: String, lease: Duration) async throws {
         guard !ids.isEmpty else { return }
-        let lease = EpochMilliseconds.milliseconds(leaseUntil)
         try await client.withConnection { connection in
+            let lease = EpochMilliseconds.now() + EpochMilliseconds.milliseconds(lease)
             try await connection.run(
                 #"UPDATE "upstreamMessage" SET "heldUntil" = \#(lease) WHERE id = ANY(\#(ids)) AND "heldBy" = \#(holder)"#)
         }

@@ -18,12 +18,10 @@ extension SQLiteStore: UpstreamStore {
         }
     }
 
-    public func claimUpstream(room: [Int64: Int], holder: String, leaseUntil: Date, now: Date) async throws
-        -> [HeldUpstream]
-    {
-        let now = EpochMilliseconds.milliseconds(now)
-        let lease = EpochMilliseconds.milliseconds(leaseUntil)
-        return try await write { db, _ in
+    public func claimUpstream(room: [Int64: Int], holder: String, lease: Duration) async throws -> [HeldUpstream] {
+        try await write { db, _ in
+            let now = EpochMilliseconds.now()
+            let lease = now + EpochMilliseconds.milliseconds(lease)
             var held: [HeldUpstream] = []
             for (project, count) in room.sorted(by: { $0.key < $1.key }) where count > 0 {
                 let rows = try Row.fetchAll(
@@ -66,11 +64,11 @@ extension SQLiteStore: UpstreamStore {
         }
     }
 
-    public func renewUpstream(_ ids: [Int64], holder: String, leaseUntil: Date) async throws {
+    public func renewUpstream(_ ids: [Int64], holder: String, lease: Duration) async throws {
         guard !ids.isEmpty else { return }
-        let lease = EpochMilliseconds.milliseconds(leaseUntil)
         let list = Self.jsonList(ids)
         try await write { db, _ in
+            let lease = EpochMilliseconds.now() + EpochMilliseconds.milliseconds(lease)
             try db.execute(
                 sql: "UPDATE upstreamMessage SET heldUntil = ? WHERE id IN (SELECT value FROM json_each(?)) AND heldBy = ?",
                 arguments: [lease, list, holder])

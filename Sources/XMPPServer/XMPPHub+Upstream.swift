@@ -108,8 +108,7 @@ extension XMPPHub: Service {
         if !expired.isEmpty { try await store.removeUpstream(expired) }
         let room = upstreamRoom()
         guard !room.isEmpty else { return }
-        let now = Date()
-        let held = try await store.claimUpstream(room: room, holder: holder, leaseUntil: leaseEnd(from: now), now: now)
+        let held = try await store.claimUpstream(room: room, holder: holder, lease: limits.upstreamLease)
         guard !held.isEmpty else { return }
         let placement = place(held, preferring: pumping.withLock { $0.preferred })
         if !placement.superseded.isEmpty { try await store.removeUpstream(placement.superseded) }
@@ -155,7 +154,7 @@ extension XMPPHub: Service {
                     renewed = .now
                     do {
                         try await self.store.renewUpstream(
-                            self.heldRows(), holder: self.holder, leaseUntil: self.leaseEnd(from: Date()))
+                            self.heldRows(), holder: self.holder, lease: self.limits.upstreamLease)
                     } catch {
                         self.logger.warning(
                             "xmpp upstream claims not renewed", metadata: ["error": "\(String(describing: error).prefix(200))"])
@@ -163,11 +162,5 @@ extension XMPPHub: Service {
                 }
             }
         }
-    }
-
-    /// When a claim made at `now` runs out.
-    private func leaseEnd(from now: Date) -> Date {
-        let (seconds, attoseconds) = limits.upstreamLease.components
-        return now.addingTimeInterval(TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18)
     }
 }

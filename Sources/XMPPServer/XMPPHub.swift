@@ -308,7 +308,10 @@ public final class XMPPHub: Sendable {
     /// returned, to leave the store.
     private func send(_ held: HeldUpstream, to id: String, _ state: inout State) -> Int64? {
         guard var session = state.sessions[held.project]?[id] else { return nil }
-        let superseded = session.unacked.updateValue(held, forKey: held.message.messageID)?.id
+        // The same row again (its lease ran out before this server renewed it) is no other message.
+        let superseded = session.unacked.updateValue(held, forKey: held.message.messageID).map(\.id).flatMap {
+            $0 == held.id ? nil : $0
+        }
         if held.message.isReceipt { session.receipts.append((held.message.messageID, .now)) }
         session.info.unackedUpstream = session.unacked.count
         session.outbox.send(.stanza(CCSWire.upstream(held.message.json, senderID: session.info.project.senderId)))
