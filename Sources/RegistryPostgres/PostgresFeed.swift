@@ -62,43 +62,9 @@ enum PostgresFeed {
 extension PostgresStore {
     /// Runs `body` as one all-or-nothing write; what it records in the log goes to the change
     /// feed in the same transaction, and comes back with its value.
-    ///
-    /// Requests share transactions (`PostgresGroupCommit`).
     func committing<Value: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
-        onUniqueViolation: (@Sendable () -> any Error)? = nil
-    ) async throws -> Committed<Value> {
-        try await groupCommit.write(
-            body, alone: { try await committingAlone(body, onUniqueViolation: onUniqueViolation) },
-            mapError: { error in
-                if let psql = error as? PSQLError, psql.serverInfo?[.sqlState] == "23505", let onUniqueViolation {
-                    return onUniqueViolation()
-                }
-                return error
-            })
-    }
-
-    /// One write in a transaction of its own, its changes to the feed before it commits; run
-    /// again, up to five times, when it loses a deadlock (another server's batch locks rows in
-    /// the order of its requests, not in one order) or a serialization race.
-    func committingAlone<Value: Sendable>(
         _ body: @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
         onUniqueViolation: (() -> any Error)? = nil
-    ) async throws -> Committed<Value> {
-        var attempt = 1
-        while true {
-            do {
-                return try await committingOnce(body, onUniqueViolation: onUniqueViolation)
-            } catch let error as PSQLError where attempt < 5 && ["40P01", "40001"].contains(error.serverInfo?[.sqlState]) {
-                attempt += 1
-                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(10 << attempt))))
-            }
-        }
-    }
-
-    private func committingOnce<Value: Sendable>(
-        _ body: @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
-        onUniqueViolation: (() -> any Error)?
     ) async throws -> Committed<Value> {
         try await transaction({ connection in
             let log = ChangeLog()

@@ -16,8 +16,6 @@ public struct PostgresStore: Sendable {
     /// Runs the pool from the store's creation: migrations, the audience load and every command
     /// use it before (or without) a service group.
     let pool: PoolRunner
-    /// Writes that change audiences, committed together (`PostgresGroupCommit`).
-    let groupCommit: PostgresGroupCommit
 
     /// A store over the database `location` names; its pool runs at once.
     /// - Parameter maximumConnections: the pool's bound (postgres-nio's default is 20); the test
@@ -34,7 +32,6 @@ public struct PostgresStore: Sendable {
         if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         pool = PoolRunner(client)
-        groupCommit = PostgresGroupCommit(client: client, logger: logger, retention: feedRetention)
     }
 
     /// What runs beside the store in `serve`'s service group: the pool, until the group shuts down.
