@@ -42,7 +42,8 @@ extension SyntheticRegistry {
             // Ids were given explicitly: the identity sequences go on after them.
             try await connection.run("SELECT setval(pg_get_serial_sequence('token', 'id'), \(Int64(tokens)))")
             try await connection.run("SELECT setval(pg_get_serial_sequence('topic', 'id'), \(Int64(topics)))")
-            try await connection.run("ANALYZE")
+            // These tables only: a database-wide ANALYZE would visit other schemas too, being dropped.
+            try await connection.run("ANALYZE token, topic, subscription")
         }
         // The rows above bypassed the feed: tell every follower to reload.
         _ = try await store.committing { _, log in log.record(.reset) }
