@@ -7,9 +7,26 @@ extension PostgresStore {
     /// Runs `body` in one transaction, committed when it returns and rolled back when it throws:
     /// a request's writes, all or nothing. A unique-constraint violation (another server's write
     /// won a race the checks before it could not see) becomes `onUniqueViolation()`'s error.
+    /// A transaction PostgreSQL chose as a deadlock's victim wrote nothing, and runs again: the
+    /// rare race of two writes registering the same new tokens while locking known ones.
     func transaction<Result: Sendable>(
         _ body: @Sendable (PostgresConnection) async throws -> Result,
         onUniqueViolation: (() -> any Error)? = nil
+    ) async throws -> Result {
+        var attempt = 1
+        while true {
+            do {
+                return try await transactionOnce(body, onUniqueViolation: onUniqueViolation)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40P01" && attempt < 3 {
+                attempt += 1
+                logger.notice("a write lost a deadlock to another and runs again", metadata: ["attempt": "\(attempt)"])
+            }
+        }
+    }
+
+    private func transactionOnce<Result: Sendable>(
+        _ body: @Sendable (PostgresConnection) async throws -> Result,
+        onUniqueViolation: (() -> any Error)?
     ) async throws -> Result {
         do {
             return try await client.withTransaction(logger: logger) { connection in try await body(connection) }

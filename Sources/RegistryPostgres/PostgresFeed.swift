@@ -23,28 +23,45 @@ enum PostgresFeed {
         _ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64, retention: Int
     ) async throws -> [FeedEntry] {
         guard !changes.isEmpty else { return [] }
-        let last = try await connection.one(
-            #"UPDATE "audienceFeed" SET next = next + \#(Int64(changes.count)) WHERE id = 1 RETURNING next"#, as: Int64.self)
-        var entries: [FeedEntry] = []
-        for (place, change) in changes.enumerated() {
-            let position = last - Int64(changes.count) + 1 + Int64(place)
+        let count = Int64(changes.count)
+        var projects: [Int64] = [], kinds: [String] = [], topics: [String] = [], tokenLists: [ByteBuffer] = []
+        for change in changes {
             let (project, kind, topic, tokens) = columns(of: change)
-            try await connection.run(
-                #"""
-                INSERT INTO "audienceChange" (position, "projectId", kind, topic, "tokenIds", "createdAt")
-                VALUES (\#(position), \#(project), \#(kind), \#(topic), \#(Data(TokenIDList.encode(tokens))), \#(now))
-                """#)
-            entries.append(FeedEntry(id: position, change: change))
+            projects.append(project)
+            kinds.append(kind)
+            topics.append(topic ?? "")
+            tokenLists.append(ByteBuffer(bytes: TokenIDList.encode(tokens)))
+        }
+        // One statement, one round trip: the counter, every change, and the doorbell. The
+        // counter's lock is what makes positions commit-ordered, so the span it is held, this
+        // statement and the commit, is the one part of a write no other write overlaps.
+        let last = try await connection.one(
+            #"""
+            WITH counter AS (
+              UPDATE "audienceFeed" SET next = next + \#(count) WHERE id = 1 RETURNING next
+            ), inserted AS (
+              INSERT INTO "audienceChange" (position, "projectId", kind, topic, "tokenIds", "createdAt")
+              SELECT counter.next - \#(count) + change.place, change.project, change.kind,
+                     NULLIF(change.topic, ''), change.tokens, \#(now)
+              FROM counter,
+                   unnest(\#(projects)::bigint[], \#(kinds)::text[], \#(topics)::text[], \#(tokenLists)::bytea[])
+                     WITH ORDINALITY AS change(project, kind, topic, tokens, place)
+            )
+            SELECT counter.next FROM counter, pg_notify(\#(channel), '') AS rung
+            """#, as: Int64.self)
+        let entries = changes.enumerated().map { place, change in
+            FeedEntry(id: last - count + 1 + Int64(place), change: change)
         }
         // Keep the newest `retention` entries: pruned a thousand positions at a time, by the write
         // that crosses a thousand, under the same lock.
-        if last / 1000 != (last - Int64(changes.count)) / 1000, last > Int64(retention) {
+        if last / 1000 != (last - count) / 1000, last > Int64(retention) {
             let cut = last - Int64(retention)
-            try await connection.run(#"DELETE FROM "audienceChange" WHERE position <= \#(cut)"#)
             try await connection.run(
-                #"UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", \#(cut)) WHERE id = 1"#)
+                #"""
+                WITH pruned AS (DELETE FROM "audienceChange" WHERE position <= \#(cut))
+                UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", \#(cut)) WHERE id = 1
+                """#)
         }
-        try await connection.run("SELECT pg_notify(\(channel), '')")
         return entries
     }
 

@@ -152,20 +152,33 @@ extension PostgresConnection {
     {
         let sorted = Array(Set(values)).sorted()
         var new: [UInt32] = []
-        var newValues: Set<String> = []
-        for try await (id, value) in try await query(
+        var rows: [String: PostgresTokenRow] = [:]
+        // One round trip for the usual case: the new tokens inserted, the known ones locked. The
+        // lock reads the statement's snapshot, so a token another write inserted meanwhile (the
+        // insert waited for it, then did nothing) is in neither part: those are locked after.
+        for try await (id, value, state, isNew) in try await query(
             #"""
-            INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-            SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM unnest(\#(sorted)::text[]) AS value
-            ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
+            WITH inserted AS (
+              INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
+              SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM unnest(\#(sorted)::text[]) AS value
+              ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
+            ), known AS (
+              SELECT id, value, state FROM token
+              WHERE "projectId" = \#(project.rowID) AND value = ANY(\#(sorted))
+              ORDER BY value FOR NO KEY UPDATE
+            )
+            SELECT id, value, 'registered', true FROM inserted
+            UNION ALL SELECT id, value, state, false FROM known
             """#, logger: .silent
-        ).decode((Int32, String).self) {
-            new.append(UInt32(id))
-            newValues.insert(value)
+        ).decode((Int32, String, String, Bool).self) {
+            if isNew { new.append(UInt32(id)) }
+            rows[value] = PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: isNew)
+        }
+        if rows.count < sorted.count {
+            let missed = sorted.filter { rows[$0] == nil }
+            for (value, row) in try await lockedTokens(missed, in: project) { rows[value] = row }
         }
         log.record(.registered(project: project.rowID, tokens: new.sorted()))
-        var rows = try await lockedTokens(sorted, in: project)
-        for value in newValues { rows[value]?.isNew = true }
         return rows
     }
 
