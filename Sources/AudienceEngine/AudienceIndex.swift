@@ -123,18 +123,20 @@ public final class AudienceIndex: Sendable {
     }
 
     /// Applies this process's own committed writes at once, ahead of the follower, which applies
-    /// them again in their place. An entry right after the cursor (every change before it is in
-    /// already, as in a single process, where every change is its own) moves the cursor past it:
-    /// applied in its place, the follower need not read it. An entry the cursor has already
-    /// passed is not applied: the follower has put it in order with what others committed after
-    /// it, and applying it again now would undo them.
-    package func applyOwn(_ entries: [FeedEntry]) {
+    /// them again in their place. When ids follow commit order without gaps, an entry right after
+    /// the cursor (every change before it is in already, as in a single process, where every
+    /// change is its own) moves the cursor past it: applied in its place, the follower need not
+    /// read it. Where they do not (several writers), the id right after the watermark says
+    /// nothing of what others committed first, and the follower reads every entry. An entry the
+    /// cursor has already passed is not applied: the follower has put it in order with what
+    /// others committed after it, and applying it again now would undo them.
+    package func applyOwn(_ entries: [FeedEntry], idsFollowCommitOrder: Bool = true) {
         guard !entries.isEmpty else { return }
         state.withLock { state in
             for entry in entries
             where entry.id > state.cursor.watermark && !state.cursor.seenAbove.contains(entry.id) {
                 Self.apply([entry], to: &state)
-                if state.cursor.seenAbove.isEmpty, entry.id == state.cursor.watermark + 1 {
+                if idsFollowCommitOrder, state.cursor.seenAbove.isEmpty, entry.id == state.cursor.watermark + 1 {
                     state.cursor.watermark = entry.id
                 }
             }

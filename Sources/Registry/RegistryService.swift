@@ -64,7 +64,7 @@ public struct RegistryService: Sendable {
 
     /// A committed write's value, once its changes are in this process's audience index.
     func applied<T>(_ committed: Committed<T>) -> T {
-        audience.applyOwn(committed.changes)
+        audience.applyOwn(committed.changes, idsFollowCommitOrder: feed.idsFollowCommitOrder)
         return committed.value
     }
 
@@ -181,9 +181,9 @@ public struct RegistryService: Sendable {
         }
     }
 
-    /// Committed changes this process's index has not read from the feed yet (by id).
+    /// Committed changes this process's index has not read from the feed yet.
     public func feedLag() async throws -> Int64 {
-        max(0, try await feed.head().watermark - audience.position)
+        try await feed.unread(after: audience.cursor)
     }
 
     /// What following the feed reports beyond the ordinary.

@@ -163,6 +163,12 @@ public protocol ChangeFeed: Sendable {
     func changes(after cursor: FeedCursor, limit: Int) async throws -> FeedRead
     /// The cursor after every change committed so far.
     func head() async throws -> FeedCursor
+    /// How many committed changes a reader at `cursor` has not read yet (the follower's lag).
+    func unread(after cursor: FeedCursor) async throws -> Int64
+    /// Whether ids are handed out in commit order and without gaps, as by one writer at a time:
+    /// then a process's own write right after its cursor may move the cursor past it (see
+    /// `AudienceIndex.applyOwn`). A backend with concurrent writers says no.
+    var idsFollowCommitOrder: Bool { get }
     /// A fingerprint of the entry at `cursor`'s watermark, `nil` when there is none (an empty or
     /// pruned feed there): it tells one copy of a database from another that went its own way.
     func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]?

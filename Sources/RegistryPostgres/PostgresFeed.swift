@@ -11,19 +11,28 @@ enum PostgresFeed {
     /// and NOTIFY's commit-time lock is taken once per transaction, never per change.
     static let channel = "fcm_registry_feed"
 
+    /// Bits of a position below the transaction id: a write records at most 2^20 - 1 changes.
+    static let placeBits: Int64 = 20
+
     /// Inserts `changes` in order, and rings the doorbell; returns them with their positions.
     ///
-    /// A sequence would not do: ids are taken before commit, so a change could commit after one
-    /// with a higher id, and a reader would apply the two in the wrong order. Positions are taken
-    /// from the one `audienceFeed` row instead, as the write's last step: its lock is held until
-    /// the write commits, so positions are handed out in commit order and without gaps (a write
-    /// that rolls back rolls its positions back). Only writes that change an audience take it,
-    /// for the span of their commit, as NOTIFY's own commit lock already does.
+    /// A position is `transaction id << 20 | place`: every transaction below the oldest one still
+    /// running has ended, so a reader knows which positions are final (`PostgresStore+Feed`).
+    /// Transaction ids are taken early, though, at a write's first lock, so two writes on one token
+    /// can commit in the other order than their ids. Each write therefore also takes one
+    /// "replayOrder" from a sequence, here, as its last step: after every lock it holds, so a write
+    /// that waited for another takes it after the other committed. Readers apply what they read in
+    /// replay order, which is commit order wherever the order matters.
+    ///
+    /// No lock is shared by all writes: concurrent commits share WAL flushes (PostgreSQL's own
+    /// group commit), on every server at once.
     static func insert(
         _ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64, retention: Int
     ) async throws -> [FeedEntry] {
         guard !changes.isEmpty else { return [] }
-        let count = Int64(changes.count)
+        guard changes.count < 1 << placeBits else {
+            throw PostgresStoreError("a write of \(changes.count) audience changes: at most \((1 << placeBits) - 1) are kept")
+        }
         var projects: [Int64] = [], kinds: [String] = [], topics: [String] = [], tokenLists: [ByteBuffer] = []
         for change in changes {
             let (project, kind, topic, tokens) = columns(of: change)
@@ -32,37 +41,35 @@ enum PostgresFeed {
             topics.append(topic ?? "")
             tokenLists.append(ByteBuffer(bytes: TokenIDList.encode(tokens)))
         }
-        // One statement, one round trip: the counter, every change, and the doorbell. The
-        // counter's lock is what makes positions commit-ordered, so the span it is held, this
-        // statement and the commit, is the one part of a write no other write overlaps.
-        let last = try await connection.one(
+        // One statement, one round trip: the write's order, every change, and the doorbell.
+        let taken = try await connection.first(
             #"""
-            WITH counter AS (
-              UPDATE "audienceFeed" SET next = next + \#(count) WHERE id = 1 RETURNING next
+            WITH taken AS (
+              SELECT pg_current_xact_id()::text::bigint << \#(Int32(placeBits)) AS base,
+                     nextval('"audienceChange_replayOrder"') AS "order"
             ), inserted AS (
-              INSERT INTO "audienceChange" (position, "projectId", kind, topic, "tokenIds", "createdAt")
-              SELECT counter.next - \#(count) + change.place, change.project, change.kind,
+              INSERT INTO "audienceChange" (position, "replayOrder", "projectId", kind, topic, "tokenIds", "createdAt")
+              SELECT taken.base | change.place, taken."order", change.project, change.kind,
                      NULLIF(change.topic, ''), change.tokens, \#(now)
-              FROM counter,
+              FROM taken,
                    unnest(\#(projects)::bigint[], \#(kinds)::text[], \#(topics)::text[], \#(tokenLists)::bytea[])
                      WITH ORDINALITY AS change(project, kind, topic, tokens, place)
             )
-            SELECT counter.next FROM counter, pg_notify(\#(channel), '') AS rung
-            """#, as: Int64.self)
-        let entries = changes.enumerated().map { place, change in
-            FeedEntry(id: last - count + 1 + Int64(place), change: change)
-        }
-        // Keep the newest `retention` entries: pruned a thousand positions at a time, by the write
-        // that crosses a thousand, under the same lock.
-        if last / 1000 != (last - count) / 1000, last > Int64(retention) {
-            let cut = last - Int64(retention)
+            SELECT taken.base, taken."order" FROM taken, pg_notify(\#(channel), '') AS rung
+            """#, as: (Int64, Int64).self)
+        guard let (base, order) = taken else { throw PostgresStoreError("the feed's insert returned no row") }
+        // Keep about the newest `retention` writes' entries: pruned by the write whose order
+        // crosses a thousand. The mark is the highest position pruned: a reader whose watermark is
+        // below it may have missed an entry, and reloads.
+        if order % 1000 == 0, order > Int64(retention) {
             try await connection.run(
                 #"""
-                WITH pruned AS (DELETE FROM "audienceChange" WHERE position <= \#(cut))
-                UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", \#(cut)) WHERE id = 1
+                WITH pruned AS (DELETE FROM "audienceChange" WHERE "replayOrder" <= \#(order - Int64(retention)) RETURNING position)
+                UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", (SELECT MAX(position) FROM pruned))
+                WHERE id = 1
                 """#)
         }
-        return entries
+        return changes.indices.map { FeedEntry(id: base | Int64($0 + 1), change: changes[$0]) }
     }
 
     static func columns(of change: AudienceChange) -> (Int64, String, String?, [UInt32]) {

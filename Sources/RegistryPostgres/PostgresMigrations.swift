@@ -14,7 +14,7 @@ enum PostgresMigrations {
     static let advisoryLock: Int64 = 0x6663_6D72_6567_0001  // "fcmreg" 1
 
     /// `(name, statements)`, in order.
-    static let all: [(name: String, statements: [String])] = [("v1-registry", v1)]
+    static let all: [(name: String, statements: [String])] = [("v1-registry", v1), ("v2-feed-without-counter", v2)]
 
     /// Applies the migrations `connection`'s database lacks.
     /// - Returns: the names applied now.
@@ -127,7 +127,7 @@ enum PostgresMigrations {
         )
         """,
         #"CREATE INDEX "subscription_tokenId" ON subscription("tokenId")"#,
-        // The change feed. Positions come from `audienceFeed.next`, updated by each write as its last
+        // The change feed (v2 replaces its counter). Positions come from `audienceFeed.next`, updated by each write as its last
         // step and locked until it commits: positions are handed out in commit order, with no gap,
         // so a reader's watermark is all it needs (`PostgresFeed`).
         """
@@ -347,5 +347,26 @@ enum PostgresMigrations {
         FROM message
         JOIN project ON project.id = message."projectId"
         """,
+    ]
+
+    /// The change feed without the shared counter, whose lock every write held through its commit,
+    /// so that all servers together committed one write per WAL flush. Positions are now
+    /// `transaction id << 20 | place`, and "replayOrder" (one number per write, taken as its last
+    /// step, after every lock) orders what a reader reads (`PostgresFeed`). The counter's entries
+    /// are dropped, and the pruning mark moved past every counter position, so a checkpoint from
+    /// before reloads its index from the tables. Servers of the version before must be stopped
+    /// before one of this version starts: the two do not share a feed.
+    static let v2: [String] = [
+        #"DELETE FROM "audienceChange""#,
+        #"ALTER TABLE "audienceChange" ADD COLUMN "replayOrder" bigint NOT NULL"#,
+        #"CREATE SEQUENCE "audienceChange_replayOrder" AS bigint"#,
+        #"CREATE INDEX "audienceChange_byReplayOrder" ON "audienceChange"("replayOrder")"#,
+        // Just below the first position a transaction still to commit can have: every reader from
+        // now on starts at or above it, and a counter position (a count of changes, never near a
+        // million per transaction run so far) is below it.
+        #"""
+        UPDATE "audienceFeed" SET "prunedThrough" = (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20) - 1
+        """#,
+        #"ALTER TABLE "audienceFeed" DROP COLUMN next"#,
     ]
 }

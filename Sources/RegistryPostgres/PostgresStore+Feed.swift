@@ -6,13 +6,24 @@ import PostgresNIO
 import Registry
 
 /// The change feed over PostgreSQL, read by every server to keep its audience index equal to the
-/// tables. Positions are handed out in commit order without gaps (`PostgresFeed`), so, as on
-/// SQLite, a reader's cursor is a watermark: every change up to it has been read.
+/// tables.
+///
+/// Positions are `transaction id << 20 | place` (`PostgresFeed`). A read takes, in one snapshot,
+/// the entries after the cursor and the oldest transaction still running (`pg_snapshot_xmin`):
+/// every position below that transaction's is final, so the watermark moves up to there and no
+/// further; entries above it that are already visible are read too and kept in `seenAbove`, so a
+/// long transaction delays nobody's changes, and one that commits late is read when it does.
+/// What a read returns is in replay order, which puts two writes on one token in the order they
+/// committed.
 extension PostgresStore: ChangeFeed {
     public func loadAudience() async throws -> AudienceLoad {
-        // One snapshot: the tables and the feed position are one consistent state.
+        // One snapshot: the tables, the frontier and the entries past it are one consistent state.
         try await snapshotRead { connection in
-            let position = try await connection.one(#"SELECT next FROM "audienceFeed" WHERE id = 1"#, as: Int64.self)
+            let frontier = try await connection.frontier()
+            var seen: [Int64] = []
+            for try await position in try await connection.query(
+                #"SELECT position FROM "audienceChange" WHERE position >= \#(frontier) ORDER BY position"#, logger: .silent
+            ).decode(Int64.self) { seen.append(position) }
             var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
             for try await project in try await connection.query("SELECT id FROM project", logger: .silent).decode(Int64.self) {
                 projects[project] = ([:], [])
@@ -34,7 +45,7 @@ extension PostgresStore: ChangeFeed {
             ).decode((Int64, Data?).self) {
                 projects[project, default: ([:], [])].registered = Self.bigEndianIDs(bytes)
             }
-            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: position))
+            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: frontier - 1, seenAbove: seen))
         }
     }
 
@@ -45,39 +56,85 @@ extension PostgresStore: ChangeFeed {
             guard cursor.watermark >= prunedThrough else {
                 return FeedRead(entries: [], truncated: true, next: cursor)
             }
+            let frontier = try await connection.frontier()
             var entries: [FeedEntry] = []
-            for try await (position, project, kind, topic, bytes) in try await connection.query(
+            var last: (order: Int64, position: Int64)?
+            // `NOT IN` a subquery is hashed: linear in the cursor's seen list, however long it
+            // grows while a long transaction holds the frontier back.
+            for try await (position, order, project, kind, topic, bytes) in try await connection.query(
                 #"""
-                SELECT position, "projectId", kind, topic, "tokenIds" FROM "audienceChange"
-                WHERE position > \#(cursor.watermark) ORDER BY position LIMIT \#(limit)
+                SELECT position, "replayOrder", "projectId", kind, topic, "tokenIds" FROM "audienceChange"
+                WHERE position > \#(cursor.watermark) AND position NOT IN (SELECT unnest(\#(cursor.seenAbove)::bigint[]))
+                ORDER BY "replayOrder", position LIMIT \#(limit)
                 """#, logger: .silent
-            ).decode((Int64, Int64, String, String?, Data).self) {
+            ).decode((Int64, Int64, Int64, String, String?, Data).self) {
                 entries.append(
                     FeedEntry(id: position, change: PostgresFeed.change(project: project, kind: kind, topic: topic, tokens: [UInt8](bytes))))
+                last = (order, position)
             }
-            return FeedRead(entries: entries, truncated: false, next: FeedCursor(watermark: entries.last?.id ?? cursor.watermark))
-        }
-    }
-
-    public func head() async throws -> FeedCursor {
-        try await client.withConnection { connection in
-            FeedCursor(
-                watermark: try await connection.one(
+            // A full page may leave visible entries unread, below positions it read: the watermark
+            // stops short of the lowest of them.
+            var firstUnread: Int64?
+            if entries.count == limit, let last {
+                firstUnread = try await connection.one(
                     #"""
-                    SELECT GREATEST(next, "prunedThrough") FROM "audienceFeed" WHERE id = 1
-                    """#, as: Int64.self))
+                    SELECT MIN(position) FROM "audienceChange"
+                    WHERE position > \#(cursor.watermark) AND position NOT IN (SELECT unnest(\#(cursor.seenAbove)::bigint[]))
+                      AND ("replayOrder", position) > (\#(last.order), \#(last.position))
+                    """#, as: Int64?.self)
+            }
+            return FeedRead(
+                entries: entries, truncated: false,
+                next: Self.cursor(after: cursor, read: entries, frontier: frontier, firstUnread: firstUnread))
         }
     }
 
+    /// Where a reader stands after reading `entries` past `cursor`, when every position below
+    /// `frontier` is final and `firstUnread` is the lowest visible position the read left.
+    static func cursor(after cursor: FeedCursor, read entries: [FeedEntry], frontier: Int64, firstUnread: Int64?)
+        -> FeedCursor
+    {
+        let watermark = max(cursor.watermark, min(frontier - 1, (firstUnread ?? Int64.max) - 1))
+        let seen = (cursor.seenAbove + entries.map(\.id)).filter { $0 > watermark }.sorted()
+        return FeedCursor(watermark: watermark, seenAbove: seen)
+    }
+
+    /// The cursor of a reader that has read everything committed: the frontier now.
+    public func head() async throws -> FeedCursor {
+        try await snapshotRead { connection in
+            let prunedThrough = try await connection.one(
+                #"SELECT "prunedThrough" FROM "audienceFeed" WHERE id = 1"#, as: Int64.self)
+            return FeedCursor(watermark: max(try await connection.frontier() - 1, prunedThrough))
+        }
+    }
+
+    public func unread(after cursor: FeedCursor) async throws -> Int64 {
+        try await client.withConnection { connection in
+            try await connection.one(
+                #"""
+                SELECT COUNT(*)::bigint FROM "audienceChange"
+                WHERE position > \#(cursor.watermark) AND position NOT IN (SELECT unnest(\#(cursor.seenAbove)::bigint[]))
+                """#, as: Int64.self)
+        }
+    }
+
+    /// Several servers write at once: ids are transaction ids, not commit order.
+    public var idsFollowCommitOrder: Bool { false }
+
+    /// A fingerprint of the newest entry at or below the cursor's watermark: positions there are
+    /// final, so the same cursor finds the same entry until it is pruned.
     public func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]? {
         try await client.withConnection { connection in
             guard
-                let (project, kind, topic, bytes, createdAt) = try await connection.first(
-                    #"SELECT "projectId", kind, topic, "tokenIds", "createdAt" FROM "audienceChange" WHERE position = \#(cursor.watermark)"#,
-                    as: (Int64, String, String?, Data, Int64).self)
+                let (position, project, kind, topic, bytes, createdAt) = try await connection.first(
+                    #"""
+                    SELECT position, "projectId", kind, topic, "tokenIds", "createdAt" FROM "audienceChange"
+                    WHERE position <= \#(cursor.watermark) ORDER BY position DESC LIMIT 1
+                    """#,
+                    as: (Int64, Int64, String, String?, Data, Int64).self)
             else { return nil }
             var hasher = SHA256()
-            hasher.update(data: Array("\(cursor.watermark) \(project) \(kind) \(createdAt) ".utf8))
+            hasher.update(data: Array("\(position) \(project) \(kind) \(createdAt) ".utf8))
             hasher.update(data: Array((topic ?? "").utf8))
             hasher.update(data: bytes)
             return Array(hasher.finalize())
@@ -134,6 +191,15 @@ extension PostgresStore: ChangeFeed {
         return stride(from: 0, to: raw.count - 3, by: 4).map { i in
             UInt32(raw[i]) << 24 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 8 | UInt32(raw[i + 3])
         }
+    }
+}
+
+extension PostgresConnection {
+    /// The lowest position a transaction still running may write: every position below it is
+    /// final. Read inside `snapshotRead`, it is the frontier of that read's snapshot.
+    func frontier() async throws -> Int64 {
+        try await one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self)
+            << PostgresFeed.placeBits
     }
 }
 

@@ -46,6 +46,13 @@ extension SQLiteStore: ChangeFeed {
         try await read { db in try ChangeFeedSQL.fingerprint(db, of: cursor.watermark) }
     }
 
+    public func unread(after cursor: FeedCursor) async throws -> Int64 {
+        max(0, try await head().watermark - cursor.watermark)
+    }
+
+    /// One writer at a time: ids are commit-ordered and gapless.
+    public var idsFollowCommitOrder: Bool { true }
+
     public func wakeUps() -> AsyncStream<Void> {
         doorbell.listen()
     }
