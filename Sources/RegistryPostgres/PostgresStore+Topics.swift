@@ -156,23 +156,27 @@ extension PostgresConnection {
         // One round trip for the usual case: the new tokens inserted, the known ones locked. The
         // lock reads the statement's snapshot, so a token another write inserted meanwhile (the
         // insert waited for it, then did nothing) is in neither part: those are locked after.
-        for try await (id, value, state, isNew) in try await query(
+        // The values travel once, and come back as their place in `sorted`.
+        for try await (place, id, state, isNew) in try await query(
             #"""
-            WITH inserted AS (
+            WITH input AS (
+              SELECT value, place FROM unnest(\#(sorted)::text[]) WITH ORDINALITY AS input(value, place)
+            ), inserted AS (
               INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-              SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM unnest(\#(sorted)::text[]) AS value
+              SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM input ORDER BY place
               ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
             ), known AS (
-              SELECT id, value, state FROM token
-              WHERE "projectId" = \#(project.rowID) AND value = ANY(\#(sorted))
-              ORDER BY value FOR NO KEY UPDATE
+              SELECT token.id, token.state, input.place FROM token JOIN input USING (value)
+              WHERE token."projectId" = \#(project.rowID)
+              ORDER BY token.value FOR NO KEY UPDATE OF token
             )
-            SELECT id, value, 'registered', true FROM inserted
-            UNION ALL SELECT id, value, state, false FROM known
+            SELECT input.place, inserted.id, 'registered', true FROM inserted JOIN input USING (value)
+            UNION ALL SELECT place, id, state, false FROM known
             """#, logger: .silent
-        ).decode((Int32, String, String, Bool).self) {
+        ).decode((Int64, Int32, String, Bool).self) {
             if isNew { new.append(UInt32(id)) }
-            rows[value] = PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: isNew)
+            rows[sorted[Int(place) - 1]] = PostgresTokenRow(
+                id: id, state: TokenState(rawValue: state) ?? .registered, isNew: isNew)
         }
         if rows.count < sorted.count {
             let missed = sorted.filter { rows[$0] == nil }
