@@ -182,20 +182,13 @@ final class PostgresArchiveImporter {
 
     // MARK: - Topics and tokens
 
+    /// The topic's id, created if missing and held `FOR KEY SHARE` until the batch commits, as
+    /// every subscriber holds it: no write removes it as empty meanwhile.
     private func topicID(_ name: String, in project: Int64, createdAt: Date) async throws -> Int64 {
         if let id = topicIDs[project]?[name] { return id }
-        let id: Int64
-        if let inserted = try await connection.first(
-            #"""
-            INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project), \#(name), \#(EpochMilliseconds.milliseconds(createdAt)))
-            ON CONFLICT ("projectId", name) DO NOTHING RETURNING id
-            """#, as: Int64.self)
-        {
-            id = inserted
-            tally.topics += 1
-        } else {
-            id = try await connection.one(#"SELECT id FROM topic WHERE "projectId" = \#(project) AND name = \#(name)"#, as: Int64.self)
-        }
+        let (id, created) = try await connection.heldTopic(
+            name, inProject: project, createdAt: EpochMilliseconds.milliseconds(createdAt))
+        if created { tally.topics += 1 }
         topicIDs[project, default: [:]][name] = id
         return id
     }

@@ -4,11 +4,10 @@ import PostgresNIO
 import Registry
 
 /// The change feed's writing side on PostgreSQL: the `audienceChange` rows a write adds in its
-/// own transaction, and the doorbell rung once per transaction.
+/// own transaction. The doorbell rings after the commit (`FeedDoorbell`).
 enum PostgresFeed {
-    /// The NOTIFY channel every server listens on. The payload is empty: PostgreSQL folds identical
-    /// notifications of one transaction into one, so a request rings once however much it wrote,
-    /// and NOTIFY's commit-time lock is taken once per transaction, never per change.
+    /// The NOTIFY channel every server listens on. The payload is empty: only that something
+    /// committed matters, and readers read the table.
     static let channel = "fcm_registry_feed"
 
     /// Bits of a position below the transaction id: a write records at most 2^20 - 1 changes.
@@ -25,7 +24,7 @@ enum PostgresFeed {
     /// replay order, which is commit order wherever the order matters.
     ///
     /// No lock is shared by all writes: concurrent commits share WAL flushes (PostgreSQL's own
-    /// group commit), on every server at once.
+    /// group commit), on every server at once. Nor is NOTIFY's (`FeedDoorbell`).
     static func insert(
         _ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64, retention: Int
     ) async throws -> [FeedEntry] {
@@ -41,7 +40,9 @@ enum PostgresFeed {
             topics.append(topic ?? "")
             tokenLists.append(ByteBuffer(bytes: TokenIDList.encode(tokens)))
         }
-        // One statement, one round trip: the write's order, every change, and the doorbell.
+        // One statement, one round trip: the write's order and every change. The doorbell rings
+        // after the commit (`FeedDoorbell`): a NOTIFY in the write would take PostgreSQL's one
+        // notification lock through the write's commit, and commits would queue on it again.
         let taken = try await connection.first(
             #"""
             WITH taken AS (
@@ -55,16 +56,23 @@ enum PostgresFeed {
                    unnest(\#(projects)::bigint[], \#(kinds)::text[], \#(topics)::text[], \#(tokenLists)::bytea[])
                      WITH ORDINALITY AS change(project, kind, topic, tokens, place)
             )
-            SELECT taken.base, taken."order" FROM taken, pg_notify(\#(channel), '') AS rung
+            SELECT taken.base, taken."order" FROM taken
             """#, as: (Int64, Int64).self)
         guard let (base, order) = taken else { throw PostgresStoreError("the feed's insert returned no row") }
         // Keep about the newest `retention` writes' entries: pruned by the write whose order
         // crosses a thousand. The mark is the highest position pruned: a reader whose watermark is
         // below it may have missed an entry, and reloads.
+        // Only final positions go, below the oldest transaction still running: a reader whose
+        // frontier that transaction holds back is never told it missed what it read.
         if order % 1000 == 0, order > Int64(retention) {
             try await connection.run(
                 #"""
-                WITH pruned AS (DELETE FROM "audienceChange" WHERE "replayOrder" <= \#(order - Int64(retention)) RETURNING position)
+                WITH pruned AS (
+                  DELETE FROM "audienceChange"
+                  WHERE "replayOrder" <= \#(order - Int64(retention))
+                    AND position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint << \#(Int32(placeBits))
+                  RETURNING position
+                )
                 UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", (SELECT MAX(position) FROM pruned))
                 WHERE id = 1
                 """#)
@@ -90,13 +98,15 @@ extension PostgresStore {
         _ body: @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
         onUniqueViolation: (() -> any Error)? = nil
     ) async throws -> Committed<Value> {
-        try await transaction({ connection in
+        let committed = try await transaction({ connection in
             let log = ChangeLog()
             let value = try await body(connection, log)
             let entries = try await PostgresFeed.insert(
                 log.changes, connection, now: EpochMilliseconds.now(), retention: feedRetention)
             return Committed(value, changes: entries)
         }, onUniqueViolation: onUniqueViolation)
+        if !committed.changes.isEmpty { doorbell.ring() }
+        return committed
     }
 }
 

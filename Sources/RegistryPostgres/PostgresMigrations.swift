@@ -44,6 +44,7 @@ enum PostgresMigrations {
                 }
                 now.append(name)
             }
+            _ = try await rebaseFeed(connection, logger: logger)
             try await connection.run("SELECT pg_advisory_unlock(\(advisoryLock))")
             return now
         } catch {
@@ -54,6 +55,31 @@ enum PostgresMigrations {
 
     /// The schema of SQLite's migrations up to v7, in PostgreSQL's types. Quoted names keep the
     /// camelCase the SQLite schema and every query use.
+    /// Starts the change feed again when its positions lie ahead of this cluster's transaction
+    /// ids: the database came from another cluster (a `pg_dump` restored elsewhere, a logical
+    /// replica), whose ids ran higher, and every new entry would fall below the pruning mark.
+    /// The entries go, the mark moves just below the oldest running transaction, and every
+    /// server and checkpoint reloads its index from the tables.
+    /// - Returns: whether the feed was started again.
+    static func rebaseFeed(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        let ahead = try await connection.one(
+            #"""
+            SELECT GREATEST((SELECT "prunedThrough" FROM "audienceFeed" WHERE id = 1),
+                            COALESCE((SELECT MAX(position) FROM "audienceChange"), 0))
+                   >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint << 20
+            """#, as: Bool.self)
+        guard ahead else { return false }
+        try await connection.withTransaction(logger: logger) { transaction in
+            try await transaction.run(#"DELETE FROM "audienceChange""#)
+            try await transaction.run(
+                #"""
+                UPDATE "audienceFeed" SET "prunedThrough" = (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20) - 1
+                """#)
+        }
+        logger.notice("the change feed came from another PostgreSQL cluster (a restored dump?): started again, audiences reload from the tables")
+        return true
+    }
+
     static let v1: [String] = [
         """
         CREATE TABLE project (

@@ -216,16 +216,21 @@ extension PostgresConnection {
     /// topic with `FOR KEY SHARE` and never ask for more; only a write that removes subscriptions
     /// takes `FOR UPDATE` (in `removeTopicIfEmpty`), so no two transactions wait on each other.
     func heldTopic(_ name: String, in project: Project, now: Int64) async throws -> (id: Int64, created: Bool) {
+        try await heldTopic(name, inProject: project.rowID, createdAt: now)
+    }
+
+    /// `heldTopic(_:in:now:)` by the project's row id, for the importer.
+    func heldTopic(_ name: String, inProject project: Int64, createdAt: Int64) async throws -> (id: Int64, created: Bool) {
         // A topic removed between the insert and the lock is created again: at most a few rounds.
         for _ in 0..<8 {
             for try await id in try await query(
                 #"""
-                INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project.rowID), \#(name), \#(now))
+                INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project), \#(name), \#(createdAt))
                 ON CONFLICT ("projectId", name) DO NOTHING RETURNING id
                 """#, logger: .silent
             ).decode(Int64.self) { return (id, true) }
             for try await id in try await query(
-                #"SELECT id FROM topic WHERE "projectId" = \#(project.rowID) AND name = \#(name) FOR KEY SHARE"#,
+                #"SELECT id FROM topic WHERE "projectId" = \#(project) AND name = \#(name) FOR KEY SHARE"#,
                 logger: .silent
             ).decode(Int64.self) { return (id, false) }
         }

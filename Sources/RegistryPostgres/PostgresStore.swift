@@ -16,6 +16,8 @@ public struct PostgresStore: Sendable {
     /// Runs the pool from the store's creation: migrations, the audience load and every command
     /// use it before (or without) a service group.
     let pool: PoolRunner
+    /// Tells the other servers this one committed changes.
+    let doorbell: FeedDoorbell
 
     /// A store over the database `location` names; its pool runs at once.
     /// - Parameter maximumConnections: the pool's bound (postgres-nio's default is 20); the test
@@ -31,7 +33,8 @@ public struct PostgresStore: Sendable {
         var configuration = try location.configuration()
         if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        pool = PoolRunner(client)
+        doorbell = FeedDoorbell(client: client, logger: logger)
+        pool = PoolRunner(client, doorbell: doorbell)
     }
 
     /// What runs beside the store in `serve`'s service group: the pool, until the group shuts down.
@@ -63,8 +66,10 @@ public struct PostgresStore: Sendable {
 final class PoolRunner: Service, Sendable {
     private let running: Task<Void, Never>
     private let starting: Task<Void, Never>
+    private let doorbell: FeedDoorbell
 
-    init(_ client: PostgresClient) {
+    init(_ client: PostgresClient, doorbell: FeedDoorbell) {
+        self.doorbell = doorbell
         let (started, signal) = AsyncStream.makeStream(of: Void.self)
         running = Task {
             signal.finish()
@@ -88,8 +93,9 @@ final class PoolRunner: Service, Sendable {
         await stop()
     }
 
-    /// Closes the pool's connections.
+    /// Sends the last ring, then closes the pool's connections.
     func stop() async {
+        await doorbell.stop()
         running.cancel()
         await running.value
     }

@@ -32,6 +32,9 @@ enum ErrorEnvelope {
             return registryError(error, family)
         case is NIOTooManyBytesError:
             return tooLarge(family)
+        case let error as any StoreConnectionFailure where error.meansUnavailable:
+            logger.warning("the database cannot be reached", metadata: ["error": "\(String(describing: error))"])
+            return unavailable(family, "the database cannot be reached; try again shortly")
         case let error as HTTPError where error.status == .notFound:
             return notFound(family, "no such endpoint: \(request.method) \(request.uri.path)")
         case let error as MethodNotAllowed:

@@ -377,12 +377,13 @@ struct XMPPConnection {
                         "xmpp send failed", metadata: ["error": "\(error)", "xmpp.message_id": "\(messageID.prefix(100))"])
                     var busy = false
                     if case .storeBusy? = error as? RegistryError { busy = true }
+                    if let failure = error as? any StoreConnectionFailure, failure.meansUnavailable { busy = true }
                     hub.answerDownstream(
                         id, project: project,
                         with: CCSWire.answer(
                             Self.nack(
                                 messageID, to: fields["to"]?.string, busy ? "SERVICE_UNAVAILABLE" : "INTERNAL_SERVER_ERROR",
-                                busy ? "the database is busy: retry with backoff" : "internal error")))
+                                busy ? "the database is busy or out of reach: retry with backoff" : "internal error")))
                     return
                 }
                 hub.answerDownstream(id, project: project, with: CCSWire.answer(CCSWire.json(answer.json)))

@@ -15,14 +15,32 @@ struct CopyCommand: AsyncParsableCommand {
             transactions of \(ArchiveImport.batchSize) records, merged with what is there by natural keys, so \
             running it again changes nothing and an interrupted copy is finished by running it again. Memory \
             stays constant however large the registry. Either side is an SQLite file or a postgres:// URL.
-            Example: fcm-registry copy --from registry.sqlite --to 'postgres://registry:secret@db:5432/registry'
+            A URL with a password is best given in $FCM_REGISTRY_COPY_FROM or $FCM_REGISTRY_COPY_TO, out of \
+            sight of ps. Example: FCM_REGISTRY_COPY_TO='postgres://registry:…@db:5432/registry' fcm-registry copy \
+            --from registry.sqlite
             """
     )
 
-    @Option(help: "The database to read: an SQLite file or a postgres:// URL.") var from: String
-    @Option(help: "The database to write: an SQLite file (created if missing) or a postgres:// URL.") var to: String
+    /// Environment variables for the two databases, so that a URL's password need not be on a
+    /// command line, where `ps` shows it to every user of the machine.
+    static let fromVariable = "FCM_REGISTRY_COPY_FROM"
+    static let toVariable = "FCM_REGISTRY_COPY_TO"
+
+    @Option(name: .customLong("from"), help: "The database to read: an SQLite file or a postgres:// URL (default: $\(fromVariable)).")
+    var fromOption: String?
+    @Option(
+        name: .customLong("to"),
+        help: "The database to write: an SQLite file (created if missing) or a postgres:// URL (default: $\(toVariable)).")
+    var toOption: String?
 
     func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let from = fromOption ?? environment[Self.fromVariable] else {
+            throw ValidationError("--from (or $\(Self.fromVariable)) names the database to read")
+        }
+        guard let to = toOption ?? environment[Self.toVariable] else {
+            throw ValidationError("--to (or $\(Self.toVariable)) names the database to write")
+        }
         guard from != to else { throw ValidationError("--from and --to name the same database") }
         let limits = try DatabaseOptions.environmentLimits()
         let sourceStore = try await StoreFactory.open(from)

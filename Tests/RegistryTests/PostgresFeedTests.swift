@@ -124,3 +124,32 @@ actor Done {
     private(set) var value = false
     func set() { value = true }
 }
+
+@Suite("PostgreSQL: the change feed, moved to another cluster", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresFeedMoveTests {
+    /// A dump restored into a new cluster keeps positions of transaction ids the new cluster has
+    /// not reached: without a new start, every new entry would fall below the pruning mark.
+    @Test("A feed ahead of the cluster's transaction ids starts again at the next start; followers then read new writes")
+    func feedFromAnotherCluster() async throws {
+        try await TestPostgres.withProject { store, project in
+            let far: Int64 = 1 << 60
+            _ = try await store.client.query(
+                #"UPDATE "audienceFeed" SET "prunedThrough" = \#(far)"#, logger: Logger(label: "test")
+            ).collect()
+            _ = try await store.client.query(
+                #"""
+                INSERT INTO "audienceChange" (position, "replayOrder", "projectId", kind, topic, "tokenIds", "createdAt")
+                VALUES (\#(far + 1), 1, \#(project.rowID), 'registered', NULL, ''::bytea, 0)
+                """#, logger: Logger(label: "test")
+            ).collect()
+            #expect(try await store.migrate() == [])
+            let load = try await store.loadAudience()
+            let written = try await store.subscribe(["moved:APA91b" + String(repeating: "m", count: 40)], to: "news", topicLimit: 9, in: project)
+            let read = try await store.changes(after: load.cursor, limit: 10)
+            #expect(!read.truncated)
+            #expect(read.entries == written.changes)
+            #expect(try await store.migrate() == [])
+            #expect(try await !store.changes(after: read.next, limit: 10).truncated)
+        }
+    }
+}
