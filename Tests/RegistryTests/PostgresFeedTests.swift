@@ -153,3 +153,36 @@ struct PostgresFeedMoveTests {
         }
     }
 }
+
+@Suite("PostgreSQL: the change feed under a long transaction", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresFeedLongTransactionTests {
+    /// A transaction left open anywhere in the cluster (an idle session, a long import) holds the
+    /// frontier back while writes go on past the feed's retention: pruning must not take what a
+    /// reader held back there has read, or every server would reload again and again.
+    @Test("Writes past the retention while a transaction stays open: a reader is never told it missed entries")
+    func pruningUnderAnOpenTransaction() async throws {
+        try await TestPostgres.withProject { store, project in
+            let small = try PostgresStore(store.location, feedRetention: 10, maximumConnections: 4, logger: Logger(label: "test"))
+            try await store.client.withConnection { holder in
+                _ = try await holder.query("BEGIN", logger: Logger(label: "test")).collect()
+                _ = try await holder.query("SELECT pg_current_xact_id()", logger: Logger(label: "test")).collect()
+                var cursor = try await small.loadAudience().cursor
+                for n in 0..<1_010 {
+                    _ = try await small.subscribe(["long\(n):APA91b" + String(repeating: "l", count: 40)], to: "t", topicLimit: 9, in: project)
+                    if n % 100 == 0 {
+                        let read = try await small.changes(after: cursor, limit: 10_000)
+                        let truncated = read.truncated
+                        #expect(!truncated, "after \(n) writes")
+                        cursor = read.next
+                    }
+                }
+                let truncated = try await small.changes(after: cursor, limit: 10_000).truncated
+                #expect(!truncated)
+                let reloaded = try await small.loadAudience()
+                #expect(try await !small.changes(after: reloaded.cursor, limit: 10).truncated)
+                _ = try await holder.query("ROLLBACK", logger: Logger(label: "test")).collect()
+            }
+            await small.close()
+        }
+    }
+}
