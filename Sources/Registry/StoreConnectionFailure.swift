@@ -6,4 +6,6 @@ public protocol StoreConnectionFailure: Error {
     /// Whether this error is such a failure, with nothing written. A connection lost while a
     /// commit was under way is not: the write may have committed.
     var meansUnavailable: Bool { get }
+    /// What went wrong, for the log: codes, never a query or its values.
+    var summary: String { get }
 }

@@ -4,11 +4,11 @@ import PostgresNIO
 /// Rings the other servers' followers after this server's commits: one `NOTIFY` at a time, in a
 /// transaction of its own, for however many commits came since the last.
 ///
-/// A NOTIFY inside a write would take PostgreSQL's one notification lock at commit and hold it
-/// through the commit's WAL flush, so every server's writes would commit one at a time. Rung
-/// after the commit, a NOTIFY writes no WAL and holds the lock for a moment; commits that land
-/// while one is being sent share the next. A ring that fails is logged: the followers' poll
-/// (`--feed-interval`) reads the feed anyway.
+/// PostgreSQL takes its one notification lock when a transaction that notified commits, and holds
+/// it through that commit's flush. A NOTIFY inside every write made all servers' writes commit one
+/// at a time; rung from here, at most one transaction per server holds the lock at a time, and
+/// commits that land while a ring is being sent share the next. A ring that fails, or is still
+/// queued when a command exits, is made up for by the followers' poll (`--feed-interval`).
 final class FeedDoorbell: Sendable {
     private let continuation: AsyncStream<Void>.Continuation
     private let ringer: Task<Void, Never>
@@ -32,9 +32,16 @@ final class FeedDoorbell: Sendable {
         continuation.yield()
     }
 
-    /// Stops ringing, once what was asked for is sent.
+    /// Stops ringing: what was asked for gets two seconds to go out, so that a database out of
+    /// reach does not hold up shutdown.
     func stop() async {
         continuation.finish()
+        let ringer = self.ringer
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(2))
+            ringer.cancel()
+        }
         await ringer.value
+        deadline.cancel()
     }
 }

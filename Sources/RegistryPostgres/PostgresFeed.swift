@@ -13,7 +13,8 @@ enum PostgresFeed {
     /// Bits of a position below the transaction id: a write records at most 2^20 - 1 changes.
     static let placeBits: Int64 = 20
 
-    /// Inserts `changes` in order, and rings the doorbell; returns them with their positions.
+    /// Inserts `changes` in order; returns them with their positions. `committing` rings the
+    /// doorbell once the write has committed.
     ///
     /// A position is `transaction id << 20 | place`: every transaction below the oldest one still
     /// running has ended, so a reader knows which positions are final (`PostgresStore+Feed`).
@@ -24,7 +25,8 @@ enum PostgresFeed {
     /// replay order, which is commit order wherever the order matters.
     ///
     /// No lock is shared by all writes: concurrent commits share WAL flushes (PostgreSQL's own
-    /// group commit), on every server at once. Nor is NOTIFY's (`FeedDoorbell`).
+    /// group commit), on every server at once. Nor is NOTIFY's lock, taken after the commit
+    /// (`FeedDoorbell`).
     static func insert(
         _ changes: [AudienceChange], _ connection: PostgresConnection, now: Int64, retention: Int
     ) async throws -> [FeedEntry] {

@@ -53,8 +53,6 @@ enum PostgresMigrations {
         }
     }
 
-    /// The schema of SQLite's migrations up to v7, in PostgreSQL's types. Quoted names keep the
-    /// camelCase the SQLite schema and every query use.
     /// Starts the change feed again when its positions lie ahead of this cluster's transaction
     /// ids: the database came from another cluster (a `pg_dump` restored elsewhere, a logical
     /// replica), whose ids ran higher, and every new entry would fall below the pruning mark.
@@ -80,6 +78,8 @@ enum PostgresMigrations {
         return true
     }
 
+    /// The schema of SQLite's migrations up to v7, in PostgreSQL's types. Quoted names keep the
+    /// camelCase the SQLite schema and every query use.
     static let v1: [String] = [
         """
         CREATE TABLE project (

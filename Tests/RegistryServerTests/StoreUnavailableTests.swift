@@ -12,6 +12,7 @@ import Testing
 struct StoreUnavailableTests {
     struct Lost: StoreConnectionFailure {
         var meansUnavailable: Bool
+        var summary: String { "connection refused" }
     }
 
     func answer(to error: any Error, path: String) -> APIError {
