@@ -63,16 +63,16 @@ enum PostgresFeed {
         guard let (base, order) = taken else { throw PostgresStoreError("the feed's insert returned no row") }
         // Keep about the newest `retention` writes' entries: pruned by the write whose order
         // crosses a thousand. The mark is the highest position pruned: a reader whose watermark is
-        // below it may have missed an entry, and reloads.
-        // Only final positions go, below the oldest transaction still running: a reader whose
-        // frontier that transaction holds back is never told it missed what it read.
+        // below it may have missed an entry, and reloads. Only final positions go, below the
+        // frontier: a reader whose frontier a long transaction holds back is never told it missed
+        // what it read.
         if order % 1000 == 0, order > Int64(retention) {
+            let frontier = try await connection.frontier()
             try await connection.run(
                 #"""
                 WITH pruned AS (
                   DELETE FROM "audienceChange"
-                  WHERE "replayOrder" <= \#(order - Int64(retention))
-                    AND position < pg_snapshot_xmin(pg_current_snapshot())::text::bigint << \#(Int32(placeBits))
+                  WHERE "replayOrder" <= \#(order - Int64(retention)) AND position < \#(frontier)
                   RETURNING position
                 )
                 UPDATE "audienceFeed" SET "prunedThrough" = GREATEST("prunedThrough", (SELECT MAX(position) FROM pruned))

@@ -69,10 +69,8 @@ enum PostgresMigrations {
         guard ahead else { return false }
         try await connection.withTransaction(logger: logger) { transaction in
             try await transaction.run(#"DELETE FROM "audienceChange""#)
-            try await transaction.run(
-                #"""
-                UPDATE "audienceFeed" SET "prunedThrough" = (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20) - 1
-                """#)
+            let frontier = try await transaction.frontier()
+            try await transaction.run(#"UPDATE "audienceFeed" SET "prunedThrough" = \#(frontier - 1)"#)
         }
         logger.notice("the change feed came from another PostgreSQL cluster (a restored dump?): started again, audiences reload from the tables")
         return true
