@@ -90,6 +90,12 @@ public final class AudienceIndex: Sendable {
         state.withLock { $0.stale }
     }
 
+    /// Asks for a reload from the tables at the follower's next round: for a cursor the feed can no
+    /// longer be read after, while the tables can.
+    package func markStale() {
+        state.withLock { $0.stale = true }
+    }
+
     /// Replaces the whole index with what the tables hold at `load.cursor`.
     package func load(_ load: AudienceLoad) {
         var projects: [Int64: Snapshot] = [:]

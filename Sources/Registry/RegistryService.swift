@@ -23,6 +23,8 @@ public struct RegistryService: Sendable {
     let faults = FaultBoard()
     /// Who is subscribed to what, kept equal to the tables by following the change feed.
     public let audience = AudienceIndex()
+    /// How far behind the feed the audience index is: what readiness and metrics report.
+    public let feedHealth = FeedHealth()
     /// Where accepted messages go: today the message log, later the relay to FCM.
     public let sink: any MessageSink
     /// Where the audience index is saved between runs; `nil` for none.
@@ -149,81 +151,6 @@ public struct RegistryService: Sendable {
             return bytes.count
         }
         return (size, state.cursor.watermark)
-    }
-
-    // MARK: - Following the feed
-
-    /// Replaces the audience index with what the tables hold now.
-    public func reloadAudience() async throws {
-        audience.load(try await feed.loadAudience())
-    }
-
-    /// Applies what every process committed since the index's cursor, in the feed's order; reloads
-    /// when the index missed changes (it fell behind the feed's retention, or a bulk writer asked).
-    /// - Returns: the number of changes applied, or `nil` when the index was reloaded.
-    @discardableResult
-    public func catchUp(batch: Int = 10_000) async throws -> Int? {
-        if audience.isStale {
-            try await reloadAudience()
-            return nil
-        }
-        var applied = 0
-        while true {
-            let cursor = audience.cursor
-            let read = try await feed.changes(after: cursor, limit: batch)
-            audience.apply(read, after: cursor)
-            if audience.isStale {
-                try await reloadAudience()
-                return nil
-            }
-            applied += read.entries.count
-            if read.entries.count < batch { return applied }
-        }
-    }
-
-    /// Committed changes this process's index has not read from the feed yet.
-    public func feedLag() async throws -> Int64 {
-        try await feed.unread(after: audience.cursor)
-    }
-
-    /// What following the feed reports beyond the ordinary.
-    public enum FeedEvent: Sendable {
-        /// The index missed entries and was loaded again from the tables.
-        case reloaded(Duration)
-        /// A round failed; the next one tries again.
-        case failed(any Error)
-    }
-
-    /// Follows the feed until the task is cancelled: catches up whenever the feed rings, and at
-    /// least every `interval` (a ring may be missed).
-    public func followFeed(every interval: Duration, report: @Sendable (FeedEvent) -> Void = { _ in }) async {
-        let wakeUps = feed.wakeUps()
-        await withTaskGroup(of: Void.self) { group in
-            let (rings, ring) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            group.addTask {
-                for await _ in wakeUps { ring.yield() }
-                ring.finish()
-            }
-            group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    ring.yield()
-                }
-                ring.finish()
-            }
-            for await _ in rings {
-                guard !Task.isCancelled else { break }
-                let started = ContinuousClock.now
-                do {
-                    if try await catchUp() == nil { report(.reloaded(ContinuousClock.now - started)) }
-                } catch {
-                    // Stopping cancels a read in flight: that is the end of following, not a failure.
-                    if Task.isCancelled || error is CancellationError { break }
-                    report(.failed(error))
-                }
-            }
-            group.cancelAll()
-        }
     }
 
     // MARK: - Projects

@@ -35,6 +35,10 @@ public typealias RegistryBackend = ArchiveStore & ChangeFeed & MessageLogStore &
 /// its row locks are taken, so two writes to the same token take their feed ids in commit order.
 /// Writes that return ``Committed`` are those that can change the audience.
 public protocol RegistryStore: Sendable {
+    /// Runs the cheapest statement the database answers (`SELECT 1`): whether it can be reached
+    /// now, for readiness. Throws a `StoreConnectionFailure` when it cannot.
+    func ping() async throws
+
     // MARK: Projects and keys
 
     func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project

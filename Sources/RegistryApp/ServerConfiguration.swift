@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     /// How often the server reads the change feed for other processes' writes, when nothing
     /// rings its doorbell sooner.
     public var feedInterval = Duration.milliseconds(10)
+    /// `GET /readyz` answers 503 while the audience index has not been current with the feed for
+    /// longer than this (or the database does not answer).
+    public var readyMaximumLag = Duration.seconds(10)
     public var limits = Limits()
     /// Where the first server key of a new database goes; `nil` prints it on stdout.
     public var keyFile: String?
@@ -194,6 +197,10 @@ extension ServerConfiguration {
             "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
             "10ms"
         ) { $1.feedInterval = $0 },
+        duration(
+            "ready-max-lag", "FCM_REGISTRY_READY_MAX_LAG",
+            "GET /readyz answers 503 while this server has not read the change feed for this long.", "10s"
+        ) { $1.readyMaximumLag = $0 },
         text(
             "checkpoint", "FCM_REGISTRY_CHECKPOINT",
             "File the audience index is saved to and started from; off turns checkpoints off.", "<db>.audience"

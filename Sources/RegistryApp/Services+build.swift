@@ -20,7 +20,9 @@ public func buildServices(
 ) throws -> [any Service] {
     let xmpp = XMPPHub(limits: configuration.xmpp.hub, upstream: registry.upstream)
     var services: [any Service] = [
-        FeedFollower(registry: registry, interval: configuration.feedInterval, logger: logger)
+        FeedFollower(
+            registry: registry, interval: configuration.feedInterval, maximumLag: configuration.readyMaximumLag,
+            logger: logger)
     ]
     // Where XMPP sessions may be, the hub looks for upstream messages other servers added.
     if configuration.xmppListening { services.append(xmpp) }

@@ -13,13 +13,13 @@ final class FeedDoorbell: Sendable {
     private let continuation: AsyncStream<Void>.Continuation
     private let ringer: Task<Void, Never>
 
-    init(client: PostgresClient, logger: Logger) {
+    init(database: DatabasePool, logger: Logger) {
         let (rings, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.continuation = continuation
         ringer = Task {
             for await _ in rings {
                 do {
-                    _ = try await client.query("SELECT pg_notify(\(PostgresFeed.channel), '')", logger: logger).collect()
+                    _ = try await database.query("SELECT pg_notify(\(PostgresFeed.channel), '')")
                 } catch {
                     logger.notice("ringing the feed's doorbell failed; the other servers' poll reads the feed")
                 }

@@ -448,12 +448,13 @@ extension PostgresStore: ArchiveStore {
     /// Each empty topic is removed as a write removes one: locked first, then looked at again, so
     /// that a topic a running write is subscribing to stays.
     public func finishImport() async throws {
-        var empty: [Int64] = []
-        try await client.withConnection { connection in
+        let empty = try await database.withConnection { connection in
+            var empty: [Int64] = []
             for try await id in try await connection.query(
                 #"SELECT id FROM topic WHERE NOT EXISTS (SELECT 1 FROM subscription WHERE subscription."topicId" = topic.id)"#,
                 logger: .silent
             ).decode(Int64.self) { empty.append(id) }
+            return empty
         }
         for id in empty {
             try await transaction { connection in try await connection.removeTopicIfEmpty(id) }

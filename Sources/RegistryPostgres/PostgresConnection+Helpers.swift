@@ -10,7 +10,7 @@ extension PostgresStore {
     /// A transaction PostgreSQL chose as a deadlock's victim wrote nothing, and runs again: the
     /// rare race of two writes registering the same new tokens while locking known ones.
     func transaction<Result: Sendable>(
-        _ body: @Sendable (PostgresConnection) async throws -> Result,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result,
         onUniqueViolation: (() -> any Error)? = nil
     ) async throws -> Result {
         var attempt = 1
@@ -25,11 +25,11 @@ extension PostgresStore {
     }
 
     private func transactionOnce<Result: Sendable>(
-        _ body: @Sendable (PostgresConnection) async throws -> Result,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result,
         onUniqueViolation: (() -> any Error)?
     ) async throws -> Result {
         do {
-            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            return try await database.withTransaction(logger: logger) { connection in try await body(connection) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw onUniqueViolation?() ?? error
         } catch let error as PostgresTransactionError {

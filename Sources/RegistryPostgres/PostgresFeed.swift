@@ -97,7 +97,7 @@ extension PostgresStore {
     /// Runs `body` as one all-or-nothing write; what it records in the log goes to the change
     /// feed in the same transaction, and comes back with its value.
     func committing<Value: Sendable>(
-        _ body: @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
+        _ body: @escaping @Sendable (PostgresConnection, ChangeLog) async throws -> Value,
         onUniqueViolation: (() -> any Error)? = nil
     ) async throws -> Committed<Value> {
         let committed = try await transaction({ connection in

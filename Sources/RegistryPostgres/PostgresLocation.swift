@@ -116,6 +116,41 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// The client's configuration: TLS as `tls` says, the schema as the session's `search_path`.
     /// - Throws: `PostgresLocationError` when `sslrootcert` cannot be read.
     public func configuration() throws(PostgresLocationError) -> PostgresClient.Configuration {
+        let mode: PostgresClient.Configuration.TLS
+        switch try tlsConfiguration() {
+        case nil: mode = .disable
+        case let (configuration, required)?: mode = required ? .require(configuration) : .prefer(configuration)
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: mode)
+        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        return configuration
+    }
+
+    /// The same place, credentials and TLS for one connection of its own, outside the pool.
+    /// - Throws: `PostgresLocationError` when `sslrootcert` cannot be read or TLS cannot be set up.
+    public func connectionConfiguration() throws(PostgresLocationError) -> PostgresConnection.Configuration {
+        let mode: PostgresConnection.Configuration.TLS
+        do {
+            switch try tlsConfiguration() {
+            case nil: mode = .disable
+            case let (configuration, required)?:
+                let context = try NIOSSLContext(configuration: configuration)
+                mode = required ? .require(context) : .prefer(context)
+            }
+        } catch let error as PostgresLocationError {
+            throw error
+        } catch {
+            throw PostgresLocationError("TLS cannot be set up: \(error)")
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: mode)
+        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        return configuration
+    }
+
+    /// TLS as `tls` and `sslrootcert` say, and whether it is required; `nil` for plain TCP.
+    private func tlsConfiguration() throws(PostgresLocationError) -> (TLSConfiguration, required: Bool)? {
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         if let rootCertificatePath {
             do {
@@ -124,24 +159,19 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 throw PostgresLocationError("sslrootcert \(rootCertificatePath) is not a readable PEM file of certificates")
             }
         }
-        let mode: PostgresClient.Configuration.TLS
         switch tls {
         case .disable:
-            mode = .disable
+            return nil
         case .prefer:
             tlsConfiguration.certificateVerification = .none
-            mode = .prefer(tlsConfiguration)
+            return (tlsConfiguration, false)
         case .require:
             tlsConfiguration.certificateVerification = rootCertificatePath == nil ? .none : .noHostnameVerification
-            mode = .require(tlsConfiguration)
+            return (tlsConfiguration, true)
         case .verifyFull:
             tlsConfiguration.certificateVerification = .fullVerification
-            mode = .require(tlsConfiguration)
+            return (tlsConfiguration, true)
         }
-        var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: username, password: password, database: database, tls: mode)
-        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
-        return configuration
     }
 }
 

@@ -6,21 +6,23 @@ import Registry
 /// What users see of the relay: a message's counts and deliveries, and a project's queue.
 extension PostgresStore {
     public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
-        try await client.withConnection { connection in
+        let counts = try await database.withConnection { connection in
             try await connection.first(
                 #"""
                 SELECT outbox.recipients, outbox.delivered, outbox.failed
                 FROM message JOIN outbox ON outbox."messageId" = message.id
                 WHERE message."projectId" = \#(project.rowID) AND message."messageId" = \#(id)
-                """#, as: (Int64, Int64, Int64).self
-            ).map { DeliveryCounts(pending: Int($0.0 - $0.1 - $0.2), delivered: Int($0.1), failed: Int($0.2)) }
+                """#, as: (Int64, Int64, Int64).self)
+        }
+        return counts.map { (recipients: Int64, delivered: Int64, failed: Int64) in
+            DeliveryCounts(pending: Int(recipients - delivered - failed), delivered: Int(delivered), failed: Int(failed))
         }
     }
 
     public func deliveries(
         ofMessage id: String, in project: Project, state: DeliveryState, after: Int64?, limit: Int
     ) async throws -> Page<DeliveryEntry>? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             guard
                 let (row, cursor, walked, direct) = try await connection.first(
                     #"""
@@ -99,7 +101,7 @@ extension PostgresStore {
 
     public func relayStatus(of project: Project) async throws -> RelayStatus? {
         let now = EpochMilliseconds.now()
-        return try await client.withConnection { connection -> RelayStatus? in
+        return try await database.withConnection { connection -> RelayStatus? in
             guard
                 let (delivered, failed, pruned, paused, lastError, firebase, upstream) = try await connection.first(
                     #"""

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Registry
+import Synchronization
 
 /// The change feed over PostgreSQL, read by every server to keep its audience index equal to the
 /// tables.
@@ -109,7 +110,7 @@ extension PostgresStore: ChangeFeed {
     }
 
     public func unread(after cursor: FeedCursor) async throws -> Int64 {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await connection.one(
                 #"""
                 SELECT COUNT(*)::bigint FROM "audienceChange"
@@ -124,7 +125,7 @@ extension PostgresStore: ChangeFeed {
     /// A fingerprint of the newest entry at or below the cursor's watermark: positions there are
     /// final, so the same cursor finds the same entry until it is pruned.
     public func fingerprint(at cursor: FeedCursor) async throws -> [UInt8]? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             guard
                 let (position, project, kind, topic, bytes, createdAt) = try await connection.first(
                     #"""
@@ -143,23 +144,41 @@ extension PostgresStore: ChangeFeed {
 
     /// Rung when any server commits a change: a connection of the pool LISTENs while the stream
     /// is read, and listens again after a lost connection. The follower's poll covers the gaps.
+    ///
+    /// A connection lost without a word would leave the listener waiting for ever, so every
+    /// `listenCheckInterval` the listening connection must answer `SELECT 1` within
+    /// `listenCheckDeadline`, or it is given up and another is leased. A failure is logged once,
+    /// until listening works again.
     public func wakeUps() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let client = self.client
+        let database = self.database
         let logger = self.logger
         let listener = Task {
+            let failing = FailureFlag()
             while !Task.isCancelled {
                 do {
-                    try await client.withConnection { connection in
+                    try await database.withConnection { connection in
                         try await connection.listen(on: PostgresFeed.channel) { notifications in
                             // Anything may have been missed while not listening.
                             continuation.yield()
-                            for try await _ in notifications { continuation.yield() }
+                            if failing.clear() { logger.notice("listening for feed notifications again") }
+                            let relay = Task { for try await _ in notifications { continuation.yield() } }
+                            defer { relay.cancel() }
+                            while true {
+                                try await Task.sleep(for: Self.listenCheckInterval)
+                                try await withDeadline(Self.listenCheckDeadline, "checking the listening connection") {
+                                    try await connection.run("SELECT 1")
+                                }
+                            }
                         }
                     }
                 } catch {
                     if Task.isCancelled { break }
-                    logger.notice("listening for feed notifications failed; listening again in 1 s")
+                    if failing.set() {
+                        logger.notice(
+                            "listening for feed notifications failed; trying again every second (the feed is polled meanwhile)",
+                            metadata: ["cause": "\(DatabasePool.summary(of: error))"])
+                    }
                     try? await Task.sleep(for: .seconds(1))
                 }
             }
@@ -168,10 +187,17 @@ extension PostgresStore: ChangeFeed {
         return stream
     }
 
+    static let listenCheckInterval = Duration.seconds(5)
+    static let listenCheckDeadline = Duration.seconds(3)
+
+    public func ping() async throws {
+        try await database.withConnection { connection in try await connection.run("SELECT 1") }
+    }
+
     /// Runs `body` in a read-only REPEATABLE READ transaction: every statement sees one snapshot,
     /// the same the frontier is taken from.
-    func snapshotRead<Value: Sendable>(_ body: (PostgresConnection) async throws -> Value) async throws -> Value {
-        try await client.withConnection { connection in
+    func snapshotRead<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+        try await database.withConnection { connection in
             try await connection.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             do {
                 let value = try await body(connection)
@@ -191,6 +217,21 @@ extension PostgresStore: ChangeFeed {
         return stride(from: 0, to: raw.count - 3, by: 4).map { i in
             UInt32(raw[i]) << 24 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 8 | UInt32(raw[i + 3])
         }
+    }
+}
+
+/// Whether a loop is failing, so that it logs its first failure and its recovery, not every try.
+final class FailureFlag: Sendable {
+    private let failing = Atomic<Bool>(false)
+
+    /// Marks it failing; true if it was not.
+    func set() -> Bool {
+        !failing.exchange(true, ordering: .relaxed)
+    }
+
+    /// Marks it working; true if it was failing.
+    func clear() -> Bool {
+        failing.exchange(false, ordering: .relaxed)
     }
 }
 

@@ -59,7 +59,7 @@ extension PostgresStore {
     }
 
     public func group(named name: String, in project: Project) async throws -> GroupRef? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await connection.first(
                 #"""
                 SELECT id, (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
@@ -72,7 +72,7 @@ extension PostgresStore {
     public func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws
         -> Page<GroupSummary>
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             let (lower, start) =
                 after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) } == false
                 ? (">", after ?? "") : (">=", prefix)
@@ -97,7 +97,7 @@ extension PostgresStore {
     public func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (GroupSummary, Page<Membership>)?
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             guard
                 let (id, createdAt, count) = try await connection.first(
                     #"""
@@ -125,7 +125,7 @@ extension PostgresStore {
     }
 
     public func memberIDs(ofGroup id: Int64?, named name: String?, in project: Project) async throws -> [UInt32]? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             let groupID =
                 if let id {
                     try await connection.first(

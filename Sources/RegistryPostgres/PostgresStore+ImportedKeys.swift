@@ -12,7 +12,7 @@ extension PostgresStore: RegistryStore {
         forImportedKey key: String, in project: Project,
         opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
     ) async throws -> Int64? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             if let (groupID) = try await connection.first(
                 #"SELECT "groupId" FROM "importedKey" WHERE "projectId" = \#(project.rowID) AND "notificationKey" = \#(key)"#,
                 as: Int64?.self)

@@ -17,7 +17,7 @@ extension PostgresStore: MessageLogStore {
     public func messages(_ filter: MessageFilter, in project: Project, before: Int64?, limit: Int, bytes: Int)
         async throws -> Page<LoggedMessage>
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             let rows: PostgresRowSequence
             var token: UInt32?
             switch filter {
@@ -64,7 +64,7 @@ extension PostgresStore: MessageLogStore {
     }
 
     public func message(_ id: String, in project: Project) async throws -> LoggedMessage? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await connection.first(
                 #"""
                 SELECT "messageId", protocol, target, body, "recipientCount", "receivedAt" FROM message
@@ -79,7 +79,7 @@ extension PostgresStore: MessageLogStore {
     }
 
     public func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)] {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             var usage: [String: (entries: Int, bytes: Int)] = [:]
             for try await (project, entries, bytes) in try await connection.query(
                 #"""

@@ -17,7 +17,7 @@ extension PostgresStore: OutboxStore {
     // MARK: - Settings
 
     public func relaySettings() async throws -> [Int64: RelaySettings] {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             var settings: [Int64: RelaySettings] = [:]
             for try await (project, firebase, email, keyID, key, tokenURI, upstream) in try await connection.query(
                 #"SELECT "projectId", "firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream FROM relay"#,
@@ -139,7 +139,7 @@ extension PostgresStore: OutboxStore {
     {
         let time = EpochMilliseconds.milliseconds(now)
         let sending = Set(inFlight?.attempts.compactMap(\.deliveryID) ?? [])
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             var attempts: [DeliveryAttempt] = []
             for try await (id, tokenID, value, tries) in try await connection.query(
                 #"""

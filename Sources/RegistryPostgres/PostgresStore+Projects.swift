@@ -44,7 +44,7 @@ extension PostgresStore {
     }
 
     public func project(authenticatedBy keyHash: [UInt8]) async throws -> Project? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await Self.project(
                 connection,
                 #"""
@@ -56,7 +56,7 @@ extension PostgresStore {
     }
 
     public func projects() async throws -> [Project] {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             var projects: [Project] = []
             for try await (id, projectId, senderId) in try await connection.query(
                 #"SELECT id, "projectId", "senderId" FROM project ORDER BY id"#, logger: logger
@@ -120,7 +120,7 @@ extension PostgresStore {
 
     /// The newest active account the query finds, with its project.
     private func activeServiceAccount(_ query: PostgresQuery) async throws -> (ServiceAccount, Project)? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             for try await row in try await connection.query(query, logger: logger) {
                 let (keyID, email, clientID, key, uri, created, revoked, id, projectId, senderId) = try row.decode(
                     (String, String, String, String, String?, Int64, Int64?, Int64, String, String).self)
@@ -134,7 +134,7 @@ extension PostgresStore {
     }
 
     public func serviceAccounts(in project: Project) async throws -> [ServiceAccount] {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             var accounts: [ServiceAccount] = []
             for try await (keyID, email, clientID, key, uri, created, revoked) in try await connection.query(
                 #"SELECT \#(unescaped: Self.accountColumns) FROM "serviceAccount" WHERE "projectId" = \#(project.rowID) ORDER BY id"#,

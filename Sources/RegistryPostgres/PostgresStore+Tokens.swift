@@ -7,11 +7,11 @@ import Registry
 /// in the order every write takes them: token rows (sorted), topic rows (by name), group rows (by id).
 extension PostgresStore {
     public func token(_ token: String, in project: Project) async throws -> TokenInfo? {
-        try await client.withConnection { connection in try await connection.tokenInfo(token, in: project) }
+        try await database.withConnection { connection in try await connection.tokenInfo(token, in: project) }
     }
 
     public func groups(ofToken token: String, in project: Project) async throws -> [Membership] {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             var groups: [Membership] = []
             for try await (name, addedAt) in try await connection.query(
                 #"""
@@ -116,7 +116,7 @@ extension PostgresStore {
 
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
         guard !ids.isEmpty else { return [] }
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             var values: [String] = []
             for try await value in try await connection.query(
                 #"SELECT value FROM token WHERE "projectId" = \#(project.rowID) AND id = ANY(\#(ids.map { Int32(bitPattern: $0) })) ORDER BY id"#,
@@ -128,7 +128,7 @@ extension PostgresStore {
 
     public func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32] {
         guard !tokens.isEmpty else { return [:] }
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             var ids: [String: UInt32] = [:]
             for try await (id, value) in try await connection.query(
                 #"SELECT id, value FROM token WHERE "projectId" = \#(project.rowID) AND state = 'registered' AND value = ANY(\#(tokens))"#,
@@ -140,7 +140,7 @@ extension PostgresStore {
 
     public func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String> {
         guard !tokens.isEmpty else { return [] }
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             var others: Set<String> = []
             for try await value in try await connection.query(
                 #"""

@@ -42,7 +42,7 @@ extension PostgresStore {
     public func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<SubscriptionInfo>?
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             guard
                 let (id, state) = try await connection.first(
                     #"SELECT id, state FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(token)"#,
@@ -66,7 +66,7 @@ extension PostgresStore {
     public func topics(in project: Project, prefix: String, after: String?, limit: Int) async throws
         -> Page<TopicSummary>
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             // Names compare bytewise (the column's collation is "C"), as SQLite compares them, so a
             // prefix is one range of the index: [prefix, prefix + U+10FFFF).
             // Past the previous page's last name, or from the prefix itself (which may be a name).
@@ -94,7 +94,7 @@ extension PostgresStore {
     public func topicSubscribers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (TopicSummary, Page<Membership>)?
     {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             guard
                 let (id, createdAt, count) = try await connection.first(
                     #"""

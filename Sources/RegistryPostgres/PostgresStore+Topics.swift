@@ -114,7 +114,7 @@ extension PostgresStore {
     }
 
     public func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo? {
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             for try await createdAt in try await connection.query(
                 #"""
                 SELECT subscription."createdAt" FROM subscription
@@ -132,7 +132,7 @@ extension PostgresStore {
 
     public func topicCreationTimes(_ names: [String], in project: Project) async throws -> [String: Date] {
         guard !names.isEmpty else { return [:] }
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             var times: [String: Date] = [:]
             for try await (name, createdAt) in try await connection.query(
                 #"SELECT name, "createdAt" FROM topic WHERE "projectId" = \#(project.rowID) AND name = ANY(\#(names))"#,

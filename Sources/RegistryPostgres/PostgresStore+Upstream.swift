@@ -54,14 +54,14 @@ extension PostgresStore: UpstreamStore {
 
     public func removeUpstream(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await connection.run(#"DELETE FROM "upstreamMessage" WHERE id = ANY(\#(ids))"#)
         }
     }
 
     public func releaseUpstream(_ ids: [Int64], holder: String) async throws {
         guard !ids.isEmpty else { return }
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             try await connection.run(
                 #"""
                 UPDATE "upstreamMessage" SET "heldBy" = NULL, "heldUntil" = NULL
@@ -72,7 +72,7 @@ extension PostgresStore: UpstreamStore {
 
     public func renewUpstream(_ ids: [Int64], holder: String, lease: Duration) async throws {
         guard !ids.isEmpty else { return }
-        try await client.withConnection { connection in
+        try await database.withConnection { connection in
             let lease = EpochMilliseconds.now() + EpochMilliseconds.milliseconds(lease)
             try await connection.run(
                 #"UPDATE "upstreamMessage" SET "heldUntil" = \#(lease) WHERE id = ANY(\#(ids)) AND "heldBy" = \#(holder)"#)
@@ -81,7 +81,7 @@ extension PostgresStore: UpstreamStore {
 
     public func waitingUpstream(project: Int64?, now: Date) async throws -> Int {
         let now = EpochMilliseconds.milliseconds(now)
-        return try await client.withConnection { connection in
+        return try await database.withConnection { connection in
             if let project { return try await connection.one(Self.waiting(project: project, now: now), as: Int.self) }
             return try await connection.one(
                 #"SELECT COUNT(*)::bigint FROM "upstreamMessage" WHERE "heldBy" IS NULL OR "heldUntil" < \#(now)"#, as: Int.self)

@@ -3,12 +3,13 @@ import PostgresNIO
 import Registry
 import ServiceLifecycle
 
-/// The registry on PostgreSQL: one `PostgresClient` (a connection pool, a peer in `serve`'s
-/// service group) over the tables of `PostgresMigrations`, shared by every server pointed at the
+/// The registry on PostgreSQL: one `DatabasePool` (postgres-nio's pool with bounded waits, a
+/// peer in `serve`'s service group) over the tables of `PostgresMigrations`, shared by every server pointed at the
 /// same database.
 public struct PostgresStore: Sendable {
     public let location: PostgresLocation
-    public let client: PostgresClient
+    /// Every statement goes through it.
+    public let database: DatabasePool
     let logger: Logger
     /// Entries of the change feed kept for followers that fall behind.
     public let feedRetention: Int
@@ -30,11 +31,9 @@ public struct PostgresStore: Sendable {
         self.location = location
         self.feedRetention = feedRetention
         self.logger = logger
-        var configuration = try location.configuration()
-        if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        doorbell = FeedDoorbell(client: client, logger: logger)
-        pool = PoolRunner(client, doorbell: doorbell)
+        database = try DatabasePool(location, maximumConnections: maximumConnections, logger: logger)
+        doorbell = FeedDoorbell(database: database, logger: logger)
+        pool = PoolRunner(database, doorbell: doorbell)
     }
 
     /// What runs beside the store in `serve`'s service group: the pool, until the group shuts down.
@@ -54,37 +53,28 @@ public struct PostgresStore: Sendable {
     /// - Returns: the migrations applied now.
     public func migrate() async throws -> [String] {
         await pool.started()
-        return try await client.withConnection { connection in
+        let logger = logger
+        return try await database.withConnection { connection in
             try await PostgresMigrations.migrate(connection, logger: logger)
         }
     }
 }
 
-/// A `PostgresClient` running from its creation, and stopped by the service group: the store is
-/// used before the group starts (migrations, the audience load, the first project), and by
-/// commands that have no group at all.
+/// The store's pool as a peer of the service group: it runs from the store's creation (the store
+/// is used before the group starts: migrations, the audience load, the first project, and by
+/// commands that have no group at all), and is stopped by the group.
 final class PoolRunner: Service, Sendable {
-    private let running: Task<Void, Never>
-    private let starting: Task<Void, Never>
+    private let database: DatabasePool
     private let doorbell: FeedDoorbell
 
-    init(_ client: PostgresClient, doorbell: FeedDoorbell) {
+    init(_ database: DatabasePool, doorbell: FeedDoorbell) {
+        self.database = database
         self.doorbell = doorbell
-        let (started, signal) = AsyncStream.makeStream(of: Void.self)
-        running = Task {
-            signal.finish()
-            await client.run()
-        }
-        starting = Task {
-            for await _ in started {}
-            // `run()` marks the pool running in its first statement, right after the signal.
-            await Task.yield()
-        }
     }
 
     /// Returns once the pool runs: a connection leased before logs postgres-nio's warning.
     func started() async {
-        await starting.value
+        await database.started()
     }
 
     /// Waits for the group's shutdown (the group stops the store's peers last), then stops the pool.
@@ -96,7 +86,6 @@ final class PoolRunner: Service, Sendable {
     /// Sends the last ring, then closes the pool's connections.
     func stop() async {
         await doorbell.stop()
-        running.cancel()
-        await running.value
+        await database.stop()
     }
 }

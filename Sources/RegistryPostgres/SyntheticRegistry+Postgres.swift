@@ -16,12 +16,11 @@ extension SyntheticRegistry {
         let registry = try await RegistryService(store: store)
         guard try await registry.projects().isEmpty else { throw PostgresStoreError("the database already has projects") }
         let (project, key) = try await registry.createProject(projectId: projectId, senderId: senderId)
-        var random = SplitMix64(seed: seed)
         let (tokens, topics, seed) = (tokens, topics, seed)
         let sizes = topicSizes()
         let now = EpochMilliseconds.now()
         let owner = project.rowID
-        try await store.client.withConnection { connection in
+        try await store.database.withConnection { connection in
             try await Self.copy(into: "token", ["id", "projectId", "value", "state", "createdAt", "updatedAt"], connection) { line in
                 for id in 1...tokens {
                     try await line("\(id)\t\(owner)\t\(Self.tokenValue(seed: seed, id: id))\tregistered\t\(now)\t\(now)\n")
@@ -32,6 +31,7 @@ extension SyntheticRegistry {
             }
             try await connection.run(#"DROP INDEX "subscription_tokenId""#)
             try await Self.copy(into: "subscription", ["topicId", "tokenId", "createdAt"], connection) { line in
+                var random = SplitMix64(seed: seed)
                 for topic in 0..<topics {
                     for token in Self.sample(sizes[topic], from: tokens, using: &random) {
                         try await line("\(topic + 1)\t\(token)\t\(now)\n")

@@ -56,6 +56,11 @@ extension SQLiteStore {
         }
     }
 
+    /// Reads a page of the file, so a file that cannot be read fails here.
+    public func ping() async throws {
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1 FROM project LIMIT 1") }
+    }
+
     public func projects() async throws -> [Project] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM project ORDER BY id").map(Self.project)

@@ -28,7 +28,7 @@ public func buildApplication(
     let slowLog = LogThrottle()
     let guardLogger = logger
     return Application(
-        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
+        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: settings.readyMaximumLag),
         server: .http1(
             configuration: .init(
                 additionalChannelHandlers: [
@@ -75,7 +75,7 @@ public func buildTLSApplication(
         }
     }
     return Application(
-        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp),
+        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: settings.readyMaximumLag),
         server: server,
         configuration: .init(
             address: .hostname(settings.host, port: settings.port), serverName: "fcm-registry",
@@ -86,14 +86,16 @@ public func buildTLSApplication(
 
 /// Every route, behind the access log and the error envelope; every route but `/health`,
 /// `/metrics`, `/openapi.json`, `/token` and the console's files behind the server key.
-public func buildRouter(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> Router<
-    RegistryRequestContext
-> {
-    routing(registry: registry, metrics: metrics, xmpp: xmpp).router
+public func buildRouter(
+    registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub, readyMaximumLag: Duration = .seconds(10)
+) -> Router<RegistryRequestContext> {
+    routing(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: readyMaximumLag).router
 }
 
 /// The router, and every (path, method) it serves: what `/openapi.json` describes, as a test checks.
-func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub) -> (
+func routing(
+    registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub, readyMaximumLag: Duration = .seconds(10)
+) -> (
     router: Router<RegistryRequestContext>, routes: [(path: String, method: HTTPRequest.Method)]
 ) {
     let router = Router(context: RegistryRequestContext.self)
@@ -102,6 +104,8 @@ func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xm
     router.add(middleware: ErrorEnvelopeMiddleware())
     let open = RouteRecorder(router.group())
     open.on("/health", .get) { _, _ in Health(status: "ok") }
+    let readiness = ReadinessProbe(registry: registry, maximumLag: readyMaximumLag)
+    open.on("/readyz", .get) { _, _ in await readiness.response() }
     open.on("/openapi.json", .get) { _, _ in OpenAPIDocument.response }
     open.on("/metrics", .get) { _, _ in
         try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, xmpp: xmpp)
@@ -132,7 +136,7 @@ func routing(registry: RegistryService, metrics: PrometheusCollectorRegistry, xm
     return (router, open.recorded + routes.recorded)
 }
 
-/// `GET /health`: the process answers.
+/// `GET /health`: liveness, the process answers. Readiness is `GET /readyz` (`ReadinessProbe`).
 struct Health: ResponseEncodable {
     var status: String
 }

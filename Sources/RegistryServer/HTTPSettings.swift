@@ -10,6 +10,8 @@ public struct HTTPSettings: Sendable {
     public var bodyTimeout = Duration.seconds(30)
     /// Open connections at most; past it the listener stops accepting until one closes.
     public var maximumConnections = 4096
+    /// `GET /readyz` answers 503 while the audience index has not been current for longer.
+    public var readyMaximumLag = Duration.seconds(10)
 
     public init() {}
 }

@@ -46,10 +46,14 @@ struct ServerMetrics: Sendable {
     }
 
     func gauge(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) {
+        gauge(name, help, Double(value), labels: labels)
+    }
+
+    func gauge(_ name: String, _ help: String, _ value: Double, labels: [(String, String)] = []) {
         registry.makeGauge(
             descriptor: .init(namespace: "fcm_registry", metricName: name, unitName: "", helpText: help),
             labels: labels
-        ).set(Double(value))
+        ).set(value)
     }
 }
 
@@ -83,16 +87,23 @@ enum MetricsEndpoint {
         metrics.gauge("audience_bytes", "Heap bytes the audience index holds, estimated.", size.bytes)
         metrics.gauge("feed_position", "The last change-feed entry this process applied.", Int(registry.audience.position))
         metrics.gauge(
-            "feed_lag_entries", "Committed change-feed entries this process has not applied yet.",
-            Int(try await registry.feedLag()))
-        for (project, usage) in try await registry.messageLogUsage() {
-            metrics.gauge("message_log_entries", "Entries in a project's message log.", usage.entries, labels: [("project", project)])
-            metrics.gauge("message_log_bytes", "Bytes in a project's message log.", usage.bytes, labels: [("project", project)])
+            "feed_lag_seconds", "Time since this process's audience index was last current with the change feed.",
+            RegistryService.seconds(registry.feedHealth.lag()))
+        // What needs the database is left at its last value while the database is out of reach:
+        // the scrape itself still answers, with the lag that says so.
+        if let lag = try? await registry.feedLag() {
+            metrics.gauge("feed_lag_entries", "Committed change-feed entries this process has not applied yet.", Int(lag))
+        }
+        if let usages = try? await registry.messageLogUsage() {
+            for (project, usage) in usages {
+                metrics.gauge("message_log_entries", "Entries in a project's message log.", usage.entries, labels: [("project", project)])
+                metrics.gauge("message_log_bytes", "Bytes in a project's message log.", usage.bytes, labels: [("project", project)])
+            }
         }
         metrics.gauge("xmpp_sessions", "Authenticated XMPP sessions.", xmpp.sessionCount)
-        metrics.gauge(
-            "xmpp_upstream_waiting", "Upstream messages waiting for an XMPP session, in all projects.",
-            try await xmpp.waitingCount())
+        if let waiting = try? await xmpp.waitingCount() {
+            metrics.gauge("xmpp_upstream_waiting", "Upstream messages waiting for an XMPP session, in all projects.", waiting)
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16 * 1024)
         metrics.registry.emit(into: &bytes)

@@ -133,15 +133,15 @@ struct PostgresFeedMoveTests {
     func feedFromAnotherCluster() async throws {
         try await TestPostgres.withProject { store, project in
             let far: Int64 = 1 << 60
-            _ = try await store.client.query(
+            _ = try await store.database.query(
                 #"UPDATE "audienceFeed" SET "prunedThrough" = \#(far)"#, logger: Logger(label: "test")
-            ).collect()
-            _ = try await store.client.query(
+            )
+            _ = try await store.database.query(
                 #"""
                 INSERT INTO "audienceChange" (position, "replayOrder", "projectId", kind, topic, "tokenIds", "createdAt")
                 VALUES (\#(far + 1), 1, \#(project.rowID), 'registered', NULL, ''::bytea, 0)
                 """#, logger: Logger(label: "test")
-            ).collect()
+            )
             #expect(try await store.migrate() == [])
             let load = try await store.loadAudience()
             let written = try await store.subscribe(["moved:APA91b" + String(repeating: "m", count: 40)], to: "news", topicLimit: 9, in: project)
@@ -163,7 +163,7 @@ struct PostgresFeedLongTransactionTests {
     func pruningUnderAnOpenTransaction() async throws {
         try await TestPostgres.withProject { store, project in
             let small = try PostgresStore(store.location, feedRetention: 10, maximumConnections: 4, logger: Logger(label: "test"))
-            try await store.client.withConnection { holder in
+            try await store.database.withConnection { holder in
                 _ = try await holder.query("BEGIN", logger: Logger(label: "test")).collect()
                 _ = try await holder.query("SELECT pg_current_xact_id()", logger: Logger(label: "test")).collect()
                 var cursor = try await small.loadAudience().cursor

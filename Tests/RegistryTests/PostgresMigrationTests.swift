@@ -21,12 +21,12 @@ enum TestPostgres {
         let store = try PostgresStore(location, logger: Logger(label: "test"))
         var failure: (any Error)?
         do {
-            _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
+            _ = try await admin.database.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"))
             try await body(store)
         } catch {
             failure = error
         }
-        _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+        _ = try? await admin.database.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
         await store.close()
         await admin.close()
         if let failure { throw failure }
@@ -45,9 +45,9 @@ struct PostgresMigrationTests {
             }
             #expect(applied == ["v1-registry", "v2-concurrent-writes"])
             #expect(try await store.migrate() == [])
-            let tables = try await store.client.query(
+            let tables = try await store.database.query(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
-            ).decode(String.self).reduce(into: []) { $0.append($1) }
+            ).map { try $0.decode(String.self) }
             for table in ["project", "token", "deviceGroup", "groupMember", "topic", "subscription", "audienceChange",
                           "message", "outbox", "delivery", "relay", "schemaMigration"] {
                 #expect(tables.contains(table), "\(table)")

@@ -80,12 +80,12 @@ extension TestPostgres {
         for _ in 0..<count { stores.append(try PostgresStore(location, logger: Logger(label: "test"))) }
         var failure: (any Error)?
         do {
-            _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
+            _ = try await admin.database.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"))
             try await body(stores)
         } catch {
             failure = error
         }
-        _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+        _ = try? await admin.database.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
         for store in stores { await store.close() }
         await admin.close()
         if let failure { throw failure }

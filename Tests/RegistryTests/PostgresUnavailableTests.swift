@@ -15,9 +15,9 @@ struct PostgresUnavailableTests {
     func refusedWrite() async throws {
         try await TestPostgres.withProject { store, project in
             let failure = await #expect(throws: (any Error).self) {
-                _ = try await store.client.query(
+                _ = try await store.database.query(
                     #"INSERT INTO topic ("projectId", name, "createdAt") VALUES (\#(project.rowID), NULL, 0)"#
-                ).collect()
+                )
             }
             #expect((failure as? any StoreConnectionFailure)?.meansUnavailable != true)
         }

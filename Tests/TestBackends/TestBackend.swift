@@ -102,7 +102,7 @@ actor BackendScope {
         let admin = try #require(Self.admin, "FCM_REGISTRY_TEST_POSTGRES is a PostgreSQL URL")
         await admin.started()
         let schema = "test_\(UInt64.random(in: 0...UInt64.max))"
-        _ = try await admin.client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")).collect()
+        _ = try await admin.database.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"))
         var location = admin.location
         location.schema = schema
         let store = try PostgresStore(location, feedRetention: feedRetention, maximumConnections: 2, logger: Self.quiet)
@@ -125,7 +125,7 @@ actor BackendScope {
         guard let admin = Self.admin else { return }
         for (store, schema) in made {
             await store.close()
-            _ = try? await admin.client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")).collect()
+            _ = try? await admin.database.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
         }
         made = []
     }
@@ -140,9 +140,8 @@ extension TestBackend {
             return try await store.database.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
         }
         let store = try #require(store as? PostgresStore)
-        let rows = try await store.client.query(PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \"\(table)\""))
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+        let rows = try await store.database.query(PostgresQuery(unsafeSQL: "SELECT COUNT(*) FROM \"\(table)\""))
+        return try rows.first?.decode(Int.self) ?? 0
     }
 
     /// A second store over the same database as `store`, as another server (or a restart) opens it.
