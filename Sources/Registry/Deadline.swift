@@ -29,7 +29,21 @@ public struct DeadlineExceeded: StoreConnectionFailure, CustomStringConvertible 
 public func withDeadline<Value: Sendable>(
     _ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-    let race = DeadlineRace<Value>()
+    try await abandoning(operation) {
+        try? await Task.sleep(for: limit)
+        return Task.isCancelled ? nil : DeadlineExceeded(what, limit: limit)
+    }
+}
+
+/// Runs `operation` and returns what it returns, unless `giveUp` returns an error first: then
+/// that error is thrown at once, and the operation is cancelled and abandoned (what it returns
+/// afterwards is dropped). Cancelling the caller ends the wait at once too, with
+/// `CancellationError`. `giveUp` is cancelled when the operation ends; it returns `nil` then.
+public func abandoning<Value: Sendable>(
+    _ operation: @escaping @Sendable () async throws -> Value,
+    when giveUp: @escaping @Sendable () async -> (any Error)?
+) async throws -> Value {
+    let race = AbandonRace<Value>()
     let work = Task {
         do {
             race.finish(.success(try await operation()))
@@ -37,13 +51,12 @@ public func withDeadline<Value: Sendable>(
             race.finish(.failure(error))
         }
     }
-    let timer = Task {
-        try? await Task.sleep(for: limit)
-        guard !Task.isCancelled else { return }
-        race.finish(.failure(DeadlineExceeded(what, limit: limit)))
+    let watch = Task {
+        guard let error = await giveUp() else { return }
+        race.finish(.failure(error))
         work.cancel()
     }
-    defer { timer.cancel() }
+    defer { watch.cancel() }
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { race.arm($0) }
     } onCancel: {
@@ -52,9 +65,9 @@ public func withDeadline<Value: Sendable>(
     }
 }
 
-/// The first of the operation, the timer and cancellation to finish resumes the waiting caller;
+/// The first of the operation, the watch and cancellation to finish resumes the waiting caller;
 /// the others are ignored. A result that comes before the caller waits is kept for it.
-private final class DeadlineRace<Value: Sendable>: Sendable {
+private final class AbandonRace<Value: Sendable>: Sendable {
     private enum State {
         case idle(pending: Result<Value, any Error>?)
         case waiting(CheckedContinuation<Value, any Error>)

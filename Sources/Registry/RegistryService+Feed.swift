@@ -68,7 +68,7 @@ extension RegistryService {
     /// least every `interval` (a ring may be missed).
     ///
     /// A round that fails (the database out of reach, a read past its deadline) is reported once;
-    /// the next rounds back off from 100 ms to 5 s and resume from the cursor, so the index catches
+    /// the next rounds back off from 100 ms to 1 s and resume from the cursor, so the index catches
     /// up within seconds of the database's return. After five failed rounds in a row the index is
     /// loaded again from the tables, in case the cursor itself is what cannot be read. Every round
     /// is bounded in time, so following never stops silently, and cancelling it returns at once.
@@ -128,9 +128,11 @@ extension RegistryService {
         }
     }
 
-    /// 100 ms after the first failed round, doubling to at most 5 s.
+    /// 100 ms after the first failed round, doubling to at most a second: a round against a
+    /// database out of reach costs one bounded wait for a connection, and the index should be
+    /// current within a second or two of the database's return.
     static func backOff(afterFailures count: Int) -> Duration {
-        min(.milliseconds(100 << min(max(count - 1, 0), 6)), .seconds(5))
+        min(.milliseconds(100 << min(max(count - 1, 0), 4)), .seconds(1))
     }
 
     /// Whether the database answers a trivial query within two seconds.

@@ -9,7 +9,7 @@ import Synchronization
 /// - A request waits at most `leaseWait` for a connection (`outageLeaseWait` while the database is
 ///   known to be out of reach), then fails with `LeaseTimedOut`, which the API answers 503 with
 ///   `Retry-After`. postgres-nio alone would hold it for a minute before its circuit breaker trips.
-/// - The first failure that means "out of reach" starts a probe: a fresh connection every second,
+/// - The first failure that means "out of reach" starts a probe: a fresh connection every 500 ms,
 ///   outside the pool, whose error is kept as the outage's cause. Once one succeeds, the pool is
 ///   asked for a connection; if it cannot give one within a second (it backs off up to a minute
 ///   between attempts after a long outage), a new pool takes its place, and the old one is closed
@@ -23,7 +23,10 @@ public final class DatabasePool: Sendable {
     static let outageLeaseWait = Duration.seconds(1)
     /// A TCP connection and PostgreSQL's start-up must be done within this.
     static let connectTimeout = Duration.seconds(2)
-    static let probeInterval = Duration.seconds(1)
+    static let probeInterval = Duration.milliseconds(500)
+    /// How often a statement's connection is checked while the statement runs, and how long a
+    /// statement may go on after its connection closed.
+    static let closedConnectionCheck = Duration.milliseconds(500)
     /// How long a replaced pool keeps running what was leased from it before it is closed.
     static let retiredPoolGrace = Duration.seconds(60)
 
@@ -101,12 +104,36 @@ public final class DatabasePool: Sendable {
             return try await Self.leasing(within: wait) { leased in
                 try await pool.client.withConnection { connection in
                     try leased()
-                    return try await body(connection)
+                    return try await Self.watched(connection, body)
                 }
             }
         } catch let error as any StoreConnectionFailure where error.meansUnavailable {
             noteOutOfReach(error)
             throw error
+        }
+    }
+
+    /// Runs `body` on `connection`, abandoned if the connection closes under it and the body has
+    /// not ended a second later.
+    ///
+    /// postgres-nio hands a statement to the connection's channel without a promise for the
+    /// write: on a channel that closed a moment before (PostgreSQL restarting, say, ends every
+    /// session), the statement is dropped and its answer never comes. A statement so dropped was
+    /// never sent, and PostgreSQL rolled back the transaction it belonged to when it ended the
+    /// session, so `ConnectionLost` means nothing was written.
+    static func watched<Result: Sendable>(
+        _ connection: PostgresConnection, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        guard !connection.isClosed else { throw ConnectionLost() }
+        return try await abandoning({ try await body(connection) }) {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.closedConnectionCheck)
+                if connection.isClosed {
+                    try? await Task.sleep(for: Self.closedConnectionCheck)
+                    return Task.isCancelled ? nil : ConnectionLost()
+                }
+            }
+            return nil
         }
     }
 
@@ -285,6 +312,14 @@ private final class LeaseRace: Sendable {
     func expire() -> Bool {
         state.compareExchange(expected: Self.waiting, desired: Self.expired, ordering: .acquiringAndReleasing).exchanged
     }
+}
+
+/// The connection closed under a statement that then never ended: it was never sent (see
+/// `DatabasePool.watched`), and nothing was written.
+public struct ConnectionLost: StoreConnectionFailure, CustomStringConvertible {
+    public var meansUnavailable: Bool { true }
+    public var summary: String { "the connection to PostgreSQL closed under a statement" }
+    public var description: String { summary }
 }
 
 /// No connection to PostgreSQL came within the wait: the database is out of reach (or every
