@@ -158,6 +158,37 @@ struct LiveTests {
     }
 }
 
+@Suite("Readiness", .onEveryBackend)
+struct ReadinessTests {
+    @Test("GET /readyz answers 200 without a key while the database answers and the index is current")
+    func ready() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            let reply = try await client.call(.get, "/readyz", auth: .some(nil))
+            #expect(reply.status == .ok)
+            #expect(reply.json?["ready"] == true)
+            #expect(reply.json?["database"] == "reachable")
+            #expect(reply.json?["reasons"] == .array([]))
+        }
+    }
+
+    @Test("GET /readyz answers 503 with Retry-After and the reason once the index has not been current past the bound")
+    func behind() async throws {
+        let fixture = try await Fixture.make()
+        // No follower runs here: the index was last current when the registry opened.
+        try await Task.sleep(for: .milliseconds(100))
+        try await fixture.test(readyMaximumLag: .milliseconds(50)) { client in
+            let reply = try await client.call(.get, "/readyz", auth: .some(nil))
+            #expect(reply.status == .serviceUnavailable)
+            #expect(reply.headers[.retryAfter] == "1")
+            #expect(reply.json?["ready"] == false)
+            #expect(reply.json?["reasons"]?.array?.first?.string?.contains("has not been current") == true)
+            // /health stays liveness.
+            #expect(try await client.call(.get, "/health", auth: .some(nil)).status == .ok)
+        }
+    }
+}
+
 @Suite("Observability", .onEveryBackend)
 struct ObservabilityTests {
     @Test("GET /metrics answers Prometheus text without a key, with the index and message-log gauges")

@@ -77,9 +77,13 @@ struct Fixture: Sendable {
     }
 
     /// Runs `body` against the application through Hummingbird's router test client.
-    func test(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (Client) async throws -> Void) async throws {
+    func test(
+        _ mode: TestingSetup = .router, readyMaximumLag: Duration = .seconds(10),
+        _ body: @escaping @Sendable (Client) async throws -> Void
+    ) async throws {
         var settings = HTTPSettings()
         settings.port = 0
+        settings.readyMaximumLag = readyMaximumLag
         let app = buildApplication(registry: registry, settings: settings, logger: Logger(label: "test"))
         try await app.test(mode) { client in
             try await body(Client(client: client, key: key))

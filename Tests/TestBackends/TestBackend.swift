@@ -144,6 +144,16 @@ extension TestBackend {
         return try rows.first?.decode(Int.self) ?? 0
     }
 
+    /// Runs one statement of the test's own on `store`'s database (the backends name their tables
+    /// alike), to put the database in a state no API call makes.
+    public static func execute(_ sql: String, in store: any RegistryBackend) async throws {
+        if let store = store as? SQLiteStore {
+            return try await store.database.writer.write { db in try db.execute(sql: sql) }
+        }
+        let store = try #require(store as? PostgresStore)
+        _ = try await store.database.query(PostgresQuery(unsafeSQL: sql))
+    }
+
     /// A second store over the same database as `store`, as another server (or a restart) opens it.
     public static func reopen(_ store: any RegistryBackend) async throws -> any RegistryBackend {
         if let store = store as? SQLiteStore { return SQLiteStore(store.database) }

@@ -2,7 +2,8 @@
 # The client suites against servers whose registry is in PostgreSQL. First the unmodified
 # firebase-admin SDK (test_firebase_admin.py) against two servers on one database: the first
 # creates the project, the SDK talks to the second, and neither may log the database's password.
-# Then three servers, one killed with SIGKILL mid-write (Tests/postgres/kill_nine.py).
+# Then three servers, one killed with SIGKILL mid-write (Tests/postgres/kill_nine.py), and two
+# through a restart and a stop of their database (Tests/postgres/outage.py, a cluster of its own).
 # Then every client suite of run-client-tests.sh (firebase-admin, the SDK under Google's names,
 # aiofcm and slixmpp over XMPP, the relay) and the console's, each server on a schema of its own
 # (registry-db.sh). Needs FCM_REGISTRY_TEST_POSTGRES (Tests/postgres/cluster.sh start), psql, a
@@ -69,6 +70,9 @@ pids=()
 echo "Three servers on one database, one killed with SIGKILL mid-write"
 psql "$base" -qc "CREATE SCHEMA ${schema}_kill" > /dev/null
 "$venv/bin/python" Tests/postgres/kill_nine.py "$binary" "${db/search_path=$schema/search_path=${schema}_kill}"
+
+echo "Two servers through a PostgreSQL restart and a 15 s stop, under writes (a private cluster)"
+"$venv/bin/python" Tests/postgres/outage.py "$binary" --cycles 1
 
 echo "The client suites, each server on PostgreSQL"
 FCM_REGISTRY_CLIENT_DB=postgres bash Tests/clients/run-client-tests.sh

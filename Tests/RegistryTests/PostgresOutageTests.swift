@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Registry
+import RegistryPostgres
+import Testing
+
+/// What the store does when PostgreSQL goes away: nothing waits for ever, and a request learns
+/// within seconds. The restart and the stop of a whole cluster under two servers are in
+/// `Tests/postgres/outage.py`.
+@Suite("PostgreSQL: connections lost and a database out of reach", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresOutageTests {
+    @Test("A statement on a connection PostgreSQL has ended fails within seconds; it is not awaited for ever")
+    func statementOnAnEndedConnection() async throws {
+        try await TestPostgres.withStore { store in
+            let admin = try PostgresStore(store.location, logger: Logger(label: "test"))
+            defer { Task { await admin.close() } }
+            let started = ContinuousClock.now
+            let failure = await #expect(throws: (any Error).self) {
+                try await withDeadline(.seconds(30), "the test's statement") {
+                    try await store.database.withConnection { connection in
+                        let pid = try await connection.query("SELECT pg_backend_pid()", logger: Logger(label: "test"))
+                            .collect()[0].decode(Int32.self)
+                        _ = try await admin.database.query("SELECT pg_terminate_backend(\(pid))")
+                        try await Task.sleep(for: .milliseconds(300))
+                        _ = try await connection.query("SELECT 1", logger: Logger(label: "test")).collect()
+                    }
+                }
+            }
+            #expect(!(failure is DeadlineExceeded), "the statement was waited for until the test's own deadline")
+            #expect((failure as? any StoreConnectionFailure)?.meansUnavailable == true, "\(String(describing: failure))")
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    @Test("Nothing listening: a request is answered unavailable within seconds, the next one sooner")
+    func nothingListening() async throws {
+        let port = try Self.closedPort()
+        let store = try PostgresStore(
+            try PostgresLocation(parsing: "postgres://registry:secret@127.0.0.1:\(port)/registry?sslmode=disable"),
+            logger: Self.quiet)
+        var started = ContinuousClock.now
+        let first = await #expect(throws: (any Error).self) { try await store.ping() }
+        #expect((first as? any StoreConnectionFailure)?.meansUnavailable == true, "\(String(describing: first))")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(store.database.isOutOfReach)
+        started = ContinuousClock.now
+        await #expect(throws: (any Error).self) { try await store.ping() }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        await store.close()
+    }
+
+    /// postgres-nio logs every refused connection at `info`.
+    static let quiet: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    /// A port on the loopback address nothing listens on.
+    static func closedPort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
