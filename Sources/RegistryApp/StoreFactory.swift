@@ -9,8 +9,10 @@ import ServiceLifecycle
 /// that a second backend plugs in here.
 public enum StoreFactory {
     /// The store at `location`: a `postgres://` URL, or the path of an SQLite file, created
-    /// (mode 0600) if missing. A PostgreSQL database is migrated before it is handed over (safe
-    /// when several servers start at once), and its connection pool runs from here on.
+    /// (mode 0600) if missing. A PostgreSQL database is reached first (a refused connection is
+    /// tried again for 10 s; a wrong password or TLS mismatch fails at once, with PostgreSQL's
+    /// words), then migrated before it is handed over (safe when several servers start at once),
+    /// and its connection pool runs from here on.
     /// - Throws: `StoreError` naming the location (never a password) and what went wrong.
     public static func open(
         _ location: String, feedRetention: Int = Limits().feedRetention,
@@ -24,6 +26,12 @@ public enum StoreFactory {
             store = try PostgresStore(url, feedRetention: feedRetention, logger: logger)
         } catch {
             throw StoreError(location: "a PostgreSQL URL", reason: error.description)
+        }
+        do {
+            try await store.connect()
+        } catch {
+            await store.close()
+            throw StoreError(location: url.description, reason: "\(error)")
         }
         do {
             let applied = try await store.migrate()

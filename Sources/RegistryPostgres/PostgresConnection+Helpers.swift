@@ -83,3 +83,23 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 }
+
+extension PostgresStoreError {
+    /// Why no connection could be made, in PostgreSQL's words where it gave them: "28P01 password
+    /// authentication failed for user "registry"", "3D000 database "x" does not exist"; never the
+    /// password.
+    init(cannotConnect error: any Error, location: PostgresLocation, after patience: Duration) {
+        let cause: String
+        switch error {
+        case let error as PSQLError where error.code == .sslUnsupported:
+            cause = "the server does not offer TLS, and sslmode=\(location.tls.rawValue) requires it"
+        case let error as PSQLError where error.code == .connectionError:
+            cause = "no connection for \(patience): \(error.underlying.map { "\($0)" } ?? "refused or timed out")"
+        case is DeadlineExceeded:
+            cause = "no answer for \(patience)"
+        default:
+            cause = DatabasePool.summary(of: error)
+        }
+        self.init(cause)
+    }
+}

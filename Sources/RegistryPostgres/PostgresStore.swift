@@ -49,6 +49,35 @@ public struct PostgresStore: Sendable {
         await pool.stop()
     }
 
+    /// Makes sure PostgreSQL can be reached with this URL's credentials before anything else: a
+    /// refused or timed-out connection (the database still starting, say) is tried again for up
+    /// to `patience`; a refusal that trying again cannot mend (a wrong password, an unknown
+    /// database, TLS the server does not offer) fails at once, in PostgreSQL's own words.
+    /// - Throws: `PostgresStoreError` saying why.
+    public func connect(patience: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + patience
+        while true {
+            do {
+                return try await database.probe()
+            } catch {
+                let retrying = Self.worthRetrying(error) && ContinuousClock.now + DatabasePool.probeInterval < deadline
+                guard retrying else { throw PostgresStoreError(cannotConnect: error, location: location, after: patience) }
+                try await Task.sleep(for: DatabasePool.probeInterval)
+            }
+        }
+    }
+
+    /// A connection refused or timed out, or a server still starting up: it may answer soon.
+    static func worthRetrying(_ error: any Error) -> Bool {
+        if error is DeadlineExceeded { return true }
+        guard let error = error as? PSQLError else { return false }
+        switch error.code {
+        case .connectionError: return true
+        case .server: return ["57P03", "53300"].contains(error.serverInfo?[.sqlState] ?? "")
+        default: return false
+        }
+    }
+
     /// Brings the database's tables up to date; safe when several servers start at once.
     /// - Returns: the migrations applied now.
     public func migrate() async throws -> [String] {
