@@ -113,9 +113,14 @@ extension RegistryService {
                     }
                     failing!.attempts += 1
                     feedHealth.failed(error)
-                    // Reads that keep failing from a database that answers: the cursor itself may
-                    // be what cannot be read, and the tables can be.
-                    if failing!.attempts % 5 == 0, !audience.isStale, await databaseAnswers() { audience.markStale() }
+                    // Reads that keep failing, not for want of a connection or of time, from a
+                    // database that answers: the cursor itself may be what cannot be read, and the
+                    // tables can be. (A slow or absent database is waited out: a reload would cost more.)
+                    if failing!.attempts % 5 == 0, !(error is any StoreConnectionFailure), !audience.isStale,
+                        await databaseAnswers()
+                    {
+                        audience.markStale()
+                    }
                     let lag = feedHealth.lag()
                     if lag > maximumLag, !reportedBehind {
                         reportedBehind = true

@@ -18,6 +18,11 @@ extension RegistryService {
     }
 
     /// The project's relay settings, `nil` when it does not relay.
+    /// How `project`'s messages leave this server: through the relay, or into the log only.
+    public func delivery(of project: Project) async throws -> ProjectDelivery {
+        try await sink.relays(project) ? .relayed : .recorded
+    }
+
     public func relaySettings(of project: Project) async throws -> RelaySettings? {
         try await outbox.relaySettings()[project.rowID]
     }
@@ -73,4 +78,13 @@ extension RegistryService {
     public func relayStatus(in project: Project) async throws -> RelayStatus? {
         try await outbox.relayStatus(of: project)
     }
+}
+
+/// How a project's accepted messages leave the server.
+public enum ProjectDelivery: String, Sendable {
+    /// Delivered to devices through FCM HTTP v1 (`project relay`).
+    case relayed
+    /// Kept in the message log only: an emulator for tests, or a project whose relay is not set
+    /// up yet. Nothing reaches a device.
+    case recorded
 }

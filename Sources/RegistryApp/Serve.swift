@@ -45,6 +45,12 @@ public enum Serve {
             let (project, key) = try await registry.createProject(projectId: "default", senderId: "100000000000")
             try announce(project, key)
         }
+        // A project that only records loses every push an app points here: say so where operators look.
+        for project in try await registry.projects() where try await registry.delivery(of: project) == .recorded {
+            logger.warning(
+                "this project only records its messages: nothing reaches a device until `fcm-registry project relay` turns delivery on",
+                metadata: ["project.id": "\(project.projectId)"])
+        }
         logger.info(
             "serving",
             metadata: [

@@ -200,7 +200,11 @@ extension ServerConfiguration {
         duration(
             "ready-max-lag", "FCM_REGISTRY_READY_MAX_LAG",
             "GET /readyz answers 503 while this server has not read the change feed for this long.", "10s"
-        ) { $1.readyMaximumLag = $0 },
+        ) {
+            $1.readyMaximumLag = $0
+            $1.http?.readyMaximumLag = $0
+            $1.tls.settings.readyMaximumLag = $0
+        },
         text(
             "checkpoint", "FCM_REGISTRY_CHECKPOINT",
             "File the audience index is saved to and started from; off turns checkpoints off.", "<db>.audience"

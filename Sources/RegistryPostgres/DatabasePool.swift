@@ -9,12 +9,16 @@ import Synchronization
 /// - A request waits at most `leaseWait` for a connection (`outageLeaseWait` while the database is
 ///   known to be out of reach), then fails with `LeaseTimedOut`, which the API answers 503 with
 ///   `Retry-After`. postgres-nio alone would hold it for a minute before its circuit breaker trips.
-/// - The first failure that means "out of reach" starts a probe: a fresh connection every 500 ms,
-///   outside the pool, whose error is kept as the outage's cause. Once one succeeds, the pool is
-///   asked for a connection; if it cannot give one within a second (it backs off up to a minute
-///   between attempts after a long outage), a new pool takes its place, and the old one is closed
-///   a minute later, when whatever it still runs has ended. So requests succeed again within a
-///   second or two of the database's return, however long it was gone.
+/// - A statement whose connection closes under it, or that runs past `statementDeadline` (a
+///   network cut that no reset announces), is abandoned and its connection closed, so that no
+///   caller waits for ever and no half-done transaction goes back to the pool.
+/// - A failure that means "out of reach" (a connection refused or lost, or no connection while
+///   none has been handed out for a while: a pool that is merely busy keeps handing them out)
+///   starts a probe: a fresh connection every 500 ms, outside the pool, whose error is kept as the
+///   outage's cause. Once one succeeds, and the pool has handed out no connection since the
+///   outage began and cannot within a second (it backs off up to a minute between attempts after
+///   a long outage), a new pool takes its place; the old one is closed a minute later. So requests
+///   succeed again within a second or two of the database's return, however long it was gone.
 public final class DatabasePool: Sendable {
     /// How long a request waits for a connection while the database answers: twenty busy
     /// connections free one in milliseconds, so a longer wait means the database is gone.
@@ -29,6 +33,10 @@ public final class DatabasePool: Sendable {
     static let closedConnectionCheck = Duration.milliseconds(500)
     /// How long a replaced pool keeps running what was leased from it before it is closed.
     static let retiredPoolGrace = Duration.seconds(60)
+    /// How long a request's work on one connection may take before it is given up as lost to a
+    /// silent network: requests take milliseconds. Bulk work (imports, exports, the audience load,
+    /// migrations, `generate`) asks for no bound.
+    static let statementDeadline = Duration.seconds(60)
 
     private struct Pool: Sendable {
         let client: PostgresClient
@@ -44,34 +52,48 @@ public final class DatabasePool: Sendable {
 
     private struct State {
         var pool: Pool
-        var retired: [Task<Void, Never>] = []
+        /// Replaced pools, each closed after the grace; removed once closed.
+        var retired: [Int: Task<Void, Never>] = [:]
+        var nextRetired = 0
         var outage: Outage?
         var probe: Task<Void, Never>?
         var stopped = false
     }
 
     private let state: Mutex<State>
+    /// When a connection was last handed out, in nanoseconds since `epoch`: a pool that keeps
+    /// handing them out is busy, not cut off.
+    private let lastLeased = Atomic<Int64>(0)
+    private let epoch = ContinuousClock.now
     private let configuration: PostgresClient.Configuration
     /// The same place and credentials, for the probe's connection of its own.
     private let probeConfiguration: PostgresConnection.Configuration
     private let logger: Logger
+    private let poolLogger: Logger
 
     init(_ location: PostgresLocation, maximumConnections: Int?, logger: Logger) throws(PostgresLocationError) {
         var configuration = try location.configuration()
         configuration.options.connectTimeout = Self.connectTimeout
         if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
         self.configuration = configuration
+        // postgres-nio logs every failed connection attempt at `info`: an outage would flood the
+        // log, where this pool logs the outage once.
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .warning)
         var probeConfiguration = try location.connectionConfiguration()
         probeConfiguration.options.connectTimeout = .init(Self.connectTimeout)
         self.probeConfiguration = probeConfiguration
         self.logger = logger
-        state = Mutex(State(pool: Self.start(configuration, logger: logger)))
+        self.poolLogger = poolLogger
+        state = Mutex(State(pool: Self.start(configuration, logger: poolLogger)))
     }
 
     private static func start(_ configuration: PostgresClient.Configuration, logger: Logger) -> Pool {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let (started, signal) = AsyncStream.makeStream(of: Void.self)
-        let runner = Task {
+        // Detached: a pool started from a request's task must not inherit the service group's
+        // graceful shutdown (postgres-nio's `run()` ends on it), nor its cancellation.
+        let runner = Task.detached {
             signal.finish()
             await client.run()
         }
@@ -94,9 +116,12 @@ public final class DatabasePool: Sendable {
     }
 
     /// Runs `body` with a connection of the pool; waits at most `leaseWait` for one.
-    /// - Throws: `LeaseTimedOut` when no connection came in time, or what `body` throws.
+    /// - Parameter bounded: whether the body is given up after `statementDeadline`; bulk work says
+    ///   no.
+    /// - Throws: `LeaseTimedOut` when no connection came in time, `ConnectionLost` when the
+    ///   connection went under the body, or what `body` throws.
     public func withConnection<Result: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let (pool, wait) = state.withLock { ($0.pool, $0.outage == nil ? Self.leaseWait : Self.outageLeaseWait) }
         await pool.starting.value
@@ -104,36 +129,53 @@ public final class DatabasePool: Sendable {
             return try await Self.leasing(within: wait) { leased in
                 try await pool.client.withConnection { connection in
                     try leased()
-                    return try await Self.watched(connection, body)
+                    self.noteLeased()
+                    return try await Self.watched(connection, deadline: bounded ? Self.statementDeadline : nil, body)
                 }
             }
         } catch let error as any StoreConnectionFailure where error.meansUnavailable {
-            noteOutOfReach(error)
+            noteFailure(error)
             throw error
         }
     }
 
-    /// Runs `body` on `connection`, abandoned if the connection closes under it and the body has
-    /// not ended a second later.
+    /// Runs `body` on `connection`; gives it up if the connection closes under it and the body
+    /// has not ended a second later, if it runs past `deadline`, or if the caller is cancelled.
+    /// A body given up has its connection closed: PostgreSQL rolls back what it left open, and the
+    /// pool never hands out a connection with someone else's transaction on it.
     ///
     /// postgres-nio hands a statement to the connection's channel without a promise for the
     /// write: on a channel that closed a moment before (PostgreSQL restarting, say, ends every
     /// session), the statement is dropped and its answer never comes. A statement so dropped was
     /// never sent, and PostgreSQL rolled back the transaction it belonged to when it ended the
-    /// session, so `ConnectionLost` means nothing was written.
+    /// session, so `ConnectionLost` means nothing was written. A body past its deadline may have
+    /// been committing: `StatementTimedOut` says it may have written.
     static func watched<Result: Sendable>(
-        _ connection: PostgresConnection, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        _ connection: PostgresConnection, deadline: Duration?,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         guard !connection.isClosed else { throw ConnectionLost() }
-        return try await abandoning({ try await body(connection) }) {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: Self.closedConnectionCheck)
-                if connection.isClosed {
+        let finished = FinishFlag()
+        let started = ContinuousClock.now
+        do {
+            return try await abandoning({
+                defer { finished.set() }
+                return try await body(connection)
+            }) {
+                while !Task.isCancelled {
                     try? await Task.sleep(for: Self.closedConnectionCheck)
-                    return Task.isCancelled ? nil : ConnectionLost()
+                    if Task.isCancelled { return nil }
+                    if connection.isClosed {
+                        try? await Task.sleep(for: Self.closedConnectionCheck)
+                        return Task.isCancelled ? nil : ConnectionLost()
+                    }
+                    if let deadline, ContinuousClock.now - started > deadline { return StatementTimedOut(deadline: deadline) }
                 }
+                return nil
             }
-            return nil
+        } catch {
+            if !finished.isSet { connection.close().whenComplete { _ in } }
+            throw error
         }
     }
 
@@ -156,7 +198,7 @@ public final class DatabasePool: Sendable {
     func stop() async {
         let (pool, retired, probe) = state.withLock { state in
             state.stopped = true
-            return (state.pool, state.retired, state.probe)
+            return (state.pool, state.retired.values, state.probe)
         }
         probe?.cancel()
         for task in retired { task.cancel() }
@@ -165,6 +207,28 @@ public final class DatabasePool: Sendable {
     }
 
     // MARK: - Out of reach, and back
+
+    private func noteLeased() {
+        lastLeased.store(Self.nanoseconds(ContinuousClock.now - epoch), ordering: .relaxed)
+    }
+
+    /// Whether a connection was handed out at or after `instant`.
+    private func leased(since instant: ContinuousClock.Instant) -> Bool {
+        let last = lastLeased.load(ordering: .relaxed)
+        return last > 0 && last >= Self.nanoseconds(instant - epoch)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+
+    /// A failure that may mean the database is out of reach: a wait for a connection that ran
+    /// out while the pool hands out none (a busy pool hands them out, and is not an outage), or
+    /// a connection refused or lost.
+    private func noteFailure(_ error: any StoreConnectionFailure) {
+        if error is LeaseTimedOut, leased(since: .now - Self.leaseWait - .seconds(1)) { return }
+        noteOutOfReach(error)
+    }
 
     /// Marks the database out of reach and starts the probe, unless it already runs.
     private func noteOutOfReach(_ error: any StoreConnectionFailure) {
@@ -177,29 +241,32 @@ public final class DatabasePool: Sendable {
         logger.warning(
             "PostgreSQL cannot be reached: requests that need it are answered 503 until it answers again",
             metadata: ["cause": "\(error.summary)"])
-        let probe = Task { await self.probeUntilReachable() }
+        // Detached: the request that noticed must not lend it its cancellation or task-locals.
+        let probe = Task.detached { await self.probeUntilReachable() }
         state.withLock { state in
             if state.stopped { probe.cancel() } else { state.probe = probe }
         }
     }
 
-    /// Connects every second until PostgreSQL answers; then makes sure the pool does too.
+    /// Connects every 500 ms until PostgreSQL answers; then makes sure the pool does too.
     private func probeUntilReachable() async {
         while !Task.isCancelled {
             do {
                 try await probe()
-                let pool = state.withLock { $0.pool }
-                let poolAnswers: Bool
-                do {
-                    try await Self.leasing(within: .seconds(1)) { leased -> Void in
-                        try await pool.client.withConnection { connection in
-                            try leased()
-                            try await connection.run("SELECT 1")
-                        }
-                    }
-                    poolAnswers = true
-                } catch {
-                    poolAnswers = false
+                let (pool, since) = state.withLock { ($0.pool, $0.outage?.since ?? .now) }
+                // A pool that handed out a connection since the outage began has found the
+                // database again by itself; one that has not may be backing off for a minute.
+                var poolAnswers = leased(since: since)
+                if !poolAnswers {
+                    poolAnswers =
+                        (try? await withDeadline(.seconds(2), "asking the pool for a connection") {
+                            try await Self.leasing(within: .seconds(1)) { leased -> Void in
+                                try await pool.client.withConnection { connection in
+                                    try leased()
+                                    try await connection.run("SELECT 1")
+                                }
+                            }
+                        }) != nil
                 }
                 if !poolAnswers { replacePool() }
                 let outage = state.withLock { state in
@@ -242,15 +309,18 @@ public final class DatabasePool: Sendable {
 
     /// Starts a new pool for every lease from now on; the old one is closed after the grace.
     private func replacePool() {
-        let fresh = Self.start(configuration, logger: logger)
         state.withLock { state in
+            guard !state.stopped else { return }
             let old = state.pool
-            state.pool = fresh
-            state.retired.append(
-                Task {
-                    try? await Task.sleep(for: Self.retiredPoolGrace)
-                    old.runner.cancel()
-                })
+            state.pool = Self.start(configuration, logger: poolLogger)
+            let id = state.nextRetired
+            state.nextRetired += 1
+            state.retired[id] = Task.detached {
+                try? await Task.sleep(for: Self.retiredPoolGrace)
+                old.runner.cancel()
+                await old.runner.value
+                _ = self.state.withLock { $0.retired.removeValue(forKey: id) }
+            }
         }
     }
 
@@ -284,7 +354,8 @@ public final class DatabasePool: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: wait)
-                if lease.expire() { throw LeaseTimedOut(wait: wait) }
+                // A caller that is cancelled has its answer already: no outage to report.
+                if !Task.isCancelled, lease.expire() { throw LeaseTimedOut(wait: wait) }
                 return nil
             }
             while let next = try await group.next() {
@@ -312,6 +383,23 @@ private final class LeaseRace: Sendable {
     func expire() -> Bool {
         state.compareExchange(expected: Self.waiting, desired: Self.expired, ordering: .acquiringAndReleasing).exchanged
     }
+}
+
+/// Whether a body ended, for the watch that may give it up.
+private final class FinishFlag: Sendable {
+    private let finished = Atomic<Bool>(false)
+    func set() { finished.store(true, ordering: .releasing) }
+    var isSet: Bool { finished.load(ordering: .acquiring) }
+}
+
+/// A request's work on one connection ran past `DatabasePool.statementDeadline`: the network
+/// may be cut without a word. Its connection was closed; a commit may have been under way, so
+/// it may have written.
+public struct StatementTimedOut: StoreConnectionFailure, CustomStringConvertible {
+    public var deadline: Duration
+    public var meansUnavailable: Bool { false }
+    public var summary: String { "a statement ran past \(deadline); its connection was closed" }
+    public var description: String { summary }
 }
 
 /// The connection closed under a statement that then never ended: it was never sent (see

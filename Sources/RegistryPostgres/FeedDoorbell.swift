@@ -17,11 +17,16 @@ final class FeedDoorbell: Sendable {
         let (rings, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.continuation = continuation
         ringer = Task {
+            let failing = FailureFlag()
             for await _ in rings {
                 do {
                     _ = try await database.query("SELECT pg_notify(\(PostgresFeed.channel), '')")
+                    if failing.clear() { logger.notice("ringing the feed's doorbell again") }
                 } catch {
-                    logger.notice("ringing the feed's doorbell failed; the other servers' poll reads the feed")
+                    // Once until a ring goes out again: an outage fails every ring.
+                    if failing.set() {
+                        logger.notice("ringing the feed's doorbell failed; the other servers' poll reads the feed")
+                    }
                 }
             }
         }

@@ -11,7 +11,7 @@ extension PostgresStore {
     public func export(
         project: String?, ownSecret secret: [UInt8], to emit: @escaping @Sendable (ArchiveRecord) throws -> Void
     ) async throws {
-        try await snapshotRead { connection in
+        try await snapshotRead(bounded: false) { connection in
             // Each statement's rows are read to the end before the next is sent: one connection
             // carries one statement at a time.
             var rows: [(Int64, String, String, Int64)] = []

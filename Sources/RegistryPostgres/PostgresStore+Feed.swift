@@ -19,7 +19,7 @@ import Synchronization
 extension PostgresStore: ChangeFeed {
     public func loadAudience() async throws -> AudienceLoad {
         // One snapshot: the tables, the frontier and the entries past it are one consistent state.
-        try await snapshotRead { connection in
+        try await snapshotRead(bounded: false) { connection in
             let frontier = try await connection.frontier()
             var seen: [Int64] = []
             for try await position in try await connection.query(
@@ -157,7 +157,7 @@ extension PostgresStore: ChangeFeed {
             let failing = FailureFlag()
             while !Task.isCancelled {
                 do {
-                    try await database.withConnection { connection in
+                    try await database.withConnection(bounded: false) { connection in
                         try await connection.listen(on: PostgresFeed.channel) { notifications in
                             // Anything may have been missed while not listening.
                             continuation.yield()
@@ -166,8 +166,14 @@ extension PostgresStore: ChangeFeed {
                             defer { relay.cancel() }
                             while true {
                                 try await Task.sleep(for: Self.listenCheckInterval)
-                                try await withDeadline(Self.listenCheckDeadline, "checking the listening connection") {
-                                    try await connection.run("SELECT 1")
+                                do {
+                                    try await withDeadline(Self.listenCheckDeadline, "checking the listening connection") {
+                                        try await connection.run("SELECT 1")
+                                    }
+                                } catch {
+                                    // Not back to the pool: a connection that does not answer is closed.
+                                    if !Task.isCancelled { connection.close().whenComplete { _ in } }
+                                    throw error
                                 }
                             }
                         }
@@ -196,8 +202,12 @@ extension PostgresStore: ChangeFeed {
 
     /// Runs `body` in a read-only REPEATABLE READ transaction: every statement sees one snapshot,
     /// the same the frontier is taken from.
-    func snapshotRead<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
-        try await database.withConnection { connection in
+    /// - Parameter bounded: false for reads of the whole registry (the audience load, an export),
+    ///   which may take longer than a request's `DatabasePool.statementDeadline`.
+    func snapshotRead<Value: Sendable>(
+        bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value
+    ) async throws -> Value {
+        try await database.withConnection(bounded: bounded) { connection in
             try await connection.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             do {
                 let value = try await body(connection)

@@ -83,7 +83,7 @@ public struct PostgresStore: Sendable {
     public func migrate() async throws -> [String] {
         await pool.started()
         let logger = logger
-        return try await database.withConnection { connection in
+        return try await database.withConnection(bounded: false) { connection in
             try await PostgresMigrations.migrate(connection, logger: logger)
         }
     }

@@ -20,7 +20,7 @@ extension SyntheticRegistry {
         let sizes = topicSizes()
         let now = EpochMilliseconds.now()
         let owner = project.rowID
-        try await store.database.withConnection { connection in
+        try await store.database.withConnection(bounded: false) { connection in
             try await Self.copy(into: "token", ["id", "projectId", "value", "state", "createdAt", "updatedAt"], connection) { line in
                 for id in 1...tokens {
                     try await line("\(id)\t\(owner)\t\(Self.tokenValue(seed: seed, id: id))\tregistered\t\(now)\t\(now)\n")

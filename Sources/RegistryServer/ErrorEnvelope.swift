@@ -33,7 +33,9 @@ enum ErrorEnvelope {
         case is NIOTooManyBytesError:
             return tooLarge(family)
         case let error as any StoreConnectionFailure where error.meansUnavailable:
-            logger.warning("the database cannot be reached", metadata: ["error": "\(error.summary)"])
+            // The outage itself is logged once, where it is noticed; each refused request has its
+            // 503 in its access line, and its cause here for whoever debugs.
+            logger.debug("the database cannot be reached", metadata: ["error": "\(error.summary)"])
             return unavailable(family, "the database cannot be reached; try again shortly")
         case let error as HTTPError where error.status == .notFound:
             return notFound(family, "no such endpoint: \(request.method) \(request.uri.path)")

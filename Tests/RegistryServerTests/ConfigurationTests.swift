@@ -19,6 +19,17 @@ struct ConfigurationTests {
         #expect(configuration.host == "127.0.0.1")
     }
 
+    @Test("--ready-max-lag bounds the follower's warning and every listener's /readyz alike")
+    func readyMaximumLag() throws {
+        let flag = try ServerConfiguration.resolve(flags: ["ready-max-lag": "3s"], environment: [:])
+        #expect(flag.readyMaximumLag == .seconds(3))
+        #expect(flag.http?.readyMaximumLag == .seconds(3))
+        #expect(flag.tls.settings.readyMaximumLag == .seconds(3))
+        let variable = try ServerConfiguration.resolve(flags: [:], environment: ["FCM_REGISTRY_READY_MAX_LAG": "500ms"])
+        #expect(variable.http?.readyMaximumLag == .milliseconds(500))
+        #expect(try ServerConfiguration.resolve(flags: [:], environment: [:]).http?.readyMaximumLag == .seconds(10))
+    }
+
     @Test(
         "A bad value names its option, whether it came from a flag or the environment",
         arguments: [

@@ -74,7 +74,12 @@ struct ConsoleTests {
                 .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/a","registration_tokens":\#(jsonArray((1...3).map(token)))}"#)
             _ = try await client.call(.put, "/api/tokens/\(token(4))")
             let reply = try await client.call(.get, "/api/project")
-            #expect(reply.json == ["projectId": "test-app", "senderId": "123456789012", "registeredTokens": 4, "topics": 1])
+            #expect(
+                reply.json
+                    == [
+                        "projectId": "test-app", "senderId": "123456789012", "registeredTokens": 4, "topics": 1,
+                        "delivery": "recorded",
+                    ])
             #expect(try await client.call(.get, "/api/project", auth: .some(nil)).status == .unauthorized)
         }
     }

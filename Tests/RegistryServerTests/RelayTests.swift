@@ -48,6 +48,8 @@ import Testing
             #expect(audience.json?["tokens"] == [.string(alive)])
             let relay = try await harness.client.call(.get, "/api/relay")
             #expect(relay.json?["projects"]?.array?.first?["pruned"] == 1)
+            // A relaying project says its messages leave for devices.
+            #expect(try await harness.client.call(.get, "/api/project").json?["delivery"] == "relayed")
         }
     }
 

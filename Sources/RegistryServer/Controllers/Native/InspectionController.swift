@@ -22,6 +22,9 @@ struct InspectionController {
         var senderId: String
         var registeredTokens: Int
         var topics: Int
+        /// How the project's messages leave: `relayed` (delivered through FCM HTTP v1) or
+        /// `recorded` (no relay: the message log only, nothing reaches a device).
+        var delivery: String
     }
 
     struct Member: Encodable {
@@ -62,7 +65,7 @@ struct InspectionController {
         let size = await registry.projectSize(project)
         return ProjectSummary(
             projectId: project.projectId, senderId: project.senderId, registeredTokens: size.registeredTokens,
-            topics: size.topics)
+            topics: size.topics, delivery: try await registry.delivery(of: project).rawValue)
     }
 
     @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> GroupList {

@@ -103,6 +103,12 @@ function signedIn() {
   nav.hidden = false;
   signOutButton.hidden = false;
   projectLabel.textContent = `${project.projectId} · sender ${project.senderId}`;
+  // A project without a relay only records what it is sent: say so wherever the user looks.
+  const delivery = h("span", { class: `delivery ${project.delivery}`, title: project.delivery === "relayed"
+    ? "Messages are delivered to devices through FCM HTTP v1."
+    : "Messages are recorded in the message log only: nothing reaches a device until `fcm-registry project relay` turns delivery on." },
+    project.delivery === "relayed" ? "delivering" : "recording only");
+  projectLabel.append(" ", delivery);
   document.title = `${project.projectId} · fcm-registry console`;
   startSampling();
 }
