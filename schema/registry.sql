@@ -34,7 +34,7 @@ CREATE TABLE deviceGroup (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
   name TEXT NOT NULL,
-  createdAt INTEGER NOT NULL,
+  createdAt INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 1,
   UNIQUE (projectId, name)
 );
 
@@ -268,3 +268,14 @@ CREATE TABLE upstreamMessage (
 CREATE INDEX upstreamMessage_project ON upstreamMessage(projectId, id);
 
 CREATE INDEX upstreamMessage_heldBy ON upstreamMessage(heldBy) WHERE heldBy IS NOT NULL;
+
+CREATE TABLE mirror (
+  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+  firebaseProjectId TEXT NOT NULL,
+  clientEmail TEXT NOT NULL,
+  privateKeyId TEXT,
+  privateKey TEXT NOT NULL,
+  tokenUri TEXT NOT NULL,
+  upstream TEXT NOT NULL,
+  createdAt INTEGER NOT NULL
+);

@@ -170,10 +170,14 @@ public struct GroupArchive: Sendable, Hashable, Codable {
     public var keyringIds: [KeyringID]
     /// Keys issued elsewhere, kept as they are: Google's, from `import-groups`.
     public var notificationKeys: [String]
+    /// False for a group first met through a mirrored add or remove (`GroupSummary.complete`);
+    /// written only then, so files of earlier versions read as complete. Merged into a group
+    /// already here, false wins: what was missing is still missing.
+    public var complete: Bool
 
     public init(
         project: String, name: String, createdAt: Date, members: [Member], keyringIds: [KeyringID],
-        notificationKeys: [String]
+        notificationKeys: [String], complete: Bool = true
     ) {
         self.project = project
         self.name = name
@@ -181,6 +185,33 @@ public struct GroupArchive: Sendable, Hashable, Codable {
         self.members = members
         self.keyringIds = keyringIds
         self.notificationKeys = notificationKeys
+        self.complete = complete
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case project, name, createdAt, members, keyringIds, notificationKeys, complete
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        project = try container.decode(String.self, forKey: .project)
+        name = try container.decode(String.self, forKey: .name)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        members = try container.decode([Member].self, forKey: .members)
+        keyringIds = try container.decode([KeyringID].self, forKey: .keyringIds)
+        notificationKeys = try container.decode([String].self, forKey: .notificationKeys)
+        complete = try container.decodeIfPresent(Bool.self, forKey: .complete) ?? true
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(project, forKey: .project)
+        try container.encode(name, forKey: .name)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(members, forKey: .members)
+        try container.encode(keyringIds, forKey: .keyringIds)
+        try container.encode(notificationKeys, forKey: .notificationKeys)
+        if !complete { try container.encode(false, forKey: .complete) }
     }
 
     public struct Member: Sendable, Hashable, Codable {

@@ -19,11 +19,32 @@ public struct GroupSummary: Sendable, Hashable, Codable {
     public var name: String
     public var memberCount: Int
     public var createdAt: Date
+    /// False for a group first met through a mirrored `add` or `remove` (`project mirror`): it was
+    /// made at Google before, and may have members there this database has never seen.
+    public var complete: Bool
 
-    public init(name: String, memberCount: Int, createdAt: Date) {
+    public init(name: String, memberCount: Int, createdAt: Date, complete: Bool = true) {
         self.name = name
         self.memberCount = memberCount
         self.createdAt = createdAt
+        self.complete = complete
+    }
+}
+
+/// How much of a project's device groups this database knows: what `project mirror --report`
+/// shows to choose the cut-over day.
+public struct GroupCompleteness: Sendable, Hashable, Codable {
+    /// Groups whose every member is known here: made here, imported, or created through the mirror.
+    public var complete: Int
+    /// Groups first met through a mirrored `add` or `remove`: members at Google may be missing.
+    public var incomplete: Int
+    /// Members of the incomplete groups, learned from the calls the mirror forwarded.
+    public var membersLearned: Int
+
+    public init(complete: Int, incomplete: Int, membersLearned: Int) {
+        self.complete = complete
+        self.incomplete = incomplete
+        self.membersLearned = membersLearned
     }
 }
 

@@ -18,11 +18,13 @@ extension RegistryService {
 
     /// A page of the project's groups by name, of those whose names start with `prefix` (composed
     /// as the names are stored: NFC).
-    public func groups(in project: Project, prefix: String = "", after: String?, limit: Int) async throws
-        -> Page<GroupSummary>
-    {
+    /// - Parameter incompleteOnly: only groups first met through a mirrored add or remove.
+    public func groups(
+        in project: Project, prefix: String = "", after: String?, limit: Int, incompleteOnly: Bool = false
+    ) async throws -> Page<GroupSummary> {
         try await store.groups(
-            in: project, prefix: prefix.precomposedStringWithCanonicalMapping, after: after, limit: limit)
+            in: project, prefix: prefix.precomposedStringWithCanonicalMapping, after: after, limit: limit,
+            incompleteOnly: incompleteOnly)
     }
 
     /// A group and a page of its members; `nil` when there is no such group.

@@ -65,6 +65,17 @@ public protocol RegistryStore: Sendable {
     /// The secret stored under `name`, created from `make()` the first time it is asked for.
     func secret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
 
+    // MARK: The mirror of Google's device groups
+
+    /// The service account and upstream `project mirror` forwards the project's device-group
+    /// calls with; `nil` while the mirror is off.
+    func mirrorSettings(of project: Project) async throws -> RelaySettings?
+    /// Turns the mirror on with `settings`, or off with `nil`.
+    func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws
+    /// Whether the group may have members at Google this database has not seen.
+    func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool
+    func groupCompleteness(in project: Project) async throws -> GroupCompleteness
+
     // MARK: Device groups
 
     /// Creates a group of the registered ones among `tokens` (unknown tokens are registered; unregistered ones dropped).
@@ -89,7 +100,9 @@ public protocol RegistryStore: Sendable {
         opening open: @escaping @Sendable ([NotificationKeyring]) -> (keyring: Int64, group: Int64)?
     ) async throws -> Int64?
     /// A page of the groups whose names start with `prefix` (every group for `""`), by name.
-    func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<GroupSummary>
+    /// - Parameter incompleteOnly: only the groups first met through a mirrored add or remove.
+    func groups(in project: Project, prefix: String, after: String?, limit: Int, incompleteOnly: Bool) async throws
+        -> Page<GroupSummary>
     /// The group and a page of its members (token and when it joined), or `nil` when there is no such group.
     func groupMembers(named name: String, in project: Project, after: String?, limit: Int) async throws
         -> (GroupSummary, Page<Membership>)?

@@ -343,11 +343,14 @@ final class PostgresArchiveImporter {
             #"SELECT id FROM "deviceGroup" WHERE "projectId" = \#(project) AND name = \#(record.name)"#, as: Int64.self)
         {
             groupID = id
+            // What was missing is still missing: a group merged with an incomplete one is incomplete.
+            if !record.complete { try await connection.run(#"UPDATE "deviceGroup" SET complete = false WHERE id = \#(id)"#) }
         } else {
             groupID = try await connection.one(
                 #"""
-                INSERT INTO "deviceGroup" ("projectId", name, "createdAt")
-                VALUES (\#(project), \#(record.name), \#(EpochMilliseconds.milliseconds(record.createdAt))) RETURNING id
+                INSERT INTO "deviceGroup" ("projectId", name, "createdAt", complete)
+                VALUES (\#(project), \#(record.name), \#(EpochMilliseconds.milliseconds(record.createdAt)), \#(record.complete))
+                RETURNING id
                 """#, as: Int64.self)
             tally.groups += 1
         }

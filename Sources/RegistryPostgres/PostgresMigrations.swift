@@ -14,7 +14,9 @@ enum PostgresMigrations {
     static let advisoryLock: Int64 = 0x6663_6D72_6567_0001  // "fcmreg" 1
 
     /// `(name, statements)`, in order.
-    static let all: [(name: String, statements: [String])] = [("v1-registry", v1), ("v2-concurrent-writes", v2)]
+    static let all: [(name: String, statements: [String])] = [
+        ("v1-registry", v1), ("v2-concurrent-writes", v2), ("v3-mirror", v3),
+    ]
 
     /// Applies the migrations `connection`'s database lacks.
     /// - Returns: the names applied now.
@@ -380,6 +382,24 @@ enum PostgresMigrations {
     /// are dropped, and the pruning mark moved past every counter position, so a checkpoint from
     /// before reloads its index from the tables. Servers of the version before must be stopped
     /// before one of this version starts: the two do not share a feed.
+    /// The mirror of Google's device groups (`project mirror`), and whether a group may have
+    /// members at Google this database has not seen (first met through a mirrored add or remove).
+    static let v3: [String] = [
+        """
+        CREATE TABLE mirror (
+          "projectId" bigint PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+          "firebaseProjectId" text NOT NULL,
+          "clientEmail" text NOT NULL,
+          "privateKeyId" text,
+          "privateKey" text NOT NULL,
+          "tokenUri" text NOT NULL,
+          upstream text NOT NULL,
+          "createdAt" bigint NOT NULL
+        )
+        """,
+        #"ALTER TABLE "deviceGroup" ADD COLUMN complete boolean NOT NULL DEFAULT true"#,
+    ]
+
     static let v2: [String] = [
         #"DELETE FROM "audienceChange""#,
         #"ALTER TABLE "audienceChange" ADD COLUMN "replayOrder" bigint NOT NULL"#,

@@ -117,10 +117,11 @@ extension PostgresStore {
         _ connection: PostgresConnection, project: Int64, named name: String, ownKeyring: NotificationKeyring,
         to emit: (ArchiveRecord) throws -> Void
     ) async throws {
-        var groups: [(id: Int64, name: String, created: Int64)] = []
+        var groups: [(id: Int64, name: String, created: Int64, complete: Bool)] = []
         for try await group in try await connection.query(
-            #"SELECT id, name, "createdAt" FROM "deviceGroup" WHERE "projectId" = \#(project) ORDER BY id"#, logger: .silent
-        ).decode((Int64, String, Int64).self) { groups.append(group) }
+            #"SELECT id, name, "createdAt", complete FROM "deviceGroup" WHERE "projectId" = \#(project) ORDER BY id"#,
+            logger: .silent
+        ).decode((Int64, String, Int64, Bool).self) { groups.append(group) }
         for group in groups {
             var members: [GroupArchive.Member] = []
             for try await (token, since) in try await connection.query(
@@ -150,7 +151,7 @@ extension PostgresStore {
                 .group(
                     GroupArchive(
                         project: name, name: group.name, createdAt: EpochMilliseconds.date(group.created), members: members,
-                        keyringIds: keyringIDs, notificationKeys: keys)))
+                        keyringIds: keyringIDs, notificationKeys: keys, complete: group.complete)))
         }
     }
 }

@@ -69,8 +69,8 @@ extension PostgresStore {
         }
     }
 
-    public func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws
-        -> Page<GroupSummary>
+    public func groups(in project: Project, prefix: String, after: String?, limit: Int, incompleteOnly: Bool)
+        async throws -> Page<GroupSummary>
     {
         try await database.withConnection { connection in
             let (lower, start) =
@@ -78,16 +78,20 @@ extension PostgresStore {
                 ? (">", after ?? "") : (">=", prefix)
             let end = prefix.isEmpty ? nil : prefix + "\u{10FFFF}"
             var items: [GroupSummary] = []
-            for try await (name, createdAt, members) in try await connection.query(
+            for try await (name, createdAt, members, complete) in try await connection.query(
                 #"""
-                SELECT name, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
+                SELECT name, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint,
+                  complete
                 FROM "deviceGroup"
                 WHERE "projectId" = \#(project.rowID) AND name \#(unescaped: lower) \#(start)
-                  AND name < COALESCE(\#(end)::text, name || 'x')
+                  AND name < COALESCE(\#(end)::text, name || 'x') AND (NOT \#(incompleteOnly) OR NOT complete)
                 ORDER BY name LIMIT \#(limit + 1)
                 """#, logger: .silent
-            ).decode((String, Int64, Int64).self) {
-                items.append(GroupSummary(name: name, memberCount: Int(members), createdAt: EpochMilliseconds.date(createdAt)))
+            ).decode((String, Int64, Int64, Bool).self) {
+                items.append(
+                    GroupSummary(
+                        name: name, memberCount: Int(members), createdAt: EpochMilliseconds.date(createdAt),
+                        complete: complete))
             }
             let page = Array(items.prefix(limit))
             return Page(items: page, nextAfter: items.count > limit ? page.last?.name : nil)
@@ -99,11 +103,12 @@ extension PostgresStore {
     {
         try await database.withConnection { connection in
             guard
-                let (id, createdAt, count) = try await connection.first(
+                let (id, createdAt, count, complete) = try await connection.first(
                     #"""
-                    SELECT id, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint
+                    SELECT id, "createdAt", (SELECT COUNT(*) FROM "groupMember" WHERE "groupId" = "deviceGroup".id)::bigint,
+                      complete
                     FROM "deviceGroup" WHERE "projectId" = \#(project.rowID) AND name = \#(name)
-                    """#, as: (Int64, Int64, Int64).self)
+                    """#, as: (Int64, Int64, Int64, Bool).self)
             else { return nil }
             var members: [(Int32, Membership)] = []
             for try await (tokenID, value, since) in try await connection.query(
@@ -118,7 +123,8 @@ extension PostgresStore {
             }
             let page = Array(members.prefix(limit))
             return (
-                GroupSummary(name: name, memberCount: Int(count), createdAt: EpochMilliseconds.date(createdAt)),
+                GroupSummary(
+                    name: name, memberCount: Int(count), createdAt: EpochMilliseconds.date(createdAt), complete: complete),
                 Page(items: page.map(\.1), nextAfter: members.count > limit ? page.last.map { String($0.0) } : nil)
             )
         }

@@ -266,9 +266,14 @@ struct ArchiveImporter {
             arguments: [project, record.name])
         {
             groupID = id
+            // What was missing is still missing: a group merged with an incomplete one is incomplete.
+            if !record.complete {
+                try db.cachedStatement(sql: "UPDATE deviceGroup SET complete = 0 WHERE id = ?").execute(arguments: [id])
+            }
         } else {
-            try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
-                .execute(arguments: [project, record.name, EpochMilliseconds.milliseconds(record.createdAt)])
+            try db.cachedStatement(
+                sql: "INSERT INTO deviceGroup (projectId, name, createdAt, complete) VALUES (?, ?, ?, ?)"
+            ).execute(arguments: [project, record.name, EpochMilliseconds.milliseconds(record.createdAt), record.complete])
             groupID = db.lastInsertedRowID
             tally.groups += 1
         }

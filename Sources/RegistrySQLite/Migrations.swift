@@ -37,6 +37,9 @@ enum Migrations {
         migrator.registerMigration("v8 upstream messages", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v8)
         }
+        migrator.registerMigration("v9 mirror of Google's device groups", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v9)
+        }
         return migrator
     }
 
@@ -353,5 +356,23 @@ enum Migrations {
         );
         CREATE INDEX upstreamMessage_project ON upstreamMessage(projectId, id);
         CREATE INDEX upstreamMessage_heldBy ON upstreamMessage(heldBy) WHERE heldBy IS NOT NULL;
+        """
+
+    /// The mirror of Google's device groups (`project mirror`): a project's service account and
+    /// the upstream its `/fcm/notification` calls are forwarded to. A group first met through a
+    /// mirrored `add` or `remove` was made at Google before the mirror: `complete` is 0 until
+    /// nothing says it has members this database has not seen.
+    private static let v9 = """
+        CREATE TABLE mirror (
+          projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+          firebaseProjectId TEXT NOT NULL,
+          clientEmail TEXT NOT NULL,
+          privateKeyId TEXT,
+          privateKey TEXT NOT NULL,
+          tokenUri TEXT NOT NULL,
+          upstream TEXT NOT NULL,
+          createdAt INTEGER NOT NULL
+        );
+        ALTER TABLE deviceGroup ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
         """
 }

@@ -112,7 +112,8 @@ extension SQLiteStore {
     ) throws {
         let ownFingerprint = ownKeyring.fingerprint
         let groups = try Row.fetchCursor(
-            db, sql: "SELECT id, name, createdAt FROM deviceGroup WHERE projectId = ? ORDER BY id", arguments: [project])
+            db, sql: "SELECT id, name, createdAt, complete FROM deviceGroup WHERE projectId = ? ORDER BY id",
+            arguments: [project])
         let members = try db.makeStatement(
             sql: """
                 SELECT token.value, groupMember.addedAt FROM groupMember JOIN token ON token.id = groupMember.tokenId
@@ -142,7 +143,8 @@ extension SQLiteStore {
                             GroupArchive.Member(token: $0["value"], since: EpochMilliseconds.date($0["addedAt"]))
                         },
                         keyringIds: [GroupArchive.KeyringID(keyring: ownFingerprint, group: id)] + foreign,
-                        notificationKeys: try String.fetchAll(importedKeys, arguments: [id]))))
+                        notificationKeys: try String.fetchAll(importedKeys, arguments: [id]),
+                        complete: group["complete"])))
         }
     }
 }

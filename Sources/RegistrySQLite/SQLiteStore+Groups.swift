@@ -74,19 +74,23 @@ extension SQLiteStore {
         }
     }
 
-    public func groups(in project: Project, prefix: String, after: String?, limit: Int) async throws
-        -> Page<GroupSummary>
+    public func groups(in project: Project, prefix: String, after: String?, limit: Int, incompleteOnly: Bool)
+        async throws -> Page<GroupSummary>
     {
         let names = NameRange(prefix: prefix, after: after)
         return try await read { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT name, createdAt, (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
-                    FROM deviceGroup WHERE projectId = ? AND \(names.sql) ORDER BY name LIMIT ?
+                    SELECT name, createdAt, complete,
+                      (SELECT COUNT(*) FROM groupMember WHERE groupId = deviceGroup.id) AS members
+                    FROM deviceGroup WHERE projectId = ? AND \(names.sql) \(incompleteOnly ? "AND complete = 0" : "")
+                    ORDER BY name LIMIT ?
                     """, arguments: [project.rowID] + names.arguments + [limit + 1])
             let items = rows.prefix(limit).map {
-                GroupSummary(name: $0["name"], memberCount: $0["members"], createdAt: EpochMilliseconds.date($0["createdAt"]))
+                GroupSummary(
+                    name: $0["name"], memberCount: $0["members"], createdAt: EpochMilliseconds.date($0["createdAt"]),
+                    complete: $0["complete"])
             }
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.name : nil)
         }
@@ -96,8 +100,12 @@ extension SQLiteStore {
         -> (GroupSummary, Page<Membership>)?
     {
         try await read { db in
-            try db.namedTokenSet(.groups, named: name, in: project, after: after, limit: limit).map { set, page in
-                (GroupSummary(name: name, memberCount: set.count, createdAt: set.createdAt), page)
+            let complete =
+                try Bool.fetchOne(
+                    db, sql: "SELECT complete FROM deviceGroup WHERE projectId = ? AND name = ?",
+                    arguments: [project.rowID, name]) ?? true
+            return try db.namedTokenSet(.groups, named: name, in: project, after: after, limit: limit).map { set, page in
+                (GroupSummary(name: name, memberCount: set.count, createdAt: set.createdAt, complete: complete), page)
             }
         }
     }

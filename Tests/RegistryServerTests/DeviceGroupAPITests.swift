@@ -62,7 +62,7 @@ struct DeviceGroupAPITests {
             let reply = try await client.groups(body)
             #expect(reply.status == .badRequest)
             #expect(reply.json == ["error": .string(error)])
-            #expect(try await fixture.registry.store.groups(in: fixture.project, prefix: "", after: nil, limit: 10).items.isEmpty)
+            #expect(try await fixture.registry.store.groups(in: fixture.project, prefix: "", after: nil, limit: 10, incompleteOnly: false).items.isEmpty)
         }
     }
 

@@ -28,7 +28,7 @@ struct WriteTests {
             return await group.reduce(into: [Bool]()) { $0.append($1) }
         }
         #expect(results.filter { $0 }.count == 161)
-        let groups = try await registry.store.groups(in: project, prefix: "", after: nil, limit: 1000)
+        let groups = try await registry.store.groups(in: project, prefix: "", after: nil, limit: 1000, incompleteOnly: false)
         #expect(groups.items.count == 161)
         // Tokens of the refused creates were never registered.
         let stored = try await (0..<200).asyncCount { n in try await registry.store.token(token(n), in: project) != nil

@@ -27,7 +27,7 @@ struct PostgresGroupTests {
             #expect(try await store.removeMembers([token(1), token(2)], fromGroup: group.id, expectedName: nil, in: project).memberCount == 1)
             #expect(try await store.removeMembers([token(3)], fromGroup: group.id, expectedName: nil, in: project).memberCount == 0)
             #expect(try await store.group(named: "family", in: project) == nil)
-            #expect(try await store.groups(in: project, prefix: "", after: nil, limit: 10).items.isEmpty)
+            #expect(try await store.groups(in: project, prefix: "", after: nil, limit: 10, incompleteOnly: false).items.isEmpty)
         }
     }
 

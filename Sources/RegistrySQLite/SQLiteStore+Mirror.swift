@@ -1,0 +1,62 @@
+import GRDB
+import Registry
+
+/// The mirror of Google's device groups (`project mirror`): its settings, and how complete the
+/// project's groups are (the `mirror` table and `deviceGroup.complete` of migration v9).
+extension SQLiteStore {
+    public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM mirror WHERE projectId = ?", arguments: [project.rowID]).map {
+                RelaySettings(
+                    firebaseProjectID: $0["firebaseProjectId"], clientEmail: $0["clientEmail"],
+                    privateKeyID: $0["privateKeyId"], privateKey: $0["privateKey"], tokenURI: $0["tokenUri"],
+                    upstream: $0["upstream"])
+            }
+        }
+    }
+
+    public func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws {
+        try await write { db, _ in
+            guard let settings else {
+                try db.execute(sql: "DELETE FROM mirror WHERE projectId = ?", arguments: [project.rowID])
+                return
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO mirror (projectId, firebaseProjectId, clientEmail, privateKeyId, privateKey, tokenUri, upstream, createdAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (projectId) DO UPDATE SET
+                      firebaseProjectId = excluded.firebaseProjectId, clientEmail = excluded.clientEmail,
+                      privateKeyId = excluded.privateKeyId, privateKey = excluded.privateKey,
+                      tokenUri = excluded.tokenUri, upstream = excluded.upstream
+                    """,
+                arguments: [
+                    project.rowID, settings.firebaseProjectID, settings.clientEmail, settings.privateKeyID,
+                    settings.privateKey, settings.tokenURI, settings.upstream, EpochMilliseconds.now(),
+                ])
+        }
+    }
+
+    public func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool {
+        try await read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT complete FROM deviceGroup WHERE id = ? AND projectId = ?", arguments: [id, project.rowID])
+                ?? true
+        }
+    }
+
+    public func groupCompleteness(in project: Project) async throws -> GroupCompleteness {
+        try await read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(SUM(complete = 1), 0) AS complete, COALESCE(SUM(complete = 0), 0) AS incomplete,
+                      (SELECT COUNT(*) FROM groupMember JOIN deviceGroup g ON g.id = groupMember.groupId
+                       WHERE g.projectId = ? AND g.complete = 0) AS learned
+                    FROM deviceGroup WHERE projectId = ?
+                    """, arguments: [project.rowID, project.rowID])
+            return GroupCompleteness(
+                complete: row?["complete"] ?? 0, incomplete: row?["incomplete"] ?? 0, membersLearned: row?["learned"] ?? 0)
+        }
+    }
+}
