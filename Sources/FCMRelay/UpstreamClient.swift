@@ -13,6 +13,7 @@ final class UpstreamClient: Sendable {
         var status: Int
         var retryAfter: Int?
         var body: [UInt8]
+        var contentType: String? = nil
     }
 
     /// FCM's answers are small: a name, or an error with details.
@@ -40,12 +41,20 @@ final class UpstreamClient: Sendable {
     /// Posts `body` and reads the answer.
     /// - Throws: on a connection error or timeout (no answer came).
     func post(_ url: String, contentType: String, authorization: String?, body: [UInt8]) async throws -> Answer {
+        try await send(.POST, url, headers: [("Content-Type", contentType)], authorization: authorization, body: body)
+    }
+
+    /// Sends a request (a body only with one) and reads the answer.
+    /// - Throws: on a connection error or timeout (no answer came).
+    func send(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)], authorization: String?, body: [UInt8]?
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: contentType)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "User-Agent", value: "fcm-registry-relay")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
-        request.body = .bytes(ByteBuffer(bytes: body))
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await http.execute(
             request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
         var bytes: [UInt8] = []
@@ -58,7 +67,7 @@ final class UpstreamClient: Sendable {
         let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         return Answer(
             status: Int(response.status.code), retryAfter: retryAfter.map { min(max(0, $0), Self.maximumRetryAfter) },
-            body: bytes)
+            body: bytes, contentType: response.headers.first(name: "Content-Type"))
     }
 
     func shutdown() async throws {

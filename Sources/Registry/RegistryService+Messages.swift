@@ -132,6 +132,9 @@ extension RegistryService {
                 try MessageRules.checkContent(message)
                 recipients = await CostlyWork.run { snapshot.evaluate(condition.expression) }
             case .notificationKey(let key):
+                if let sent = try await mirroredGroupSend(message, via: protocolName, key: key, in: project) {
+                    return Self.mirrored(sent, result)
+                }
                 guard let members = try await groupMembers(forNotificationKey: key, in: project) else {
                     throw MessageProblem.invalidParameters(
                         "notification_key is not a key this project issued", field: "notification_key")
@@ -140,6 +143,9 @@ extension RegistryService {
                 recipients = try await groupRecipients(members, of: message, key: key, in: project, result: &result)
                 if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
             case .token(let token):
+                if let sent = try await mirroredGroupSend(message, via: protocolName, key: token, in: project) {
+                    return Self.mirrored(sent, result)
+                }
                 if let members = try await groupMembers(forNotificationKey: token, in: project) {
                     result.isDeviceGroup = true
                     recipients = try await groupRecipients(
@@ -190,6 +196,18 @@ extension RegistryService {
             result.recipientCount = 0
             return result
         }
+        return result
+    }
+
+    /// The answer to a device-group send handed to Google (`mirroredGroupSend`): Google's verdict,
+    /// counted over the members known here (Google does not say how many it reached).
+    private static func mirrored(_ sent: (problem: MessageProblem?, knownMembers: Int), _ result: SendResult)
+        -> SendResult
+    {
+        var result = result
+        result.isDeviceGroup = true
+        result.problem = sent.problem
+        result.recipientCount = sent.problem == nil ? max(1, sent.knownMembers) : 0
         return result
     }
 

@@ -27,6 +27,9 @@ public struct RegistryService: Sendable {
     public let feedHealth = FeedHealth()
     /// Where accepted messages go: today the message log, later the relay to FCM.
     public let sink: any MessageSink
+    /// Google's device-group API, for the projects that mirror it (`project mirror`); `nil`
+    /// where nothing can reach Google (commands, tests).
+    let mirror: (any GroupMirror)?
     /// Where the audience index is saved between runs; `nil` for none.
     public let checkpointPath: String?
     /// Tells a checkpoint of this database from one of another.
@@ -40,12 +43,14 @@ public struct RegistryService: Sendable {
     /// spend the seconds it takes on a large registry).
     /// - Parameters:
     ///   - sink: where accepted messages go; the store's message log unless said otherwise.
+    ///   - mirror: how to reach Google for the projects that mirror its device groups.
     ///   - checkpoint: a file to load the index from at start (then the feed is replayed after
     ///     its cursor) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
     public init(
         store: any RegistryBackend, limits: Limits = Limits(), sink: (any MessageSink)? = nil,
-        checkpoint: String? = nil
+        checkpoint: String? = nil, mirror: (any GroupMirror)? = nil
     ) async throws {
+        self.mirror = mirror
         self.store = store
         feed = store
         messageLog = store

@@ -36,7 +36,8 @@ public enum Serve {
         let registry = try await RegistryService(
             store: store, limits: configuration.limits,
             sink: RelaySink(store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff),
-            checkpoint: configuration.storage.resolvedCheckpointPath)
+            checkpoint: configuration.storage.resolvedCheckpointPath,
+            mirror: try GoogleGroupMirror(options: configuration.relay, logger: logger))
         // 4. The audience index.
         let startup = try await registry.startAudience()
         logger.info("audience index loaded", metadata: loadedMetadata(registry, startup, since: started))

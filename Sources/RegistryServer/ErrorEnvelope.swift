@@ -37,6 +37,10 @@ enum ErrorEnvelope {
             // 503 in its access line, and its cause here for whoever debugs.
             logger.debug("the database cannot be reached", metadata: ["error": "\(error.summary)"])
             return unavailable(family, "the database cannot be reached; try again shortly")
+        case let error as MirrorUnreachable:
+            // The project mirrors Google's device groups, and Google gave no answer: nothing changed.
+            logger.warning("the device-group mirror cannot reach Google", metadata: ["error": "\(error.reason)"])
+            return unavailable(family, "Google's device-group API cannot be reached; nothing was changed; try again shortly")
         case let error as HTTPError where error.status == .notFound:
             return notFound(family, "no such endpoint: \(request.method) \(request.uri.path)")
         case let error as MethodNotAllowed:

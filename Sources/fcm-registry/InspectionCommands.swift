@@ -54,11 +54,14 @@ struct GroupCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
         @OptionGroup var project: ProjectOption
         @OptionGroup var page: PageOptions
+        @Flag(help: "Only groups first met through a mirrored add or remove: Google may know members not listed here.")
+        var incomplete = false
 
         func run() async throws {
             let registry = try await database.openRegistry()
             let (after, size) = try page.resolve(.groups)
-            let result = try await registry.groups(in: project.resolve(in: registry), after: after, limit: size)
+            let result = try await registry.groups(
+                in: project.resolve(in: registry), after: after, limit: size, incompleteOnly: incomplete)
             try printJSON(PrintedPage(result, .groups))
         }
     }

@@ -39,6 +39,11 @@ struct DeviceGroupController {
         guard let tokens = body.registration_ids else {
             throw BadRequest("registration_ids is required")
         }
+        if let answer = try await registry.mirrored(
+            try Self.call(operation, name: name, key: key, tokens: tokens), in: project)
+        {
+            return Self.response(answer)
+        }
         switch operation.lowercased() {
         case "create":
             guard let name else { throw BadRequest("notification_key_name is required to create a group") }
@@ -63,6 +68,30 @@ struct DeviceGroupController {
         guard let name = request.query("notification_key_name"), !name.isEmpty else {
             throw BadRequest("notification_key_name is required")
         }
+        if let answer = try await registry.mirrored(.lookUp(name: name), in: project) { return Self.response(answer) }
         return Self.keyResponse(try await registry.notificationKey(forGroupNamed: name, in: project))
+    }
+
+    /// The call as the mirror forwards it; the same checks of the request as without a mirror.
+    static func call(_ operation: String, name: String?, key: String?, tokens: [String]) throws -> MirroredGroupCall {
+        switch operation.lowercased() {
+        case "create":
+            guard let name else { throw BadRequest("notification_key_name is required to create a group") }
+            return .create(name: name, tokens: tokens)
+        case "add", "remove":
+            guard let key else { throw BadRequest("notification_key is required to \(operation.lowercased()) members") }
+            return operation.lowercased() == "add"
+                ? .add(name: name, key: key, tokens: tokens) : .remove(name: name, key: key, tokens: tokens)
+        default:
+            throw BadRequest("unknown operation '\(operation)': use create, add or remove")
+        }
+    }
+
+    /// Google's answer, as Google gave it: the status, the body and its type.
+    static func response(_ answer: MirrorAnswer) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = answer.contentType ?? "application/json; charset=UTF-8"
+        return Response(
+            status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 }

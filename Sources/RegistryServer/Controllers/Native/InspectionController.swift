@@ -41,6 +41,9 @@ struct InspectionController {
         var name: String
         var memberCount: Int
         var createdAt: Date
+        /// False for a group first met through a mirrored add or remove: Google may know members
+        /// that are not listed here.
+        var complete: Bool
         var members: [Member]
         var nextPageToken: String?
     }
@@ -84,7 +87,7 @@ struct InspectionController {
                 named: name, in: project, after: after, limit: size)
         else { throw ErrorEnvelope.noGroup(named: name) }
         return GroupDetail(
-            name: group.name, memberCount: group.memberCount, createdAt: group.createdAt,
+            name: group.name, memberCount: group.memberCount, createdAt: group.createdAt, complete: group.complete,
             members: members.items.map { Member(token: $0.name, since: $0.since) },
             nextPageToken: members.nextPageToken(.groupMembers))
     }

@@ -1,0 +1,55 @@
+/// Google's device-group API, as `project mirror` reaches it: while a project mirrors Google's
+/// device groups, every `/fcm/notification` call of its app goes there first, and a send to a
+/// group with members this database has not seen goes there too. The front end that speaks HTTP
+/// implements it (`GoogleGroupMirror` in the relay's target).
+public protocol GroupMirror: Sendable {
+    /// Forwards one device-group call to Google and returns its answer as it came.
+    /// - Throws: `MirrorUnreachable` when no answer came (a connection refused, a timeout, an
+    ///   access token that could not be had).
+    func forward(_ call: MirroredGroupCall, senderID: String, settings: RelaySettings, project: Int64) async throws
+        -> MirrorAnswer
+
+    /// Sends `message` to Google as an HTTP v1 send to `notificationKey`, which Google fans out to
+    /// every member of the group, those this database knows and those it does not.
+    /// - Returns: `nil` when Google accepted it, else the problem it answered.
+    /// - Throws: `MirrorUnreachable` when no answer came.
+    func send(
+        _ message: Message, via protocolName: MessageProtocol, toNotificationKey notificationKey: String,
+        settings: RelaySettings, project: Int64
+    ) async throws -> MessageProblem?
+}
+
+/// One device-group call, with what the app sent.
+public enum MirroredGroupCall: Sendable, Hashable {
+    case create(name: String, tokens: [String])
+    case add(name: String?, key: String, tokens: [String])
+    case remove(name: String?, key: String, tokens: [String])
+    case lookUp(name: String)
+}
+
+/// Google's answer to a forwarded call: what the app gets, byte for byte.
+public struct MirrorAnswer: Sendable, Hashable {
+    public var status: Int
+    public var contentType: String?
+    public var body: [UInt8]
+    /// `notification_key` of a successful answer.
+    public var notificationKey: String?
+
+    public init(status: Int, contentType: String?, body: [UInt8], notificationKey: String?) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.notificationKey = notificationKey
+    }
+}
+
+/// Google could not be asked: nothing was recorded, and the app is answered 503 with `Retry-After`.
+public struct MirrorUnreachable: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+
+    public init(_ reason: String) {
+        self.reason = reason
+    }
+
+    public var description: String { "Google's device-group API cannot be reached: \(reason)" }
+}
