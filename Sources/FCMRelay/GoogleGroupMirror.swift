@@ -3,13 +3,16 @@ import Foundation
 import Logging
 import NIOHTTP1
 import Registry
+import ServiceLifecycle
 
 /// `GroupMirror` over HTTP: Google's device-group API (`/fcm/notification`) and FCM HTTP v1,
 /// called with the mirroring project's service account (the JWT-bearer grant's access token,
 /// `project_id` and `access_token_auth: true`, as Google asks of OAuth callers), through the
 /// relay's bounded client. `--upstream` points it at another server, another fcm-registry
 /// playing Google in tests.
-public final class GoogleGroupMirror: GroupMirror {
+///
+/// A peer in `serve`'s service group: its HTTP client is closed at shutdown, after the listeners.
+public final class GoogleGroupMirror: GroupMirror, Service {
     private let client: UpstreamClient
     private let accessTokens: AccessTokenCache
     private let logger: Logger
@@ -18,6 +21,17 @@ public final class GoogleGroupMirror: GroupMirror {
         client = try UpstreamClient(options: options)
         accessTokens = AccessTokenCache(client: client)
         self.logger = logger
+    }
+
+    /// Waits for the group's shutdown, then closes the HTTP client.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await shutdown()
+    }
+
+    /// Closes the HTTP client, for a mirror used without a service group (tests).
+    public func shutdown() async throws {
+        try await client.shutdown()
     }
 
     public func forward(_ call: MirroredGroupCall, senderID: String, settings: RelaySettings, project: Int64)

@@ -33,11 +33,12 @@ public enum Serve {
             configuration.storage.database, feedRetention: configuration.limits.feedRetention, logger: logger)
         // Accepted messages go to the log, and for the projects that relay, to the outbox too.
         let handoff = RelayHandoff()
+        // Google's device-group API, for the projects that mirror it.
+        let mirror = try GoogleGroupMirror(options: configuration.relay, logger: logger)
         let registry = try await RegistryService(
             store: store, limits: configuration.limits,
             sink: RelaySink(store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff),
-            checkpoint: configuration.storage.resolvedCheckpointPath,
-            mirror: try GoogleGroupMirror(options: configuration.relay, logger: logger))
+            checkpoint: configuration.storage.resolvedCheckpointPath, mirror: mirror)
         // 4. The audience index.
         let startup = try await registry.startAudience()
         logger.info("audience index loaded", metadata: loadedMetadata(registry, startup, since: started))
@@ -63,7 +64,7 @@ public enum Serve {
         // 6. Every peer in one group.
         // The store's own peers first: the group stops them last, after the listeners' requests.
         let services =
-            StoreFactory.services(of: store)
+            StoreFactory.services(of: store) + [mirror]
             + (try buildServices(
                 registry: registry, configuration: configuration, logger: logger, metrics: metrics, relay: handoff))
         try await runServer(services, configuration: configuration, logger: logger)
