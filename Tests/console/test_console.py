@@ -153,6 +153,8 @@ def test_sign_in(browser, seeded):
     heading(browser, "Project console-app")
     assert browser.find_element(By.ID, "nav").is_displayed()
     assert "console-app" in browser.find_element(By.ID, "project").text
+    # The seeded project relays: the header says its messages reach devices.
+    assert browser.find_element(By.CSS_SELECTOR, "#project .delivery").text == "delivering"
     # The key stays in this tab's session storage, nowhere else.
     assert browser.execute_script("return sessionStorage.getItem('fcm-registry.serverKey')") == KEY
     assert browser.execute_script("return localStorage.length") == 0
