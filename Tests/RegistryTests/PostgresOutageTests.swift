@@ -74,3 +74,51 @@ struct PostgresOutageTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+
+/// What a command or a starting server says when its URL cannot open the database.
+@Suite("PostgreSQL: a URL that cannot connect fails in seconds, with its cause", .enabled(if: TestPostgres.available, TestPostgres.skipped))
+struct PostgresConnectTests {
+    static func failure(_ url: String, patience: Duration = .seconds(10)) async throws -> (String, Duration) {
+        let store = try PostgresStore(try PostgresLocation(parsing: url), logger: PostgresOutageTests.quiet)
+        let started = ContinuousClock.now
+        var said = ""
+        do {
+            try await store.connect(patience: patience)
+        } catch {
+            said = "\(error)"
+        }
+        await store.close()
+        return (said, ContinuousClock.now - started)
+    }
+
+    @Test("A wrong password fails at once, in PostgreSQL's words, without the password")
+    func wrongPassword() async throws {
+        var location = try PostgresLocation(parsing: try #require(TestPostgres.url))
+        location.password = "wrong-password-for-test"
+        let url = "postgres://\(location.username):wrong-password-for-test@\(location.host):\(location.port)/\(location.database)?sslmode=disable"
+        let (said, took) = try await Self.failure(url)
+        #expect(said.contains("28P01"), "\(said)")
+        #expect(said.contains("password authentication failed"), "\(said)")
+        #expect(!said.contains("wrong-password-for-test"))
+        #expect(took < .seconds(3))
+    }
+
+    @Test("sslmode=verify-full against a server without TLS says so at once")
+    func noTLS() async throws {
+        let location = try PostgresLocation(parsing: try #require(TestPostgres.url))
+        let url = "postgres://\(location.username):\(location.password ?? "")@\(location.host):\(location.port)/\(location.database)?sslmode=verify-full"
+        let (said, took) = try await Self.failure(url)
+        #expect(said == "the server does not offer TLS, and sslmode=verify-full requires it", "\(said)")
+        #expect(took < .seconds(3))
+    }
+
+    @Test("Nothing listening is tried again for the patience given, then names the refusal")
+    func nothingListening() async throws {
+        let (said, took) = try await Self.failure(
+            "postgres://registry:x@127.0.0.1:\(try PostgresOutageTests.closedPort())/registry?sslmode=disable",
+            patience: .seconds(2))
+        #expect(said.hasPrefix("no connection for 2.0 seconds"), "\(said)")
+        #expect(said.contains("refused"), "\(said)")
+        #expect(took >= .seconds(1) && took < .seconds(5))
+    }
+}
