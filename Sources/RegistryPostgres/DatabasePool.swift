@@ -6,27 +6,32 @@ import Synchronization
 /// The store's connections to PostgreSQL: postgres-nio's pool, with the bounds a server behind a
 /// load balancer needs when the database goes away and comes back.
 ///
-/// - A request waits at most `leaseWait` for a connection (`outageLeaseWait` while the database is
-///   known to be out of reach), then fails with `LeaseTimedOut`, which the API answers 503 with
-///   `Retry-After`. postgres-nio alone would hold it for a minute before its circuit breaker trips.
+/// - A request waits at most `leaseWait` for a connection, and at most `outageLeaseWait` once the
+///   database is known to be out of reach, then fails with `LeaseTimedOut`, which the API answers
+///   503 with `Retry-After`. postgres-nio alone would hold it for a minute before its circuit
+///   breaker trips. A wait longer than `suspicion` starts the probe (below): if the probe cannot
+///   connect either, the database is out of reach and the waits end; if it can, the pool is only
+///   busy or slow (a loaded machine), and the request waits on.
 /// - A statement whose connection closes under it, or that runs past `statementDeadline` (a
 ///   network cut that no reset announces), is abandoned and its connection closed, so that no
 ///   caller waits for ever and no half-done transaction goes back to the pool.
-/// - A failure that means "out of reach" (a connection refused or lost, or no connection while
-///   none has been handed out for a while: a pool that is merely busy keeps handing them out)
-///   starts a probe: a fresh connection every 500 ms, outside the pool, whose error is kept as the
-///   outage's cause. Once one succeeds, and the pool has handed out no connection since the
-///   outage began and cannot within a second (it backs off up to a minute between attempts after
-///   a long outage), a new pool takes its place; the old one is closed a minute later. So requests
-///   succeed again within a second or two of the database's return, however long it was gone.
+/// - A connection refused or lost marks the database out of reach at once; a long wait makes it a
+///   suspect. Either starts the probe: a fresh connection every 500 ms, outside the pool, whose
+///   error is kept as the outage's cause. Once one succeeds, and the pool has handed out no
+///   connection since the outage began and cannot within a second (it backs off up to a minute
+///   between attempts after a long outage), a new pool takes its place; the old one is closed a
+///   minute later. So requests succeed again within seconds of the database's return, however
+///   long it was gone.
 public final class DatabasePool: Sendable {
-    /// How long a request waits for a connection while the database answers: twenty busy
-    /// connections free one in milliseconds, so a longer wait means the database is gone.
-    static let leaseWait = Duration.seconds(3)
-    /// How long a request waits while the probe has not yet seen the database answer again.
+    /// How long a request waits for a connection while the database answers (every connection of
+    /// the pool busy, or a machine so loaded that connecting takes seconds).
+    static let leaseWait = Duration.seconds(10)
+    /// How long a request waits once the database is known to be out of reach.
     static let outageLeaseWait = Duration.seconds(1)
-    /// A TCP connection and PostgreSQL's start-up must be done within this.
-    static let connectTimeout = Duration.seconds(2)
+    /// A wait this long has the probe find out whether the database can be reached.
+    static let suspicion = Duration.seconds(1)
+    /// A TCP connection and PostgreSQL's start-up (its password exchange) must be done within this.
+    static let connectTimeout = Duration.seconds(5)
     static let probeInterval = Duration.milliseconds(500)
     /// How often a statement's connection is checked while the statement runs, and how long a
     /// statement may go on after its connection closed.
@@ -123,10 +128,10 @@ public final class DatabasePool: Sendable {
     public func withConnection<Result: Sendable>(
         bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        let (pool, wait) = state.withLock { ($0.pool, $0.outage == nil ? Self.leaseWait : Self.outageLeaseWait) }
+        let pool = state.withLock { $0.pool }
         await pool.starting.value
         do {
-            return try await Self.leasing(within: wait) { leased in
+            return try await leasing { leased in
                 try await pool.client.withConnection { connection in
                     try leased()
                     self.noteLeased()
@@ -222,45 +227,63 @@ public final class DatabasePool: Sendable {
         duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
-    /// A failure that may mean the database is out of reach: a wait for a connection that ran
-    /// out while the pool hands out none (a busy pool hands them out, and is not an outage), or
-    /// a connection refused or lost.
+    /// A failure that may mean the database is out of reach. A connection refused or lost does; a
+    /// wait that ran out while the pool hands out connections does not (a busy pool); any other
+    /// wait that ran out has the probe decide.
     private func noteFailure(_ error: any StoreConnectionFailure) {
-        if error is LeaseTimedOut, leased(since: .now - Self.leaseWait - .seconds(1)) { return }
-        noteOutOfReach(error)
+        guard error is LeaseTimedOut else { return noteOutOfReach(error) }
+        if leased(since: .now - Self.leaseWait - .seconds(1)) { return }
+        suspect()
     }
 
     /// Marks the database out of reach and starts the probe, unless it already runs.
     private func noteOutOfReach(_ error: any StoreConnectionFailure) {
-        let starts = state.withLock { state -> Bool in
+        markOutOfReach(cause: error.summary)
+        suspect()
+    }
+
+    /// Marks the database out of reach, logging it once.
+    private func markOutOfReach(cause: String) {
+        let marked = state.withLock { state -> Bool in
             guard state.outage == nil, !state.stopped else { return false }
-            state.outage = Outage(since: .now, cause: error.summary)
+            state.outage = Outage(since: .now, cause: cause)
             return true
         }
-        guard starts else { return }
-        logger.warning(
-            "PostgreSQL cannot be reached: requests that need it are answered 503 until it answers again",
-            metadata: ["cause": "\(error.summary)"])
-        // Detached: the request that noticed must not lend it its cancellation or task-locals.
-        let probe = Task.detached { await self.probeUntilReachable() }
-        state.withLock { state in
-            if state.stopped { probe.cancel() } else { state.probe = probe }
+        if marked {
+            logger.warning(
+                "PostgreSQL cannot be reached: requests that need it are answered 503 until it answers again",
+                metadata: ["cause": "\(cause)"])
         }
     }
 
-    /// Connects every 500 ms until PostgreSQL answers; then makes sure the pool does too.
+    /// Starts the probe unless it runs: it marks the database out of reach if it cannot connect.
+    private func suspect() {
+        state.withLock { state in
+            guard state.probe == nil, !state.stopped else { return }
+            // Detached: the request that noticed must not lend it its cancellation or task-locals.
+            // Made under the lock, so that two suspects start one probe; it takes the lock to end.
+            state.probe = Task.detached { await self.probeUntilReachable() }
+        }
+    }
+
+    /// Connects every 500 ms until PostgreSQL answers; then makes sure the pool does too. A probe
+    /// started on suspicion that connects at once finds no outage, and ends.
     private func probeUntilReachable() async {
         while !Task.isCancelled {
             do {
                 try await probe()
-                let (pool, since) = state.withLock { ($0.pool, $0.outage?.since ?? .now) }
+                let (pool, outageSince) = state.withLock { ($0.pool, $0.outage?.since) }
+                guard let since = outageSince else {
+                    state.withLock { $0.probe = nil }
+                    return
+                }
                 // A pool that handed out a connection since the outage began has found the
                 // database again by itself; one that has not may be backing off for a minute.
                 var poolAnswers = leased(since: since)
                 if !poolAnswers {
                     poolAnswers =
                         (try? await withDeadline(.seconds(2), "asking the pool for a connection") {
-                            try await Self.leasing(within: .seconds(1)) { leased -> Void in
+                            try await Self.leasing(within: .seconds(1), outOfReach: { false }) { leased -> Void in
                                 try await pool.client.withConnection { connection in
                                     try leased()
                                     try await connection.run("SELECT 1")
@@ -285,6 +308,7 @@ public final class DatabasePool: Sendable {
                 return
             } catch {
                 let cause = Self.summary(of: error)
+                markOutOfReach(cause: cause)
                 state.withLock { $0.outage?.cause = cause }
                 try? await Task.sleep(for: Self.probeInterval)
             }
@@ -339,23 +363,48 @@ public final class DatabasePool: Sendable {
 
     // MARK: - Leases with a deadline
 
+    /// `leasing(within:outOfReach:_:)` with this pool's waits: `leaseWait`, or `outageLeaseWait`
+    /// once the database is known to be out of reach; a wait past `suspicion` starts the probe.
+    private func leasing<Result: Sendable>(
+        _ work: @escaping @Sendable (_ leased: @Sendable () throws -> Void) async throws -> Result
+    ) async throws -> Result {
+        try await Self.leasing(
+            within: Self.leaseWait, outOfReach: { [self] in state.withLock { $0.outage != nil } },
+            suspect: { [self] in suspect() }, work)
+    }
+
     /// Runs `work`, which must call `leased()` as soon as it holds a connection; if it has not
-    /// within `wait`, the lease is cancelled and `LeaseTimedOut` thrown. Once `leased()` has
-    /// returned, the work runs to its end, however long it takes (an import, a `COPY`).
+    /// within `wait` (or `outageLeaseWait`, while `outOfReach()` says so), the lease is cancelled
+    /// and `LeaseTimedOut` thrown. After `suspicion`, `suspect()` is called once. Once `leased()`
+    /// has returned, the work runs to its end.
     static func leasing<Result: Sendable>(
-        within wait: Duration, _ work: @escaping @Sendable (_ leased: @Sendable () throws -> Void) async throws -> Result
+        within wait: Duration, outOfReach: @escaping @Sendable () -> Bool, suspect: @escaping @Sendable () -> Void = {},
+        _ work: @escaping @Sendable (_ leased: @Sendable () throws -> Void) async throws -> Result
     ) async throws -> Result {
         let lease = LeaseRace()
+        let started = ContinuousClock.now
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask {
                 try await work {
-                    guard lease.take() else { throw LeaseTimedOut(wait: wait) }
+                    guard lease.take() else { throw LeaseTimedOut(wait: ContinuousClock.now - started) }
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: wait)
-                // A caller that is cancelled has its answer already: no outage to report.
-                if !Task.isCancelled, lease.expire() { throw LeaseTimedOut(wait: wait) }
+                var suspected = false
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    // A caller that is cancelled has its answer already: no outage to report.
+                    guard !Task.isCancelled, !lease.isTaken else { return nil }
+                    let waited = ContinuousClock.now - started
+                    if waited >= suspicion, !suspected {
+                        suspected = true
+                        suspect()
+                    }
+                    if waited >= wait || (waited >= outageLeaseWait && outOfReach()) {
+                        if lease.expire() { throw LeaseTimedOut(wait: waited) }
+                        return nil
+                    }
+                }
                 return nil
             }
             while let next = try await group.next() {
@@ -364,7 +413,7 @@ public final class DatabasePool: Sendable {
                     return value
                 }
             }
-            throw LeaseTimedOut(wait: wait)
+            throw LeaseTimedOut(wait: ContinuousClock.now - started)
         }
     }
 }
@@ -377,6 +426,11 @@ private final class LeaseRace: Sendable {
     /// The connection came: true unless the deadline passed first.
     func take() -> Bool {
         state.compareExchange(expected: Self.waiting, desired: Self.leased, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Whether the connection came.
+    var isTaken: Bool {
+        state.load(ordering: .acquiring) == Self.leased
     }
 
     /// The deadline passed: true unless the connection came first.
@@ -415,6 +469,6 @@ public struct ConnectionLost: StoreConnectionFailure, CustomStringConvertible {
 public struct LeaseTimedOut: StoreConnectionFailure, CustomStringConvertible {
     public var wait: Duration
     public var meansUnavailable: Bool { true }
-    public var summary: String { "no connection to PostgreSQL within \(wait)" }
+    public var summary: String { "no connection to PostgreSQL within \(RegistryService.seconds(wait)) seconds" }
     public var description: String { summary }
 }

@@ -79,12 +79,13 @@ struct FeedFollowingTests {
         try await registry.startAudience()
         let following = Task { await registry.followFeed(every: .milliseconds(10)) }
         try await Task.sleep(for: .milliseconds(100))
-        let ready = await registry.readiness(maximumLag: .seconds(5))
+        // Generous bounds: a loaded machine answers slowly, and only "not ready" is under test below.
+        let ready = await registry.readiness(maximumLag: .seconds(30), probeDeadline: .seconds(30))
         #expect(ready.ready && ready.database == "reachable" && ready.reasons.isEmpty)
         following.cancel()
         await following.value
         try await Task.sleep(for: .milliseconds(200))
-        let behind = await registry.readiness(maximumLag: .milliseconds(100))
+        let behind = await registry.readiness(maximumLag: .milliseconds(100), probeDeadline: .seconds(30))
         #expect(!behind.ready)
         #expect(behind.database == "reachable")
         #expect(behind.reasons.count == 1 && behind.reasons[0].contains("not been current"))
@@ -105,7 +106,8 @@ struct DeadlineTests {
         let error = await #expect(throws: DeadlineExceeded.self) {
             try await withDeadline(.milliseconds(200), "waiting for ever") { try await Self.forever() }
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Only a hang fails this: a loaded machine runs timers late.
+        #expect(ContinuousClock.now - started < .seconds(60))
         #expect(error?.meansUnavailable == true)
         #expect(error?.summary == "waiting for ever took longer than 0.2 seconds")
     }
@@ -117,7 +119,7 @@ struct DeadlineTests {
         let started = ContinuousClock.now
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     @Test("What returns in time is returned, and what throws in time is thrown")
