@@ -117,7 +117,7 @@ public struct ProgressLine: Sendable {
 
     /// A time left: `42s`, `2m 05s`, `1h 07m`.
     public static func duration(_ seconds: Double) -> String {
-        let whole = Int(seconds.rounded(.up))
+        let whole = Int(seconds.rounded())
         if whole < 60 { return "\(whole)s" }
         if whole < 3600 { return "\(whole / 60)m \(twoDigits(whole % 60))s" }
         return "\(whole / 3600)h \(twoDigits(whole / 60 % 60))m"
