@@ -146,8 +146,9 @@ public struct ArchiveImport {
             if checkingOnly {
                 tally = tally + (try await registry.checkBatch(batch, mergingCredentials: mergingCredentials))
             } else {
-                tally = tally + (try await registry.importBatch(
-                    batch, updatingAudience: updatingAudience, mergingCredentials: mergingCredentials))
+                let written = try await registry.importBatch(
+                    batch, updatingAudience: updatingAudience, mergingCredentials: mergingCredentials)
+                tally = tally + written
             }
         } catch let error as ImportError {
             throw await stopped(ImportFailure(problems: [error], more: 0, written: tally))

@@ -13,7 +13,8 @@ extension ConfigurationError {
     static func cannotListen(host: String, port: Int, option: String, because error: any Error) -> ConfigurationError {
         let hostOption = "--host / FCM_REGISTRY_HOST"
         guard let error = error as? IOError else {
-            return ConfigurationError(description: "cannot listen on \(host):\(port) (\(option), \(hostOption)): \(error)")
+            return ConfigurationError(
+                description: "cannot listen on \(host):\(port) (\(option), \(hostOption)): \(error)")
         }
         let description =
             switch error.errnoCode {

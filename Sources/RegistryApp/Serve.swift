@@ -119,7 +119,8 @@ public enum Serve {
                     .bind(host: configuration.host, port: port).get()
                 try await channel.close()
             } catch {
-                throw ConfigurationError.cannotListen(host: configuration.host, port: port, option: option, because: error)
+                throw ConfigurationError.cannotListen(
+                    host: configuration.host, port: port, option: option, because: error)
             }
         }
     }

@@ -435,7 +435,8 @@ extension PostgresStore: ArchiveStore {
     ) async throws -> ImportTally {
         do {
             _ = try await importing(
-                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials, rollingBack: true)
+                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials,
+                rollingBack: true)
         } catch let checked as CheckedBatch {
             return checked.tally
         }

@@ -15,7 +15,8 @@ import Synchronization
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the registry (projects, keys' hashes, tokens, topics, groups) as JSON Lines to stdout or --output.",
+        abstract:
+            "Write the registry (projects, keys' hashes, tokens, topics, groups) as JSON Lines to stdout or --output.",
         discussion: """
             The file holds what \(Tool.configuration.commandName ?? "") import needs to answer every API call as this \
             database does, including what keeps notification keys valid; never a server key or a private key. \
@@ -27,8 +28,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: [.customLong("project"), .customLong("project-id")], help: "Export only this project.")
     var project: String?
     @Option(
-        help: "Write the file here, created with mode 0600 (it holds the secret that keeps notification keys valid), instead of stdout."
-    )
+        help: """
+            Write the file here, created with mode 0600 (it holds the secret that keeps notification keys valid), \
+            instead of stdout.
+            """)
     var output: String?
     @Flag(help: "Replace the --output file if it exists (once the export is complete).") var force = false
     @OptionGroup var database: DatabaseOptions

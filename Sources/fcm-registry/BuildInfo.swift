@@ -16,9 +16,11 @@ enum BuildInfo {
     /// it prints ``description``.
     static func versionLine() -> String {
         guard commit == "development build", let executable = Bundle.main.executableURL?.resolvingSymlinksInPath(),
-            let checkout = checkout(holding: executable.path), let head = git(["rev-parse", "--short=12", "HEAD"], in: checkout)
+            let checkout = checkout(holding: executable.path),
+            let head = git(["rev-parse", "--short=12", "HEAD"], in: checkout)
         else { return description }
-        let modified = git(["status", "--porcelain", "--untracked-files=no"], in: checkout).map { !$0.isEmpty } ?? false
+        let modified =
+            git(["status", "--porcelain", "--untracked-files=no"], in: checkout).map { !$0.isEmpty } ?? false
         return "\(version) (development build; its checkout is at commit \(head)\(modified ? ", modified" : ""))"
     }
 

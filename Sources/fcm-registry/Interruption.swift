@@ -42,7 +42,9 @@ final class Interruption: Sendable {
         }
         if count == 1 {
             FileHandle.standardError.write(
-                Data("\n\(label): stopping once the batch being written is committed (Ctrl-C again stops at once)\n".utf8))
+                Data(
+                    "\n\(label): stopping once the batch being written is committed (Ctrl-C again stops at once)\n".utf8
+                ))
         } else {
             FileHandle.standardError.write(
                 Data("\n\(label): stopped at once; running the same command again finishes it\n".utf8))

@@ -31,7 +31,9 @@ struct LineImport<Tally: Encodable> {
         let descriptor: Int32
         if let file, file != "-" {
             descriptor = open(file, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CommandFailure("cannot open \(file): \(String(cString: strerror(errno)))") }
+            guard descriptor >= 0 else {
+                throw CommandFailure("cannot open \(file): \(String(cString: strerror(errno)))")
+            }
         } else {
             descriptor = STDIN_FILENO
         }
@@ -82,7 +84,8 @@ struct LineImport<Tally: Encodable> {
     private func interruptedNote(after line: Int) -> String {
         let number = ProgressLine.grouped(line)
         if checkingOnly {
-            return "\(label) --check interrupted after line \(number): nothing was written; the lines after it are not checked"
+            return
+                "\(label) --check interrupted after line \(number): nothing was written; the lines after it are not checked"
         }
         return "\(label) interrupted after line \(number): every line up to it is written. Running the same command "
             + "again finishes the rest: what is here already is matched by its natural key, not added twice."

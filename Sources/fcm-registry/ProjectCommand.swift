@@ -28,7 +28,8 @@ struct ProjectCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create a project; prints {\"project_id\",\"sender_id\",\"server_key\"}, or writes it to --output.")
+            abstract:
+                "Create a project; prints {\"project_id\",\"sender_id\",\"server_key\"}, or writes it to --output.")
 
         @Option(help: "The numeric sender id (FCM's project number), e.g. 123456789012.")
         var senderId: String

@@ -18,7 +18,9 @@ struct CommandLineTests {
     func projectCreateOutput() async throws {
         let folder = try Folder()
         let key = folder.path("my-app.json")
-        let created = try await folder.run(["project", "create", "--sender-id", "123", "--project-id", "my-app", "--output", key])
+        let created = try await folder.run([
+            "project", "create", "--sender-id", "123", "--project-id", "my-app", "--output", key,
+        ])
         #expect(created.status == 0)
         #expect(created.stdout.isEmpty)
         #expect(try Self.mode(of: key) == 0o600)
@@ -27,7 +29,9 @@ struct CommandLineTests {
         #expect((file?["server_key"] as? String)?.isEmpty == false)
 
         // An existing file is kept, and no project is created whose key would be lost.
-        let again = try await folder.run(["project", "create", "--sender-id", "124", "--project-id", "other", "--output", key])
+        let again = try await folder.run([
+            "project", "create", "--sender-id", "124", "--project-id", "other", "--output", key,
+        ])
         #expect(again.status == 1)
         #expect(again.errorLines == ["Error: \(key) exists; --force replaces it"])
         #expect(try await folder.run(["project", "list"]).stdout.contains("other") == false)
@@ -109,7 +113,8 @@ struct CommandLineTests {
     func folders() {
         #expect(StoreFactory.problem(opening: "postgres://u@h/db") == nil)
         #expect(StoreFactory.problem(opening: "/") == "it is a folder; name a file in it, such as /registry.sqlite")
-        #expect(StoreFactory.problem(opening: "/no-such-folder/r.sqlite") == "the folder /no-such-folder does not exist")
+        #expect(
+            StoreFactory.problem(opening: "/no-such-folder/r.sqlite") == "the folder /no-such-folder does not exist")
         #expect(StoreFactory.problem(opening: "/etc/hostname/r.sqlite") == "/etc/hostname is not a folder")
     }
 
@@ -136,11 +141,13 @@ struct CommandLineTests {
         try await folder.createProject()
         let csv = try folder.write(
             "groups.csv",
-            "notification_key_name,notification_key,registration_token\nalice,\(Self.googleKey),tok-1:a\nalice,\(Self.googleKey),tok-2:a\n")
+            "notification_key_name,notification_key,registration_token\nalice,\(Self.googleKey),tok-1:a\nalice,\(Self.googleKey),tok-2:a\n"
+        )
         let checked = try await folder.run(["import-groups", "--project", "p", "--check", csv])
         #expect(checked.status == 0)
         let report = try Self.json(checked.stdout)
-        #expect(report["wouldAdd"] as? [String: Int] == ["groups": 1, "members": 2, "notificationKeys": 1, "tokens": 2])
+        #expect(
+            report["wouldAdd"] as? [String: Int] == ["groups": 1, "members": 2, "notificationKeys": 1, "tokens": 2])
         #expect(report["added"] == nil)
         #expect(try await folder.run(["group", "list"]).stdout.contains("alice") == false)
 
@@ -155,7 +162,9 @@ struct CommandLineTests {
     func importGroupsCheckFails() async throws {
         let folder = try Folder()
         try await folder.createProject()
-        _ = try await folder.run(["import-groups", "--project", "p", try folder.write("a.csv", "alice,\(Self.googleKey),tok-1:a\n")])
+        _ = try await folder.run([
+            "import-groups", "--project", "p", try folder.write("a.csv", "alice,\(Self.googleKey),tok-1:a\n"),
+        ])
         // The key is alice's already: only the store can tell.
         let clash = try folder.write("b.csv", "bob,\(Self.googleKey),tok-2:a\n")
         let checked = try await folder.run(["import-groups", "--project", "p", "--check", clash])
@@ -175,7 +184,10 @@ struct CommandLineTests {
         for check in [["--check"], []] {
             let outcome = try await folder.run(["import-groups", "--project", "p"] + check + [csv])
             #expect(outcome.status == 1)
-            #expect(outcome.errorLines == ["Error: \(csv) holds no row; expected one per member: notification_key_name,notification_key,registration_token"])
+            #expect(
+                outcome.errorLines == [
+                    "Error: \(csv) holds no row; expected one per member: notification_key_name,notification_key,registration_token"
+                ])
         }
     }
 
@@ -183,7 +195,8 @@ struct CommandLineTests {
     func separatorHint(separator: String, named: String) async throws {
         let folder = try Folder()
         try await folder.createProject()
-        let csv = try folder.write("groups.csv", ["alice", Self.googleKey, "tok-1:a"].joined(separator: separator) + "\n")
+        let csv = try folder.write(
+            "groups.csv", ["alice", Self.googleKey, "tok-1:a"].joined(separator: separator) + "\n")
         let outcome = try await folder.run(["import-groups", "--project", "p", "--check", csv])
         #expect(outcome.status == 1)
         #expect(outcome.stderr.contains("line 1: expected 3 fields"))
@@ -245,7 +258,8 @@ struct CommandLineTests {
     }
 
     /// The checkout the tests' executable was built in.
-    static let checkout = URL(fileURLWithPath: ServeProcess.binary).deletingLastPathComponent().deletingLastPathComponent()
+    static let checkout = URL(fileURLWithPath: ServeProcess.binary).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent().path
 
     @Test(
@@ -297,7 +311,9 @@ struct CommandLineTests {
         }
 
         /// The command, on the folder's `registry.sqlite` unless it names another database.
-        func process(_ arguments: [String], executable: String = ServeProcess.binary, prefix: [String] = [], input: Pipe? = nil)
+        func process(
+            _ arguments: [String], executable: String = ServeProcess.binary, prefix: [String] = [], input: Pipe? = nil
+        )
             throws -> Process
         {
             let process = Process()
@@ -360,7 +376,8 @@ struct CommandLineTests {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && listen(descriptor, 1) == 0 && getsockname(descriptor, $0, &length) == 0
+                bind(descriptor, $0, length) == 0 && listen(descriptor, 1) == 0
+                    && getsockname(descriptor, $0, &length) == 0
             }
         }
         guard bound else { throw POSIXError(.EADDRINUSE) }

@@ -28,7 +28,8 @@ struct ProgressLineTests {
             (10, .count(5), 0, .seconds(1), "10 of 10 records, 100%, 10/s, 0s left"),
         ])
     func text(count: Int, total: ProgressLine.Total?, bytes: Int, elapsed: Duration, expected: String) {
-        #expect(ProgressLine.describe(count: count, of: total, bytes: bytes, unit: "records", elapsed: elapsed) == expected)
+        #expect(
+            ProgressLine.describe(count: count, of: total, bytes: bytes, unit: "records", elapsed: elapsed) == expected)
     }
 
     @Test("Times left and counts read the same in every locale")

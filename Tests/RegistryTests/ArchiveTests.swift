@@ -247,7 +247,9 @@ struct ArchiveTests {
         func failure(checking: Bool) async -> ImportFailure? {
             var session = ArchiveImport(into: target, mergingCredentials: true, checkingOnly: checking)
             do {
-                for (index, line) in lines.enumerated() { try await session.take(line: Array(line.utf8), number: index + 1) }
+                for (index, line) in lines.enumerated() {
+                    try await session.take(line: Array(line.utf8), number: index + 1)
+                }
                 _ = try await session.finish()
                 return nil
             } catch {
