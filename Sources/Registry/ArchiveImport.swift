@@ -19,6 +19,7 @@ public struct ArchiveImport {
     private let updatingAudience: Bool
     private let mergingCredentials: Bool
     private let needsHeader: Bool
+    private let checkingOnly: Bool
     private let coder: ArchiveLineCoder
     private var sawHeader = false
     private var batch: [NumberedRecord] = []
@@ -36,11 +37,16 @@ public struct ArchiveImport {
     ///     does; a command that never loaded the index does not, so that its memory stays flat).
     ///   - mergingCredentials: let the file add server keys, service accounts and keyrings to
     ///     projects the database already has (`import --merge-credentials`).
+    ///   - checkingOnly: check each batch as it would be written, in a transaction rolled back at
+    ///     its end, and write nothing (`import-groups --check`). Batch by batch rather than in one
+    ///     transaction, so that a server on the same database is never held up for long; the
+    ///     tally then counts a group whose rows span two batches twice.
     public init(
         into registry: RegistryService, needsHeader: Bool = true, updatingAudience: Bool = false,
-        mergingCredentials: Bool = false
+        mergingCredentials: Bool = false, checkingOnly: Bool = false
     ) {
         self.mergingCredentials = mergingCredentials
+        self.checkingOnly = checkingOnly
         self.registry = registry
         coder = ArchiveLineCoder(limits: registry.limits)
         self.needsHeader = needsHeader
@@ -114,13 +120,15 @@ public struct ArchiveImport {
     }
 
     /// Writes what is left and ends the import: topics left without subscribers are deleted.
-    /// - Returns: what the import wrote.
+    /// Also how an interrupted import ends its last batch early.
+    /// - Returns: what the import wrote (or, checking only, would have written).
     public mutating func finish() async throws(ImportFailure) -> ImportTally {
         if needsHeader, !sawHeader, problemCount == 0 {
             problems = [ImportError(line: 1, problem: "the input is empty: an export file starts with its header")]
             problemCount = 1
         }
         try await commit()
+        guard !checkingOnly else { return tally }
         do {
             try await registry.finishImport()
         } catch {
@@ -135,8 +143,13 @@ public struct ArchiveImport {
         }
         guard !batch.isEmpty else { return }
         do {
-            tally = tally + (try await registry.importBatch(
-                batch, updatingAudience: updatingAudience, mergingCredentials: mergingCredentials))
+            if checkingOnly {
+                tally = tally + (try await registry.checkBatch(batch, mergingCredentials: mergingCredentials))
+            } else {
+                let written = try await registry.importBatch(
+                    batch, updatingAudience: updatingAudience, mergingCredentials: mergingCredentials)
+                tally = tally + written
+            }
         } catch let error as ImportError {
             throw await stopped(ImportFailure(problems: [error], more: 0, written: tally))
         } catch {
@@ -149,7 +162,7 @@ public struct ArchiveImport {
     /// An import that stops still leaves no topic without subscribers behind (the topic records
     /// of the batches written whose tokens did not follow).
     private func stopped(_ failure: ImportFailure) async -> ImportFailure {
-        if failure.written != ImportTally() { try? await registry.finishImport() }
+        if !checkingOnly, failure.written != ImportTally() { try? await registry.finishImport() }
         return failure
     }
 }

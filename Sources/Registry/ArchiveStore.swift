@@ -21,9 +21,30 @@ public protocol ArchiveStore: Sendable {
     func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
         async throws -> Committed<ImportTally>
 
+    /// Checks a batch exactly as ``importBatch(_:limits:ownSecret:mergingCredentials:)`` writes
+    /// it, in a transaction that is then rolled back: the same `ImportError` for the same line,
+    /// and nothing written (`import-groups --check`).
+    /// - Returns: what the batch would have added.
+    func checkBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
+        async throws -> ImportTally
+
     /// Deletes the topics an import left without subscribers (a topic record whose tokens did not
     /// follow): a topic exists while it has subscribers.
     func finishImport() async throws
+
+    /// How many records ``export(project:ownSecret:to:)`` would emit now: the total a progress
+    /// line shows (a server writing meanwhile may make the export a little longer or shorter).
+    func exportSize(project: String?) async throws -> Int
+}
+
+/// What a store throws from inside a batch it checks, so that the transaction is rolled back;
+/// it catches it again and returns the tally.
+public struct CheckedBatch: Error, Sendable {
+    public var tally: ImportTally
+
+    public init(tally: ImportTally) {
+        self.tally = tally
+    }
 }
 
 /// What an import wrote: how many records of each kind were new, the rest being already there.

@@ -20,6 +20,9 @@ public struct GoogleGroupsCSV {
     private let project: String
     private let importedAt: Date
     private var sawFirstRow = false
+    /// Rows read that are neither blank nor the header, good or bad: a file without one is
+    /// refused, since an import of nothing looks like a success.
+    public private(set) var dataRows = 0
 
     public init(project: String, importedAt: Date = .now) {
         self.project = project
@@ -37,9 +40,13 @@ public struct GoogleGroupsCSV {
         sawFirstRow = true
         let fields = try Self.fields(of: trimmed.hasPrefix("\u{FEFF}") ? String(trimmed.dropFirst()) : trimmed)
         if first, fields.map({ $0.lowercased() }) == Self.columns { return nil }
+        dataRows += 1
         guard fields.count == 3 else {
-            throw ArchiveProblem(
-                "expected 3 fields (\(Self.columns.joined(separator: ","))), found \(fields.count)")
+            var problem = "expected 3 fields (\(Self.columns.joined(separator: ","))), found \(fields.count)"
+            if let separator = Self.otherSeparator(in: trimmed) {
+                problem += "; fields are separated by commas; this line uses \(separator)"
+            }
+            throw ArchiveProblem(problem)
         }
         let (name, key, token) = (fields[0], fields[1], fields[2])
         guard NotificationKeyCodec.isImportable(key) else {
@@ -52,6 +59,17 @@ public struct GoogleGroupsCSV {
                 project: project, name: name, createdAt: importedAt,
                 members: [GroupArchive.Member(token: token, since: importedAt)], keyringIds: [],
                 notificationKeys: [key]))
+    }
+
+    /// The separator a row seems to use instead of commas (a spreadsheet's export in a locale
+    /// whose decimal mark is the comma writes `;`), as a diagnostic names it: the row splits into
+    /// exactly the three fields there.
+    static func otherSeparator(in row: String) -> String? {
+        for (separator, name) in [(";", "';'"), ("\t", "tabs")] {
+            let fields = row.split(separator: Character(separator), omittingEmptySubsequences: false)
+            if fields.count == columns.count { return name }
+        }
+        return nil
     }
 
     /// The fields of one row: split at commas outside quotes, each trimmed of spaces, quotes

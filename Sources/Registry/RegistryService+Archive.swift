@@ -29,6 +29,19 @@ extension RegistryService {
         return updatingAudience ? applied(committed) : committed.value
     }
 
+    /// Checks one batch as ``importBatch(_:updatingAudience:mergingCredentials:)`` would write it,
+    /// and writes nothing.
+    /// - Throws: the `ImportError` the import would throw.
+    public func checkBatch(_ records: [NumberedRecord], mergingCredentials: Bool = false) async throws -> ImportTally {
+        try await archive.checkBatch(
+            records, limits: limits, ownSecret: keys.secretBytes, mergingCredentials: mergingCredentials)
+    }
+
+    /// How many records an export of `project` (or of everything) holds now, its header included.
+    public func exportSize(project: String?) async throws -> Int {
+        try await archive.exportSize(project: project) + 1
+    }
+
     /// Ends an import: topics left without subscribers are deleted.
     public func finishImport() async throws {
         try await archive.finishImport()

@@ -22,6 +22,14 @@ public struct SyntheticRegistry: Sendable {
         self.seed = seed
     }
 
+    /// Rows a generator writes between progress reports.
+    public static let progressStep = 10_000
+
+    /// Rows the generator writes: tokens, topics and subscriptions, for a progress line's total.
+    public func rowCount() -> Int {
+        tokens + topics + topicSizes().reduce(0, +)
+    }
+
     /// Subscriber counts per topic, most popular first: `largest / (k+1)^s` with `s` chosen so that they add up to `subscriptions`.
     public func topicSizes() -> [Int] {
         let largest = min(Double(tokens) * largestTopicShare, Double(subscriptions))

@@ -127,9 +127,8 @@ public enum Serve {
                     .bind(host: configuration.host, port: port).get()
                 try await channel.close()
             } catch {
-                throw ConfigurationError(
-                    description:
-                        "cannot listen on \(configuration.host):\(port) (\(option), --host / FCM_REGISTRY_HOST): \(error)")
+                throw ConfigurationError.cannotListen(
+                    host: configuration.host, port: port, option: option, because: error)
             }
         }
     }

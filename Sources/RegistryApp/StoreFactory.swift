@@ -61,29 +61,44 @@ public enum StoreFactory {
         if PostgresLocation.isURL(location) {
             throw StoreError(location: "a PostgreSQL URL", reason: "this command writes SQLite files only")
         }
+        if let problem = problem(opening: location) { throw StoreError(location: location, reason: problem) }
         do {
             return SQLiteStore(try RegistryDatabase.open(path: location), feedRetention: feedRetention)
         } catch {
-            throw StoreError(location: location, reason: Self.reason(error, opening: location))
+            throw StoreError(location: location, reason: "\(error)")
         }
+    }
+
+    /// Why `path` cannot be an SQLite file, in words that point at the fix; `nil` when it can
+    /// (an existing file, or a new one in an existing folder) or is a PostgreSQL URL. Asked
+    /// before SQLite is, which would create the file or answer only "unable to open database file".
+    public static func problem(opening path: String) -> String? {
+        guard !PostgresLocation.isURL(path) else { return nil }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { return nil }
+            let folder = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+            return "it is a folder; name a file in it, such as \(folder == "/" ? "" : folder)/registry.sqlite"
+        }
+        let folder = folder(of: path)
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+            return "the folder \(folder) does not exist"
+        }
+        return isFolder.boolValue ? nil : "\(folder) is not a folder"
+    }
+
+    /// The folder `path` is in. Not `NSString.deletingLastPathComponent`, which traps on a
+    /// one-character path in swift-corelibs-foundation (`--db a` crashed with "Illegal instruction").
+    static func folder(of path: String) -> String {
+        var path = Substring(path)
+        while path.count > 1, path.hasSuffix("/") { path = path.dropLast() }
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// A private in-memory store, for tests.
     public static func inMemory(feedRetention: Int = Limits().feedRetention) throws -> SQLiteStore {
         SQLiteStore(try RegistryDatabase.inMemory(), feedRetention: feedRetention)
-    }
-
-    /// Why a file could not be opened, in words that point at the fix.
-    private static func reason(_ error: any Error, opening path: String) -> String {
-        let folder = (path as NSString).deletingLastPathComponent
-        var isFolder: ObjCBool = false
-        if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) {
-            return "the folder \(folder) does not exist"
-        }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
-            return "it is a folder"
-        }
-        return "\(error)"
     }
 }
 
@@ -91,6 +106,11 @@ public enum StoreFactory {
 public struct StoreError: Error, CustomStringConvertible {
     public var location: String
     public var reason: String
+
+    public init(location: String, reason: String) {
+        self.location = location
+        self.reason = reason
+    }
 
     public var description: String { "cannot open the database \(location): \(reason)" }
 }

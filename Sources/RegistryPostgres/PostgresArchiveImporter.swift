@@ -430,6 +430,42 @@ extension PostgresStore: ArchiveStore {
     public func importBatch(
         _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
     ) async throws -> Committed<ImportTally> {
+        try await importing(records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
+    }
+
+    public func checkBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
+    ) async throws -> ImportTally {
+        do {
+            _ = try await importing(
+                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials,
+                rollingBack: true)
+        } catch let checked as CheckedBatch {
+            return checked.tally
+        }
+        return ImportTally()
+    }
+
+    public func exportSize(project: String?) async throws -> Int {
+        let count = try await database.withConnection { connection in
+            try await connection.one(
+                #"""
+                WITH chosen AS (SELECT id FROM project WHERE \#(project)::text IS NULL OR "projectId" = \#(project))
+                SELECT (SELECT count(*) FROM chosen)
+                    + (SELECT count(*) FROM topic WHERE "projectId" IN (SELECT id FROM chosen))
+                    + (SELECT count(*) FROM token WHERE "projectId" IN (SELECT id FROM chosen))
+                    + (SELECT count(*) FROM "deviceGroup" WHERE "projectId" IN (SELECT id FROM chosen))
+                """#, as: Int64.self)
+        }
+        return Int(count)
+    }
+
+    /// The batch in one transaction; with `rollingBack`, the transaction is rolled back once
+    /// every record was taken (`CheckedBatch` carries the tally out).
+    private func importing(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool,
+        rollingBack: Bool = false
+    ) async throws -> Committed<ImportTally> {
         try await committing { connection, log in
             let importer = PostgresArchiveImporter(
                 connection: connection, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
@@ -444,6 +480,7 @@ extension PostgresStore: ArchiveStore {
                 // A batch of tokens is written at once: the line is the last one read.
                 throw ImportError(line: line, problem: "conflicts with what is here: \(error.serverInfo?[.message] ?? "")")
             }
+            if rollingBack { throw CheckedBatch(tally: importer.tally) }
             return importer.tally
         }
     }

@@ -9,9 +9,11 @@ extension SyntheticRegistry {
     /// same as on SQLite for the same seed. Rows go in with `COPY`, the token index of
     /// `subscription` is built once at the end, and a `reset` entry tells every server following
     /// the database to reload.
+    /// - Parameter progress: told the rows written so far, of ``rowCount()``, now and then.
     /// - Returns: the project and its server key.
     public func generate(
-        into store: PostgresStore, projectId: String = "bench", senderId: String = "200000000000"
+        into store: PostgresStore, projectId: String = "bench", senderId: String = "200000000000",
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> (Project, serverKey: String) {
         let registry = try await RegistryService(store: store)
         guard try await registry.projects().isEmpty else { throw PostgresStoreError("the database already has projects") }
@@ -24,17 +26,22 @@ extension SyntheticRegistry {
             try await Self.copy(into: "token", ["id", "projectId", "value", "state", "createdAt", "updatedAt"], connection) { line in
                 for id in 1...tokens {
                     try await line("\(id)\t\(owner)\t\(Self.tokenValue(seed: seed, id: id))\tregistered\t\(now)\t\(now)\n")
+                    if id % Self.progressStep == 0 { progress(id) }
                 }
             }
             try await Self.copy(into: "topic", ["id", "projectId", "name", "createdAt"], connection) { line in
                 for id in 1...topics { try await line("\(id)\t\(owner)\ttopic-\(id)\t\(now)\n") }
             }
+            progress(tokens + topics)
             try await connection.run(#"DROP INDEX "subscription_tokenId""#)
             try await Self.copy(into: "subscription", ["topicId", "tokenId", "createdAt"], connection) { line in
                 var random = SplitMix64(seed: seed)
+                var written = tokens + topics
                 for topic in 0..<topics {
                     for token in Self.sample(sizes[topic], from: tokens, using: &random) {
                         try await line("\(topic + 1)\t\(token)\t\(now)\n")
+                        written += 1
+                        if written % Self.progressStep == 0 { progress(written) }
                     }
                 }
             }

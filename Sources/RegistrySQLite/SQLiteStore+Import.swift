@@ -7,6 +7,28 @@ extension SQLiteStore {
     public func importBatch(
         _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
     ) async throws -> Committed<ImportTally> {
+        try await importing(records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
+    }
+
+    public func checkBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
+    ) async throws -> ImportTally {
+        do {
+            _ = try await importing(
+                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials,
+                rollingBack: true)
+        } catch let checked as CheckedBatch {
+            return checked.tally
+        }
+        return ImportTally()
+    }
+
+    /// The batch in one savepoint; with `rollingBack`, the savepoint is rolled back once every
+    /// record was taken (`CheckedBatch` carries the tally out).
+    private func importing(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool,
+        rollingBack: Bool = false
+    ) async throws -> Committed<ImportTally> {
         try await committing { db, log in
             var importer = ArchiveImporter(
                 db: db, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
@@ -20,7 +42,22 @@ extension SQLiteStore {
                 }
             }
             importer.finish()
+            if rollingBack { throw CheckedBatch(tally: importer.tally) }
             return importer.tally
+        }
+    }
+
+    public func exportSize(project: String?) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    WITH chosen AS (SELECT id FROM project WHERE ?1 IS NULL OR projectId = ?1)
+                    SELECT (SELECT count(*) FROM chosen)
+                        + (SELECT count(*) FROM topic WHERE projectId IN (SELECT id FROM chosen))
+                        + (SELECT count(*) FROM token WHERE projectId IN (SELECT id FROM chosen))
+                        + (SELECT count(*) FROM deviceGroup WHERE projectId IN (SELECT id FROM chosen))
+                    """, arguments: [project]) ?? 0
         }
     }
 

@@ -5,9 +5,11 @@ import Registry
 
 extension SyntheticRegistry {
     /// Fills `database` (which must have no projects) with one project and the synthetic data.
+    /// - Parameter progress: told the rows written so far, of ``rowCount()``, now and then.
     /// - Returns: the project and its server key.
     public func generate(
-        into store: SQLiteStore, projectId: String = "bench", senderId: String = "200000000000"
+        into store: SQLiteStore, projectId: String = "bench", senderId: String = "200000000000",
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
     )
         async throws -> (Project, serverKey: String)
     {
@@ -25,6 +27,7 @@ extension SyntheticRegistry {
             )
             for id in 1...tokens {
                 try insertToken.execute(arguments: [id, project.rowID, Self.tokenValue(seed: seed, id: id), now, now])
+                if id % Self.progressStep == 0 { progress(id) }
             }
             let insertTopic = try db.makeStatement(
                 sql: "INSERT INTO topic (id, projectId, name, createdAt) VALUES (?, ?, ?, ?)")
@@ -32,6 +35,8 @@ extension SyntheticRegistry {
                 try insertTopic.execute(arguments: [id, project.rowID, "topic-\(id)", now])
             }
         }
+        var written = tokens + topics
+        progress(written)
         try await database.writer.writeWithoutTransaction { db in
             try db.execute(sql: "DROP INDEX subscription_tokenId")
         }
@@ -52,6 +57,8 @@ extension SyntheticRegistry {
                     }
                 }
             }
+            written += chunk.reduce(0) { $0 + $1.1.count }
+            progress(written)
         }
         try await database.writer.writeWithoutTransaction { db in
             try db.execute(sql: "CREATE INDEX subscription_tokenId ON subscription(tokenId)")

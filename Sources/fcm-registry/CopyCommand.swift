@@ -13,7 +13,8 @@ struct CopyCommand: AsyncParsableCommand {
         discussion: """
             Reads --from in one consistent snapshot, as export does, and writes --to as import does: in \
             transactions of \(ArchiveImport.batchSize) records, merged with what is there by natural keys, so \
-            running it again changes nothing and an interrupted copy is finished by running it again. Memory \
+            running it again changes nothing and an interrupted copy is finished by running it again (Ctrl-C \
+            ends the batch being written first). Memory \
             stays constant however large the registry. Either side is an SQLite file or a postgres:// URL.
             A URL with a password is best given in $FCM_REGISTRY_COPY_FROM or $FCM_REGISTRY_COPY_TO, out of \
             sight of ps. Example: FCM_REGISTRY_COPY_TO='postgres://registry:…@db:5432/registry' fcm-registry copy \
@@ -59,7 +60,9 @@ struct CopyCommand: AsyncParsableCommand {
                 pipe.finish(error)
             }
         }
-        var progress = Progress("copy")
+        var progress = ProgressLine("copy", total: .count(try await source.exportSize(project: nil)))
+        let interruption = Interruption("copy")
+        defer { interruption.stop() }
         var line = 0
         do {
             while let records = await pipe.next(upTo: 256) {
@@ -67,13 +70,26 @@ struct CopyCommand: AsyncParsableCommand {
                     line += 1
                     try await session.take(record, line: line)
                 }
-                progress.update(done: 0, records: line)
+                progress.update(count: line)
+                if interruption.requested { break }
             }
-            if let failure = pipe.failure { throw failure }
+            if interruption.requested { pipe.cancel() }
+            await exporting.value
+            if let failure = pipe.failure, !interruption.requested { throw failure }
+            // Interrupted, this ends the batch being written early.
             let tally = try await session.finish()
+            progress.end()
+            guard !interruption.requested else {
+                try printJSON(CopySummary(records: line, added: tally, relays: nil))
+                FileHandle.standardError.write(
+                    Data(
+                        ("copy interrupted after \(ProgressLine.grouped(line)) records: those are written. Running the same command "
+                            + "again finishes the copy: what --to holds already is matched by its natural key, not added twice.\n")
+                            .utf8))
+                throw ExitCode(130)
+            }
             // Relay settings hold a private key, which no export file carries: copied store to store.
             let relays = try await copyRelaySettings(from: sourceStore, to: targetStore)
-            progress.end()
             try printJSON(CopySummary(records: line, added: tally, relays: relays))
         } catch {
             pipe.cancel()
@@ -99,11 +115,12 @@ struct CopyCommand: AsyncParsableCommand {
     }
 }
 
-/// What `copy` prints: the records read, what was new in the target, and the projects that relay.
+/// What `copy` prints: the records read, what was new in the target, and the projects that relay
+/// (not counted when Ctrl-C stopped the copy: their settings are copied at its end).
 private struct CopySummary: Encodable {
     var records: Int
     var added: ImportTally
-    var relays: Int
+    var relays: Int?
 }
 
 /// Records handed from an export (a callback on the store's reading thread) to the writing task,

@@ -65,11 +65,3 @@ struct ProjectOption: ParsableArguments {
         return projects[0]
     }
 }
-
-/// Prints a value as indented JSON on stdout, the output of every data command.
-func printJSON(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
-}

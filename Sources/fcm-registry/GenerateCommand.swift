@@ -4,6 +4,7 @@ import Registry
 import RegistryApp
 import RegistryPostgres
 import RegistrySQLite
+import Synchronization
 
 /// `fcm-registry generate`: a reproducible synthetic registry for benchmarks.
 struct GenerateCommand: AsyncParsableCommand {
@@ -30,26 +31,38 @@ struct GenerateCommand: AsyncParsableCommand {
     func run() async throws {
         let location = database.resolvedPath
         let isURL = PostgresLocation.isURL(location)
+        if let problem = StoreFactory.problem(opening: location) {
+            throw StoreError(location: location, reason: problem)
+        }
         guard isURL || !FileManager.default.fileExists(atPath: location) else {
             throw ValidationError("\(location) exists; generate writes a new database")
         }
         let started = Date()
         let generator = SyntheticRegistry(tokens: tokens, topics: topics, subscriptions: subscriptions, seed: seed)
+        let progress = Mutex(ProgressLine("generate", total: .count(generator.rowCount()), unit: "rows"))
+        let report: @Sendable (Int) -> Void = { rows in progress.withLock { $0.update(count: rows) } }
         let (project, key): (Project, String)
         if isURL {
             // A PostgreSQL database with no projects yet (it refuses one that has any).
             let store = try await StoreFactory.open(location)
             guard let postgres = store as? PostgresStore else { throw ValidationError("\(location) is not PostgreSQL") }
             do {
-                (project, key) = try await generator.generate(into: postgres)
+                (project, key) = try await generator.generate(into: postgres, progress: report)
             } catch {
                 await postgres.close()
+                progress.withLock { $0.end() }
                 throw error
             }
             await postgres.close()
         } else {
-            (project, key) = try await generator.generate(into: StoreFactory.openSQLite(location))
+            do {
+                (project, key) = try await generator.generate(into: StoreFactory.openSQLite(location), progress: report)
+            } catch {
+                progress.withLock { $0.end() }
+                throw error
+            }
         }
+        progress.withLock { $0.end() }
         FileHandle.standardError.write(
             Data(
                 "generated \(tokens) tokens, \(topics) topics, \(generator.topicSizes().reduce(0, +)) subscriptions in \(Int(Date().timeIntervalSince(started))) s\n"

@@ -28,7 +28,8 @@ struct ProjectCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create a project; prints {\"project_id\",\"sender_id\",\"server_key\"}.")
+            abstract:
+                "Create a project; prints {\"project_id\",\"sender_id\",\"server_key\"}, or writes it to --output.")
 
         @Option(help: "The numeric sender id (FCM's project number), e.g. 123456789012.")
         var senderId: String
@@ -36,13 +37,33 @@ struct ProjectCommand: AsyncParsableCommand {
         @Option(help: "The project id used in /v1/projects/{p} paths (default: project-<sender id>).")
         var projectId: String?
 
+        @Option(help: "Write the JSON here, created with mode 0600 (it holds the server key), instead of stdout.")
+        var output: String?
+        @Flag(help: "Replace the --output file if it exists.") var force = false
+
         @OptionGroup var database: DatabaseOptions
 
+        func validate() throws {
+            if force, output == nil { throw ValidationError("--force replaces the --output file: give --output too") }
+        }
+
         func run() async throws {
-            let registry = try await database.openRegistry()
-            let (project, key) = try await registry.createProject(
-                projectId: projectId ?? "project-\(senderId)", senderId: senderId)
-            try printJSON(Created(project: project, serverKey: key))
+            // The file first: a key printed nowhere would leave a project no one can use.
+            let file = try output.map { try PrivateFile(creating: $0, replacing: force) }
+            do {
+                let registry = try await database.openRegistry()
+                let (project, key) = try await registry.createProject(
+                    projectId: projectId ?? "project-\(senderId)", senderId: senderId)
+                let created = Created(project: project, serverKey: key)
+                guard let file else { return try printJSON(created) }
+                try file.append(try jsonText(created) + "\n")
+                try file.commit()
+                FileHandle.standardError.write(
+                    Data("project \(project.projectId) created; its server key is in \(file.path)\n".utf8))
+            } catch {
+                file?.discard()
+                throw error
+            }
         }
     }
 

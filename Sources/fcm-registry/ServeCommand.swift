@@ -7,7 +7,8 @@ import Registry
 import RegistryApp
 
 /// `fcm-registry serve`: the HTTP server. Its options are `ServerConfiguration.options`, one table
-/// for flags, environment variables and documentation; a bad value stops it with status 2.
+/// for flags, environment variables and documentation; a bad value, a busy port or a database that
+/// cannot be opened stops it with status 2.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -32,6 +33,12 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        // A --db SQLite cannot use is a bad value like any other: said before anything is logged.
+        if let problem = StoreFactory.problem(opening: configuration.storage.database) {
+            let error = StoreError(location: configuration.storage.database, reason: problem)
+            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
         LoggingSystem.bootstrap(EscapingLogHandler.init)
         var logger = Logger(label: "fcm-registry")
         logger.logLevel = configuration.logLevel
@@ -45,8 +52,9 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
             throw ExitCode(2)
         } catch let error as StoreError {
+            // A database that cannot be opened is a value to fix, as a bad flag is.
             FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(2)
         }
     }
 

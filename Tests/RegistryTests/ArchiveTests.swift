@@ -222,6 +222,56 @@ struct ArchiveTests {
         #expect(try await target.groupMembers(named: "g", in: targetProject, after: nil, limit: 10)?.1.items.count == 2)
     }
 
+    @Test("A checked import counts what it would add, as the import does, and writes nothing")
+    func checkWritesNothing() async throws {
+        let (source, _, _) = try await sourceRegistry()
+        let lines = try await exportLines(source)
+        let target = try await RegistryService(store: TestBackend.makeStore())
+        var session = ArchiveImport(into: target, checkingOnly: true)
+        for (index, line) in lines.enumerated() { try await session.take(line: Array(line.utf8), number: index + 1) }
+        let checked = try await session.finish()
+        #expect(try await target.projects().isEmpty)
+        #expect(try await exportLines(target).count == 1)
+        #expect(checked == (try await importLines(lines, into: target)))
+    }
+
+    @Test("A checked import stops where the import would, with the same words")
+    func checkSaysWhatImportSays() async throws {
+        var limits = Limits()
+        limits.membersPerGroup = 3
+        let (source, project) = try await makeRegistry(limits: limits)
+        _ = try await source.createGroup(named: "g", tokens: [token(1), token(2)], in: project)
+        let lines = try await exportLines(source)
+        let (target, targetProject) = try await makeRegistry(limits: limits)
+        _ = try await target.createGroup(named: "g", tokens: [token(3), token(4)], in: targetProject)
+        func failure(checking: Bool) async -> ImportFailure? {
+            var session = ArchiveImport(into: target, mergingCredentials: true, checkingOnly: checking)
+            do {
+                for (index, line) in lines.enumerated() {
+                    try await session.take(line: Array(line.utf8), number: index + 1)
+                }
+                _ = try await session.finish()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let checked = try #require(await failure(checking: true))
+        #expect(checked.problems.first?.problem.contains("more than 3 members") == true)
+        #expect(checked.description == (await failure(checking: false))?.description)
+        #expect(try await target.groupMembers(named: "g", in: targetProject, after: nil, limit: 10)?.1.items.count == 2)
+    }
+
+    @Test("An export's size is counted in advance, its header included")
+    func exportSize() async throws {
+        let (source, project, _) = try await sourceRegistry()
+        #expect(try await source.exportSize(project: nil) == (try await exportLines(source)).count)
+        #expect(
+            try await source.exportSize(project: project.projectId)
+                == (try await exportLines(source, project: project.projectId)).count)
+        #expect(try await source.exportSize(project: "none") == 1)
+    }
+
     @Test("Times come back to the millisecond")
     func times() throws {
         let coder = ArchiveLineCoder()

@@ -60,4 +60,39 @@ struct GoogleGroupsCSVTests {
             (error as? ArchiveProblem)?.message.contains(problem) == true
         }
     }
+
+    @Test(
+        "A row separated by ';' or tabs is told that fields are separated by commas",
+        arguments: [(";", "this line uses ';'"), ("\t", "this line uses tabs")])
+    func otherSeparator(separator: String, hint: String) {
+        var rows = GoogleGroupsCSV(project: "p")
+        let row = ["appUser-Chris", Self.key, token(1)].joined(separator: separator)
+        #expect {
+            try rows.record(from: Array(row.utf8))
+        } throws: { error in
+            let message = (error as? ArchiveProblem)?.message ?? ""
+            return message.contains("found 1") && message.contains("fields are separated by commas; \(hint)")
+        }
+    }
+
+    @Test("A row with too few fields and no other separator gets no hint")
+    func noHint() {
+        var rows = GoogleGroupsCSV(project: "p")
+        #expect {
+            try rows.record(from: Array("a;b,c".utf8))
+        } throws: { error in
+            (error as? ArchiveProblem)?.message.contains("separated") == false
+        }
+    }
+
+    @Test("Data rows are counted, good or bad; the header and blank rows are not")
+    func dataRows() throws {
+        var rows = GoogleGroupsCSV(project: "p")
+        _ = try rows.record(from: Array("notification_key_name,notification_key,registration_token".utf8))
+        _ = try rows.record(from: Array(" ".utf8))
+        #expect(rows.dataRows == 0)
+        _ = try rows.record(from: Array("g,\(Self.key),\(token(1))".utf8))
+        _ = try? rows.record(from: Array("bad".utf8))
+        #expect(rows.dataRows == 2)
+    }
 }
