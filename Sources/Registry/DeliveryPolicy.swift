@@ -25,17 +25,23 @@ public enum DeliveryPolicy {
     /// Classifies one answer of `messages:send`.
     /// - Parameters:
     ///   - status: the HTTP status, or `nil` when no answer came (connection error, timeout).
-    ///   - code: the `FcmError` detail's `errorCode`, else the error's `status`.
+    ///   - code: the `FcmError` detail's `errorCode`, else the error's `status`; `nil` for an
+    ///     answer that is not Google's error JSON.
     ///   - retryAfter: the `Retry-After` header, in seconds.
     public static func verdict(status: Int?, code: String?, retryAfter: Int?) -> DeliveryVerdict {
         guard let status else { return .retry(code ?? "UNAVAILABLE", after: nil) }
         switch status {
         case 200..<300:
             return .delivered
-        case 404 where code == nil || code == "UNREGISTERED" || code == "NOT_FOUND":
+        // Only FCM's own words prune: a 404 or 403 without them (a proxy's error page, a wrong
+        // `--upstream`, a path that moved) is the upstream's fault, retried with back-off. Pruning
+        // on the status alone unregistered every recipient of a send behind a misconfigured proxy.
+        case 404 where code == "UNREGISTERED":
             return .prune("UNREGISTERED")
         case 403 where code == "SENDER_ID_MISMATCH":
             return .prune("SENDER_ID_MISMATCH")
+        case 403, 404:
+            return .retry(code ?? "HTTP_\(status)", after: retryAfter)
         case 429:
             return .pauseProject(code ?? "QUOTA_EXCEEDED", seconds: max(retryAfter ?? quotaPause, 1))
         case 500, 502, 503, 504:

@@ -86,9 +86,12 @@ import _CryptoExtras
         #expect(
             DeliveryPolicy.verdict(status: 400, code: "INVALID_ARGUMENT", retryAfter: nil)
                 == .fail("INVALID_ARGUMENT", reauthenticate: false))
+        // A 404 or 403 without FCM's word for a dead token is the upstream's fault: retried, never pruned.
+        #expect(DeliveryPolicy.verdict(status: 404, code: nil, retryAfter: nil) == .retry("HTTP_404", after: nil))
+        #expect(DeliveryPolicy.verdict(status: 404, code: "NOT_FOUND", retryAfter: nil) == .retry("NOT_FOUND", after: nil))
         #expect(
             DeliveryPolicy.verdict(status: 403, code: "PERMISSION_DENIED", retryAfter: nil)
-                == .fail("PERMISSION_DENIED", reauthenticate: false))
+                == .retry("PERMISSION_DENIED", after: nil))
         #expect(
             DeliveryPolicy.verdict(status: 401, code: "UNAUTHENTICATED", retryAfter: nil)
                 == .fail("UNAUTHENTICATED", reauthenticate: true))
