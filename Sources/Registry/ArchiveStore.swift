@@ -18,15 +18,11 @@ public protocol ArchiveStore: Sendable {
     ///   - mergingCredentials: whether the file may add server keys, service accounts or
     ///     keyrings to a project the database already has. Without it, that is refused: project
     ///     ids are no secret, and a file must not be a way to log in to someone's project.
-    func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
-        async throws -> Committed<ImportTally>
-
-    /// Checks a batch exactly as ``importBatch(_:limits:ownSecret:mergingCredentials:)`` writes
-    /// it, in a transaction that is then rolled back: the same `ImportError` for the same line,
-    /// and nothing written (`import-groups --check`).
-    /// - Returns: what the batch would have added.
-    func checkBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
-        async throws -> ImportTally
+    ///   - rollingBack: take every record, then roll the transaction back by throwing
+    ///     `CheckedBatch` with the tally (see `checkBatch`).
+    func importBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool, rollingBack: Bool
+    ) async throws -> Committed<ImportTally>
 
     /// Deletes the topics an import left without subscribers (a topic record whose tokens did not
     /// follow): a topic exists while it has subscribers.
@@ -37,8 +33,33 @@ public protocol ArchiveStore: Sendable {
     func exportSize(project: String?) async throws -> Int
 }
 
+extension ArchiveStore {
+    /// Writes a batch (``importBatch(_:limits:ownSecret:mergingCredentials:rollingBack:)``).
+    public func importBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
+        async throws -> Committed<ImportTally>
+    {
+        try await importBatch(
+            records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials, rollingBack: false)
+    }
+
+    /// Checks a batch exactly as `importBatch` writes it, in a transaction that is then rolled
+    /// back: the same `ImportError` for the same line, and nothing written (`import-groups --check`).
+    /// - Returns: what the batch would have added.
+    public func checkBatch(_ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool)
+        async throws -> ImportTally
+    {
+        do {
+            _ = try await importBatch(
+                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials, rollingBack: true)
+        } catch let checked as CheckedBatch {
+            return checked.tally
+        }
+        return ImportTally()
+    }
+}
+
 /// What a store throws from inside a batch it checks, so that the transaction is rolled back;
-/// it catches it again and returns the tally.
+/// `checkBatch` catches it again and returns the tally.
 public struct CheckedBatch: Error, Sendable {
     public var tally: ImportTally
 

@@ -427,25 +427,6 @@ final class PostgresArchiveImporter {
 
 /// `import` and `import-groups` on PostgreSQL.
 extension PostgresStore: ArchiveStore {
-    public func importBatch(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
-    ) async throws -> Committed<ImportTally> {
-        try await importing(records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
-    }
-
-    public func checkBatch(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
-    ) async throws -> ImportTally {
-        do {
-            _ = try await importing(
-                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials,
-                rollingBack: true)
-        } catch let checked as CheckedBatch {
-            return checked.tally
-        }
-        return ImportTally()
-    }
-
     public func exportSize(project: String?) async throws -> Int {
         let count = try await database.withConnection { connection in
             try await connection.one(
@@ -462,9 +443,8 @@ extension PostgresStore: ArchiveStore {
 
     /// The batch in one transaction; with `rollingBack`, the transaction is rolled back once
     /// every record was taken (`CheckedBatch` carries the tally out).
-    private func importing(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool,
-        rollingBack: Bool = false
+    public func importBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool, rollingBack: Bool
     ) async throws -> Committed<ImportTally> {
         try await committing { connection, log in
             let importer = PostgresArchiveImporter(

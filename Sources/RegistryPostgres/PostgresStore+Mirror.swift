@@ -7,36 +7,19 @@ extension PostgresStore {
     public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
         try await database.withConnection { connection in
             try await connection.first(
-                #"""
-                SELECT "firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream
-                FROM mirror WHERE "projectId" = \#(project.rowID)
-                """#, as: (String, String, String?, String, String, String).self
-            ).map { firebase, email, keyID, key, tokenURI, upstream in
-                RelaySettings(
-                    firebaseProjectID: firebase, clientEmail: email, privateKeyID: keyID, privateKey: key,
-                    tokenURI: tokenURI, upstream: upstream)
-            }
+                #"SELECT \#(unescaped: Self.serviceAccountColumns) FROM mirror WHERE "projectId" = \#(project.rowID)"#,
+                as: (String, String, String?, String, String, String).self
+            ).map(Self.serviceAccountSettings)
         }
     }
 
     public func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws {
-        guard let settings else {
-            return try await transaction { connection in
-                try await connection.run(#"DELETE FROM mirror WHERE "projectId" = \#(project.rowID)"#)
-            }
-        }
         let now = EpochMilliseconds.now()
         try await transaction { connection in
-            try await connection.run(
-                #"""
-                INSERT INTO mirror ("projectId", "firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream, "createdAt")
-                VALUES (\#(project.rowID), \#(settings.firebaseProjectID), \#(settings.clientEmail), \#(settings.privateKeyID),
-                        \#(settings.privateKey), \#(settings.tokenURI), \#(settings.upstream), \#(now))
-                ON CONFLICT ("projectId") DO UPDATE SET
-                  "firebaseProjectId" = excluded."firebaseProjectId", "clientEmail" = excluded."clientEmail",
-                  "privateKeyId" = excluded."privateKeyId", "privateKey" = excluded."privateKey",
-                  "tokenUri" = excluded."tokenUri", upstream = excluded.upstream
-                """#)
+            guard let settings else {
+                return try await connection.run(#"DELETE FROM mirror WHERE "projectId" = \#(project.rowID)"#)
+            }
+            try await connection.storeServiceAccountSettings(settings, of: project, in: "mirror", now: now)
         }
     }
 

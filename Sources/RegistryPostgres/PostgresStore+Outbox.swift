@@ -20,12 +20,9 @@ extension PostgresStore: OutboxStore {
         try await database.withConnection { connection in
             var settings: [Int64: RelaySettings] = [:]
             for try await (project, firebase, email, keyID, key, tokenURI, upstream) in try await connection.query(
-                #"SELECT "projectId", "firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream FROM relay"#,
-                logger: .silent
+                #"SELECT "projectId", \#(unescaped: Self.serviceAccountColumns) FROM relay"#, logger: .silent
             ).decode((Int64, String, String, String?, String, String, String).self) {
-                settings[project] = RelaySettings(
-                    firebaseProjectID: firebase, clientEmail: email, privateKeyID: keyID, privateKey: key,
-                    tokenURI: tokenURI, upstream: upstream)
+                settings[project] = Self.serviceAccountSettings((firebase, email, keyID, key, tokenURI, upstream))
             }
             return settings
         }
@@ -50,17 +47,22 @@ extension PostgresStore: OutboxStore {
                 try await connection.run(#"DELETE FROM relay WHERE "projectId" = \#(project.rowID)"#)
                 return
             }
-            try await connection.run(
-                #"""
-                INSERT INTO relay ("projectId", "firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream, "createdAt")
-                VALUES (\#(project.rowID), \#(settings.firebaseProjectID), \#(settings.clientEmail), \#(settings.privateKeyID),
-                        \#(settings.privateKey), \#(settings.tokenURI), \#(settings.upstream), \#(now))
-                ON CONFLICT ("projectId") DO UPDATE SET
-                  "firebaseProjectId" = excluded."firebaseProjectId", "clientEmail" = excluded."clientEmail",
-                  "privateKeyId" = excluded."privateKeyId", "privateKey" = excluded."privateKey",
-                  "tokenUri" = excluded."tokenUri", upstream = excluded.upstream, "pausedUntil" = NULL
-                """#)
+            try await connection.storeServiceAccountSettings(
+                settings, of: project, in: "relay", alsoSetting: #", "pausedUntil" = NULL"#, now: now)
         }
+    }
+
+    /// The columns a `relay` or `mirror` row keeps its service account and upstream in, alike.
+    static let serviceAccountColumns =
+        #""firebaseProjectId", "clientEmail", "privateKeyId", "privateKey", "tokenUri", upstream"#
+
+    /// Settings from `serviceAccountColumns`, in their order.
+    static func serviceAccountSettings(
+        _ columns: (String, String, String?, String, String, String)
+    ) -> RelaySettings {
+        RelaySettings(
+            firebaseProjectID: columns.0, clientEmail: columns.1, privateKeyID: columns.2, privateKey: columns.3,
+            tokenURI: columns.4, upstream: columns.5)
     }
 
     // MARK: - Taking messages
@@ -316,5 +318,24 @@ extension PostgresConnection {
             logger: .silent
         ).decode((Int32, String, String).self) { tokens.append((Int64(id), value, state == "registered")) }
         return tokens
+    }
+}
+
+extension PostgresConnection {
+    /// Inserts or replaces the project's service account and upstream in `table` (`relay` or
+    /// `mirror`, never a value from outside); `alsoSetting` is more of the update's SET clause.
+    func storeServiceAccountSettings(
+        _ settings: RelaySettings, of project: Project, in table: String, alsoSetting: String = "", now: Int64
+    ) async throws {
+        try await run(
+            #"""
+            INSERT INTO \#(unescaped: table) ("projectId", \#(unescaped: PostgresStore.serviceAccountColumns), "createdAt")
+            VALUES (\#(project.rowID), \#(settings.firebaseProjectID), \#(settings.clientEmail), \#(settings.privateKeyID),
+                    \#(settings.privateKey), \#(settings.tokenURI), \#(settings.upstream), \#(now))
+            ON CONFLICT ("projectId") DO UPDATE SET
+              "firebaseProjectId" = excluded."firebaseProjectId", "clientEmail" = excluded."clientEmail",
+              "privateKeyId" = excluded."privateKeyId", "privateKey" = excluded."privateKey",
+              "tokenUri" = excluded."tokenUri", upstream = excluded.upstream\#(unescaped: alsoSetting)
+            """#)
     }
 }

@@ -4,30 +4,10 @@ import Registry
 
 /// `import` and `import-groups`, and the notification keys they bring.
 extension SQLiteStore {
-    public func importBatch(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
-    ) async throws -> Committed<ImportTally> {
-        try await importing(records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
-    }
-
-    public func checkBatch(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool
-    ) async throws -> ImportTally {
-        do {
-            _ = try await importing(
-                records, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials,
-                rollingBack: true)
-        } catch let checked as CheckedBatch {
-            return checked.tally
-        }
-        return ImportTally()
-    }
-
     /// The batch in one savepoint; with `rollingBack`, the savepoint is rolled back once every
     /// record was taken (`CheckedBatch` carries the tally out).
-    private func importing(
-        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool,
-        rollingBack: Bool = false
+    public func importBatch(
+        _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool, rollingBack: Bool
     ) async throws -> Committed<ImportTally> {
         try await committing { db, log in
             var importer = ArchiveImporter(

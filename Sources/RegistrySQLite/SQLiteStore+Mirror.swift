@@ -6,12 +6,8 @@ import Registry
 extension SQLiteStore {
     public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM mirror WHERE projectId = ?", arguments: [project.rowID]).map {
-                RelaySettings(
-                    firebaseProjectID: $0["firebaseProjectId"], clientEmail: $0["clientEmail"],
-                    privateKeyID: $0["privateKeyId"], privateKey: $0["privateKey"], tokenURI: $0["tokenUri"],
-                    upstream: $0["upstream"])
-            }
+            try Row.fetchOne(db, sql: "SELECT * FROM mirror WHERE projectId = ?", arguments: [project.rowID])
+                .map(Self.serviceAccountSettings)
         }
     }
 
@@ -21,19 +17,7 @@ extension SQLiteStore {
                 try db.execute(sql: "DELETE FROM mirror WHERE projectId = ?", arguments: [project.rowID])
                 return
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO mirror (projectId, firebaseProjectId, clientEmail, privateKeyId, privateKey, tokenUri, upstream, createdAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (projectId) DO UPDATE SET
-                      firebaseProjectId = excluded.firebaseProjectId, clientEmail = excluded.clientEmail,
-                      privateKeyId = excluded.privateKeyId, privateKey = excluded.privateKey,
-                      tokenUri = excluded.tokenUri, upstream = excluded.upstream
-                    """,
-                arguments: [
-                    project.rowID, settings.firebaseProjectID, settings.clientEmail, settings.privateKeyID,
-                    settings.privateKey, settings.tokenURI, settings.upstream, EpochMilliseconds.now(),
-                ])
+            try Self.storeServiceAccountSettings(settings, of: project, in: "mirror", db)
         }
     }
 

@@ -16,10 +16,7 @@ extension SQLiteStore: OutboxStore {
         try await read { db in
             var settings: [Int64: RelaySettings] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT * FROM relay") {
-                settings[row["projectId"]] = RelaySettings(
-                    firebaseProjectID: row["firebaseProjectId"], clientEmail: row["clientEmail"],
-                    privateKeyID: row["privateKeyId"], privateKey: row["privateKey"], tokenURI: row["tokenUri"],
-                    upstream: row["upstream"])
+                settings[row["projectId"]] = Self.serviceAccountSettings(row)
             }
             return settings
         }
@@ -44,20 +41,35 @@ extension SQLiteStore: OutboxStore {
                 try db.execute(sql: "DELETE FROM relay WHERE projectId = ?", arguments: [project.rowID])
                 return
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO relay (projectId, firebaseProjectId, clientEmail, privateKeyId, privateKey, tokenUri, upstream, createdAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (projectId) DO UPDATE SET
-                      firebaseProjectId = excluded.firebaseProjectId, clientEmail = excluded.clientEmail,
-                      privateKeyId = excluded.privateKeyId, privateKey = excluded.privateKey,
-                      tokenUri = excluded.tokenUri, upstream = excluded.upstream, pausedUntil = NULL
-                    """,
-                arguments: [
-                    project.rowID, settings.firebaseProjectID, settings.clientEmail, settings.privateKeyID,
-                    settings.privateKey, settings.tokenURI, settings.upstream, EpochMilliseconds.now(),
-                ])
+            try Self.storeServiceAccountSettings(settings, of: project, in: "relay", alsoSetting: ", pausedUntil = NULL", db)
         }
+    }
+
+    /// A `relay` or `mirror` row's service account and upstream: both tables keep them alike.
+    static func serviceAccountSettings(_ row: Row) -> RelaySettings {
+        RelaySettings(
+            firebaseProjectID: row["firebaseProjectId"], clientEmail: row["clientEmail"], privateKeyID: row["privateKeyId"],
+            privateKey: row["privateKey"], tokenURI: row["tokenUri"], upstream: row["upstream"])
+    }
+
+    /// Inserts or replaces the project's service account and upstream in `table` (`relay` or
+    /// `mirror`, never a value from outside); `alsoSetting` is more of the update's SET clause.
+    static func storeServiceAccountSettings(
+        _ settings: RelaySettings, of project: Project, in table: String, alsoSetting: String = "", _ db: Database
+    ) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO \(table) (projectId, firebaseProjectId, clientEmail, privateKeyId, privateKey, tokenUri, upstream, createdAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (projectId) DO UPDATE SET
+                  firebaseProjectId = excluded.firebaseProjectId, clientEmail = excluded.clientEmail,
+                  privateKeyId = excluded.privateKeyId, privateKey = excluded.privateKey,
+                  tokenUri = excluded.tokenUri, upstream = excluded.upstream\(alsoSetting)
+                """,
+            arguments: [
+                project.rowID, settings.firebaseProjectID, settings.clientEmail, settings.privateKeyID, settings.privateKey,
+                settings.tokenURI, settings.upstream, EpochMilliseconds.now(),
+            ])
     }
 
     // MARK: - Taking messages
