@@ -112,12 +112,11 @@ extension RegistryService {
                         report(.failed(error))
                     }
                     failing!.attempts += 1
-                    feedHealth.failed(error)
                     // Reads that keep failing, not for want of a connection or of time, from a
                     // database that answers: the cursor itself may be what cannot be read, and the
                     // tables can be. (A slow or absent database is waited out: a reload would cost more.)
                     if failing!.attempts % 5 == 0, !(error is any StoreConnectionFailure), !audience.isStale,
-                        await databaseAnswers()
+                        await databaseProblem(within: .seconds(2)) == nil
                     {
                         audience.markStale()
                     }
@@ -140,24 +139,21 @@ extension RegistryService {
         min(.milliseconds(100 << min(max(count - 1, 0), 4)), .seconds(1))
     }
 
-    /// Whether the database answers a trivial query within two seconds.
-    func databaseAnswers() async -> Bool {
+    /// Why the database does not answer a trivial query within `limit`; `nil` when it does.
+    func databaseProblem(within limit: Duration) async -> String? {
         let store = store
-        return (try? await withDeadline(.seconds(2), "asking the database") { try await store.ping() }) != nil
+        do {
+            try await withDeadline(limit, "asking the database") { try await store.ping() }
+            return nil
+        } catch {
+            return (error as? any StoreConnectionFailure)?.summary ?? "\(error)"
+        }
     }
 
     /// Whether this server should take requests, for `GET /readyz`: the database answers within
     /// `probeDeadline`, and the audience index has been current within `maximumLag`.
     public func readiness(maximumLag: Duration, probeDeadline: Duration = .seconds(2)) async -> Readiness {
-        let store = store
-        var database = "reachable"
-        var problem: String?
-        do {
-            try await withDeadline(probeDeadline, "asking the database") { try await store.ping() }
-        } catch {
-            database = "unreachable"
-            problem = (error as? any StoreConnectionFailure)?.summary ?? "\(error)"
-        }
+        let problem = await databaseProblem(within: probeDeadline)
         let lag = feedHealth.lag()
         var reasons: [String] = []
         if let problem { reasons.append("the database does not answer: \(problem)") }
@@ -165,7 +161,8 @@ extension RegistryService {
             reasons.append("the audience index has not been current for \(Self.seconds(lag)) s (bound \(Self.seconds(maximumLag)) s)")
         }
         return Readiness(
-            ready: reasons.isEmpty, database: database, feedLagSeconds: Self.seconds(lag), reasons: reasons)
+            ready: reasons.isEmpty, database: problem == nil ? "reachable" : "unreachable",
+            feedLagSeconds: Self.seconds(lag), reasons: reasons)
     }
 
     /// A duration in seconds, to the millisecond, for JSON and metrics.
@@ -188,35 +185,18 @@ public struct Readiness: Sendable, Codable, Equatable {
 
 /// How far this process's audience index is behind the change feed, as the follower last saw it.
 public final class FeedHealth: Sendable {
-    private struct State {
-        var lastCurrent = ContinuousClock.now
-        var lastProblem: String?
-    }
-
-    private let state = Mutex(State())
+    private let lastCurrent = Mutex(ContinuousClock.now)
 
     public init() {}
 
     /// The index has just read everything committed.
     func current() {
-        state.withLock {
-            $0.lastCurrent = .now
-            $0.lastProblem = nil
-        }
-    }
-
-    func failed(_ error: any Error) {
-        state.withLock { $0.lastProblem = (error as? any StoreConnectionFailure)?.summary ?? "\(error)" }
+        lastCurrent.withLock { $0 = .now }
     }
 
     /// How long since the index was last current: zero-ish for a follower that keeps up (it reads
     /// every `--feed-interval`), growing while the feed cannot be read.
     public func lag() -> Duration {
-        ContinuousClock.now - state.withLock { $0.lastCurrent }
-    }
-
-    /// Why the last round failed, while rounds fail.
-    public var problem: String? {
-        state.withLock { $0.lastProblem }
+        ContinuousClock.now - lastCurrent.withLock { $0 }
     }
 }

@@ -132,24 +132,28 @@ extension RegistryService {
                 try MessageRules.checkContent(message)
                 recipients = await CostlyWork.run { snapshot.evaluate(condition.expression) }
             case .notificationKey(let key):
-                if let sent = try await mirroredGroupSend(message, via: protocolName, key: key, in: project) {
-                    return Self.mirrored(sent, result)
-                }
-                guard let members = try await groupMembers(forNotificationKey: key, in: project) else {
+                guard let group = try await groupID(forNotificationKey: key, in: project) else {
                     throw MessageProblem.invalidParameters(
                         "notification_key is not a key this project issued", field: "notification_key")
                 }
-                result.isDeviceGroup = true
-                recipients = try await groupRecipients(members, of: message, key: key, in: project, result: &result)
-                if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
-            case .token(let token):
-                if let sent = try await mirroredGroupSend(message, via: protocolName, key: token, in: project) {
+                if let sent = try await mirroredGroupSend(message, via: protocolName, key: key, group: group, in: project) {
                     return Self.mirrored(sent, result)
                 }
-                if let members = try await groupMembers(forNotificationKey: token, in: project) {
+                result.isDeviceGroup = true
+                recipients = try await groupRecipients(
+                    try await memberIDs(ofGroup: group, in: project), of: message, key: key, in: project, result: &result)
+                if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
+            case .token(let token):
+                if let group = try await groupID(forNotificationKey: token, in: project) {
+                    if let sent = try await mirroredGroupSend(
+                        message, via: protocolName, key: token, group: group, in: project)
+                    {
+                        return Self.mirrored(sent, result)
+                    }
                     result.isDeviceGroup = true
                     recipients = try await groupRecipients(
-                        members, of: message, key: token, in: project, result: &result)
+                        try await memberIDs(ofGroup: group, in: project), of: message, key: token, in: project,
+                        result: &result)
                     if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
                 } else {
                     guard !token.isEmpty else { throw MessageProblem.missingRegistration }
@@ -289,12 +293,10 @@ extension RegistryService {
         return (reached, problems, relaying ? direct : nil)
     }
 
-    /// The sorted member ids of the group a string names, if it is a notification key this project
-    /// issued; `nil` when it is not such a key (it may then be a registration token). A key of a
-    /// group that no longer exists names no one: `[]`.
-    public func groupMembers(forNotificationKey key: String, in project: Project) async throws -> [UInt32]? {
-        guard let id = try await groupID(forNotificationKey: key, in: project) else { return nil }
-        return try await store.memberIDs(ofGroup: id, named: nil, in: project) ?? []
+    /// The sorted member ids of a group a notification key named. A key of a group that no longer
+    /// exists names no one: `[]`.
+    private func memberIDs(ofGroup group: Int64, in project: Project) async throws -> [UInt32] {
+        try await store.memberIDs(ofGroup: group, named: nil, in: project) ?? []
     }
 
 

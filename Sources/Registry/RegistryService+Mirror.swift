@@ -78,12 +78,13 @@ extension RegistryService {
     /// A send to a device group this database knows only in part, while the project mirrors:
     /// handed to Google as an HTTP v1 send to the notification key, so that members never seen
     /// here get it too. `nil` when the message is not such a send (it fans out here, as always).
+    /// Only a group that may be incomplete costs a look at the mirror's settings: groups are
+    /// complete unless the mirror met them first.
     func mirroredGroupSend(
-        _ message: Message, via protocolName: MessageProtocol, key: String, in project: Project
+        _ message: Message, via protocolName: MessageProtocol, key: String, group: Int64, in project: Project
     ) async throws -> (problem: MessageProblem?, knownMembers: Int)? {
-        guard let mirror, let settings = try await store.mirrorSettings(of: project),
-            let group = try await groupID(forNotificationKey: key, in: project),
-            try await !store.isGroupComplete(group, in: project)
+        guard let mirror, try await !store.isGroupComplete(group, in: project),
+            let settings = try await store.mirrorSettings(of: project)
         else { return nil }
         try MessageRules.checkContent(message)
         let known = try await store.memberIDs(ofGroup: group, named: nil, in: project)?.count ?? 0

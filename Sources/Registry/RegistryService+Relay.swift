@@ -23,6 +23,13 @@ extension RegistryService {
         try await sink.relays(project) ? .relayed : .recorded
     }
 
+    /// The projects without a relay, read from the store (not the sink's cache): those whose
+    /// messages reach no device.
+    public func projectsOnlyRecording() async throws -> [Project] {
+        let relaying = try await outbox.relaySettings()
+        return try await projects().filter { relaying[$0.rowID] == nil }
+    }
+
     public func relaySettings(of project: Project) async throws -> RelaySettings? {
         try await outbox.relaySettings()[project.rowID]
     }

@@ -50,7 +50,7 @@ public enum Serve {
         // A project that only records loses every push an app points here: say so where operators look.
         // Read from the store, not through the sink's one-second cache: a `project relay` run just
         // after start must not wait out a cached "no relay".
-        for project in try await registry.projects() where try await registry.relaySettings(of: project) == nil {
+        for project in try await registry.projectsOnlyRecording() {
             logger.warning(
                 "this project only records its messages: nothing reaches a device until `fcm-registry project relay` turns delivery on",
                 metadata: ["project.id": "\(project.projectId)"])

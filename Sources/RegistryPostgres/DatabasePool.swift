@@ -17,7 +17,7 @@ import Synchronization
 ///   caller waits for ever and no half-done transaction goes back to the pool.
 /// - A connection refused or lost marks the database out of reach at once; a long wait makes it a
 ///   suspect. Either starts the probe: a fresh connection every 500 ms, outside the pool, whose
-///   error is kept as the outage's cause. Once one succeeds, and the pool has handed out no
+///   error is logged as the outage's cause. Once one succeeds, and the pool has handed out no
 ///   connection since the outage began and cannot within a second (it backs off up to a minute
 ///   between attempts after a long outage), a new pool takes its place; the old one is closed a
 ///   minute later. So requests succeed again within seconds of the database's return, however
@@ -50,17 +50,13 @@ public final class DatabasePool: Sendable {
         let starting: Task<Void, Never>
     }
 
-    private struct Outage {
-        var since: ContinuousClock.Instant
-        var cause: String
-    }
-
     private struct State {
         var pool: Pool
         /// Replaced pools, each closed after the grace; removed once closed.
         var retired: [Int: Task<Void, Never>] = [:]
         var nextRetired = 0
-        var outage: Outage?
+        /// Since when the database is known to be out of reach; `nil` while it answers.
+        var outOfReachSince: ContinuousClock.Instant?
         var probe: Task<Void, Never>?
         var stopped = false
     }
@@ -117,7 +113,7 @@ public final class DatabasePool: Sendable {
 
     /// Whether a failure that means "out of reach" was seen and the database has not answered since.
     public var isOutOfReach: Bool {
-        state.withLock { $0.outage != nil }
+        state.withLock { $0.outOfReachSince != nil }
     }
 
     /// Runs `body` with a connection of the pool; waits at most `leaseWait` for one.
@@ -245,8 +241,8 @@ public final class DatabasePool: Sendable {
     /// Marks the database out of reach, logging it once.
     private func markOutOfReach(cause: String) {
         let marked = state.withLock { state -> Bool in
-            guard state.outage == nil, !state.stopped else { return false }
-            state.outage = Outage(since: .now, cause: cause)
+            guard state.outOfReachSince == nil, !state.stopped else { return false }
+            state.outOfReachSince = .now
             return true
         }
         if marked {
@@ -272,7 +268,7 @@ public final class DatabasePool: Sendable {
         while !Task.isCancelled {
             do {
                 try await probe()
-                let (pool, outageSince) = state.withLock { ($0.pool, $0.outage?.since) }
+                let (pool, outageSince) = state.withLock { ($0.pool, $0.outOfReachSince) }
                 guard let since = outageSince else {
                     state.withLock { $0.probe = nil }
                     return
@@ -292,24 +288,19 @@ public final class DatabasePool: Sendable {
                         }) != nil
                 }
                 if !poolAnswers { replacePool() }
-                let outage = state.withLock { state in
-                    defer {
-                        state.outage = nil
-                        state.probe = nil
-                    }
-                    return state.outage
+                state.withLock { state in
+                    state.outOfReachSince = nil
+                    state.probe = nil
                 }
                 logger.notice(
                     "PostgreSQL answers again",
                     metadata: [
-                        "after": "\(outage.map { ContinuousClock.now - $0.since } ?? .zero)",
+                        "after": "\(ContinuousClock.now - since)",
                         "pool": "\(poolAnswers ? "kept" : "replaced")",
                     ])
                 return
             } catch {
-                let cause = Self.summary(of: error)
-                markOutOfReach(cause: cause)
-                state.withLock { $0.outage?.cause = cause }
+                markOutOfReach(cause: Self.summary(of: error))
                 try? await Task.sleep(for: Self.probeInterval)
             }
         }
@@ -369,7 +360,7 @@ public final class DatabasePool: Sendable {
         _ work: @escaping @Sendable (_ leased: @Sendable () throws -> Void) async throws -> Result
     ) async throws -> Result {
         try await Self.leasing(
-            within: Self.leaseWait, outOfReach: { [self] in state.withLock { $0.outage != nil } },
+            within: Self.leaseWait, outOfReach: { [self] in isOutOfReach },
             suspect: { [self] in suspect() }, work)
     }
 

@@ -34,32 +34,22 @@ struct DeviceGroupController {
         guard let operation = body.operation else {
             throw BadRequest("operation is required: create, add or remove")
         }
-        let name = body.notification_key_name
-        let key = body.notification_key
         guard let tokens = body.registration_ids else {
             throw BadRequest("registration_ids is required")
         }
-        if let answer = try await registry.mirrored(
-            try Self.call(operation, name: name, key: key, tokens: tokens), in: project)
-        {
-            return Self.response(answer)
-        }
-        switch operation.lowercased() {
-        case "create":
-            guard let name else { throw BadRequest("notification_key_name is required to create a group") }
-            let issued = try await registry.createGroup(named: name, tokens: tokens, in: project)
-            return Self.keyResponse(issued)
-        case "add", "remove":
-            guard let key else { throw BadRequest("notification_key is required to \(operation.lowercased()) members") }
-            if operation.lowercased() == "add" {
-                _ = try await registry.addToGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
-            } else {
-                _ = try await registry.removeFromGroup(
-                    notificationKey: key, expectedName: name, tokens: tokens, in: project)
-            }
+        let call = try Self.call(operation, name: body.notification_key_name, key: body.notification_key, tokens: tokens)
+        if let answer = try await registry.mirrored(call, in: project) { return Self.response(answer) }
+        switch call {
+        case .create(let name, let tokens):
+            return Self.keyResponse(try await registry.createGroup(named: name, tokens: tokens, in: project))
+        case .add(let name, let key, let tokens):
+            _ = try await registry.addToGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
             return try JSONResponse.make(["notification_key": key])
-        default:
-            throw BadRequest("unknown operation '\(operation)': use create, add or remove")
+        case .remove(let name, let key, let tokens):
+            _ = try await registry.removeFromGroup(notificationKey: key, expectedName: name, tokens: tokens, in: project)
+            return try JSONResponse.make(["notification_key": key])
+        case .lookUp(let name):
+            return Self.keyResponse(try await registry.notificationKey(forGroupNamed: name, in: project))
         }
     }
 
@@ -72,7 +62,7 @@ struct DeviceGroupController {
         return Self.keyResponse(try await registry.notificationKey(forGroupNamed: name, in: project))
     }
 
-    /// The call as the mirror forwards it; the same checks of the request as without a mirror.
+    /// The call a POST asks for, as it is answered here or forwarded by the mirror.
     static func call(_ operation: String, name: String?, key: String?, tokens: [String]) throws -> MirroredGroupCall {
         switch operation.lowercased() {
         case "create":
