@@ -205,8 +205,9 @@ struct ArchiveTests {
         #expect(try await registry.projects().isEmpty)
     }
 
-    @Test("A group's merge over the member limit with what is already here is refused whole")
-    func mergeOverLimit() async throws {
+    /// An export of group "g" with two members, and a target where "g" already has two others,
+    /// under a limit of three members.
+    func groupOverLimitWhenMerged() async throws -> ([String], RegistryService, Project) {
         var limits = Limits()
         limits.membersPerGroup = 3
         let (source, project) = try await makeRegistry(limits: limits)
@@ -214,6 +215,12 @@ struct ArchiveTests {
         let lines = try await exportLines(source)
         let (target, targetProject) = try await makeRegistry(limits: limits)
         _ = try await target.createGroup(named: "g", tokens: [token(3), token(4)], in: targetProject)
+        return (lines, target, targetProject)
+    }
+
+    @Test("A group's merge over the member limit with what is already here is refused whole")
+    func mergeOverLimit() async throws {
+        let (lines, target, targetProject) = try await groupOverLimitWhenMerged()
         await #expect {
             try await importLines(lines, into: target, mergingCredentials: true)
         } throws: { error in
@@ -237,13 +244,7 @@ struct ArchiveTests {
 
     @Test("A checked import stops where the import would, with the same words")
     func checkSaysWhatImportSays() async throws {
-        var limits = Limits()
-        limits.membersPerGroup = 3
-        let (source, project) = try await makeRegistry(limits: limits)
-        _ = try await source.createGroup(named: "g", tokens: [token(1), token(2)], in: project)
-        let lines = try await exportLines(source)
-        let (target, targetProject) = try await makeRegistry(limits: limits)
-        _ = try await target.createGroup(named: "g", tokens: [token(3), token(4)], in: targetProject)
+        let (lines, target, targetProject) = try await groupOverLimitWhenMerged()
         func failure(checking: Bool) async -> ImportFailure? {
             var session = ArchiveImport(into: target, mergingCredentials: true, checkingOnly: checking)
             do {

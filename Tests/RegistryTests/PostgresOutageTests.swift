@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import Registry
 import RegistryPostgres
+import TestBackends
 import Testing
 
 /// What the store does when PostgreSQL goes away: nothing waits for ever, and a request learns
@@ -36,7 +37,7 @@ struct PostgresOutageTests {
 
     @Test("Nothing listening: a request is answered unavailable, not held for postgres-nio's minute")
     func nothingListening() async throws {
-        let port = try Self.closedPort()
+        let port = unusedLoopbackPort()
         let store = try PostgresStore(
             try PostgresLocation(parsing: "postgres://registry:secret@127.0.0.1:\(port)/registry?sslmode=disable"),
             logger: Self.quiet)
@@ -56,23 +57,6 @@ struct PostgresOutageTests {
         logger.logLevel = .warning
         return logger
     }()
-
-    /// A port on the loopback address nothing listens on.
-    static func closedPort() throws -> Int {
-        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
 
 /// What a command or a starting server says when its URL cannot open the database.
@@ -115,7 +99,7 @@ struct PostgresConnectTests {
     @Test("Nothing listening is tried again for the patience given, then names the refusal")
     func nothingListening() async throws {
         let (said, took) = try await Self.failure(
-            "postgres://registry:x@127.0.0.1:\(try PostgresOutageTests.closedPort())/registry?sslmode=disable",
+            "postgres://registry:x@127.0.0.1:\(unusedLoopbackPort())/registry?sslmode=disable",
             patience: .seconds(2))
         #expect(said.hasPrefix("no connection for 2.0 seconds"), "\(said)")
         #expect(said.contains("refused"), "\(said)")

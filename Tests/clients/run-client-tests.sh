@@ -36,6 +36,8 @@ export FCM_REGISTRY_URL="http://127.0.0.1:$port"
 export FCM_REGISTRY_PROJECT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["project_id"])' "$work/first-start.json")
 export FCM_REGISTRY_KEY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_key"])' "$work/first-start.json")
 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning Tests/clients/test_firebase_admin.py || { cat "$work/server.log" >&2; exit 1; }
+# The migration guide's script that builds import-groups' CSV from an app server's own records.
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider Tests/clients/test_groups_from_app_db.py
 
 # Then the same SDK with nothing but a service-account file, under Google's host names.
 kill "$server" && wait "$server" || true
