@@ -65,9 +65,13 @@ final class HTTP2Upstream: Sendable {
     /// A request the upstream says it never processed (a `GOAWAY` or `REFUSED_STREAM`, as servers
     /// send when they recycle a connection) goes again on a new connection.
     /// - Returns: each body's answer, in order, or the error that left it without one.
-    func postAll(path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration) async
-        -> [Result<UpstreamClient.Answer, any Error>]
-    {
+    /// A request that takes ten times as long as the page's median answer (at least
+    /// `PageOfStreams.leastStall`), once nearly all of its page is answered, is reset and fails as
+    /// `Stalled`: one stream the upstream forgot costs its page a moment, not the whole timeout.
+    /// - Parameter gate: asked before each request starts; told when an answer closes the quota.
+    func postAll(
+        path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate? = nil
+    ) async -> [Result<UpstreamClient.Answer, any Error>] {
         let head = HPACKHeaders([
             (":method", "POST"), (":scheme", "https"), (":authority", authority),
             (":path", path), ("content-type", "application/json"), ("authorization", authorization),
@@ -80,7 +84,7 @@ final class HTTP2Upstream: Sendable {
             let left = end - .now
             let answers =
                 left > .zero
-                ? await post(head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left)
+                ? await post(head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left, gate: gate)
                 : unsent.map { _ in .failure(NoAnswerInTime(timeout: timeout)) }
             var again: [Int] = []
             for (index, answer) in zip(unsent, answers) {
@@ -97,17 +101,24 @@ final class HTTP2Upstream: Sendable {
 
     /// One round of `postAll`: the bodies split in contiguous parts, one per lane, each posted on
     /// its lane's connection with its share of the window.
-    private func post(head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration) async
+    private func post(head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate?) async
         -> [Result<UpstreamClient.Answer, any Error>]
     {
         let laneCount = max(1, min(lanes.count, bodies.count / Self.requestsPerLane))
-        guard laneCount > 1 else { return await post(head: head, bodies: bodies, lane: 0, window: window, timeout: timeout) }
+        guard laneCount > 1 else {
+            return await post(head: head, bodies: bodies, lane: 0, window: window, timeout: timeout, gate: gate)
+        }
         let share = (bodies.count + laneCount - 1) / laneCount
         return await withTaskGroup(of: (Int, [Result<UpstreamClient.Answer, any Error>]).self) { group in
             for lane in 0..<laneCount {
                 let part = Array(bodies[min(bodies.count, lane * share)..<min(bodies.count, (lane + 1) * share)])
                 group.addTask {
-                    (lane, await self.post(head: head, bodies: part, lane: lane, window: max(1, window / laneCount), timeout: timeout))
+                    (
+                        lane,
+                        await self.post(
+                            head: head, bodies: part, lane: lane, window: max(1, window / laneCount), timeout: timeout,
+                            gate: gate)
+                    )
                 }
             }
             var parts = [[Result<UpstreamClient.Answer, any Error>]](repeating: [], count: laneCount)
@@ -117,9 +128,9 @@ final class HTTP2Upstream: Sendable {
     }
 
     /// A part of a page on one lane's connection.
-    private func post(head: HPACKHeaders, bodies: [[UInt8]], lane: Int, window: Int, timeout: Duration) async
-        -> [Result<UpstreamClient.Answer, any Error>]
-    {
+    private func post(
+        head: HPACKHeaders, bodies: [[UInt8]], lane: Int, window: Int, timeout: Duration, gate: SendGate?
+    ) async -> [Result<UpstreamClient.Answer, any Error>] {
         let open: Connection
         do {
             open = try await connected(lane: lane)
@@ -127,7 +138,7 @@ final class HTTP2Upstream: Sendable {
             return bodies.map { _ in .failure(error) }
         }
         let loop = open.channel.eventLoop
-        let page = PageOfStreams(head: head, bodies: bodies, loop: loop)
+        let page = PageOfStreams(head: head, bodies: bodies, loop: loop, gate: gate)
         let channel = open.channel
         let exchanges = open.exchanges
         loop.execute {
@@ -217,20 +228,52 @@ struct NotProcessed: Error, CustomStringConvertible {
     var description: String { "the upstream did not process the request (its connection was going away)" }
 }
 
+/// What a page asks before each of its requests starts, and tells when an answer closes the
+/// quota: FCM's quota is the project's, so one 429 stops every page of the project at once.
+struct SendGate: Sendable {
+    /// Whether no new request may start now (the project is paused).
+    var isClosed: @Sendable () -> Bool
+    /// An answer was 429: the project pauses, honouring its `Retry-After` (seconds) when it has one.
+    var quotaClosed: @Sendable (_ retryAfter: Int?) -> Void
+}
+
+/// A request that never started: the quota closed first. It was not sent, so it costs the
+/// recipient no attempt.
+struct NotSent: Error, CustomStringConvertible {
+    var description: String { "not sent: the project's quota closed first" }
+}
+
+/// A request left unanswered far longer than the rest of its page: reset, to be tried again.
+struct Stalled: Error, CustomStringConvertible {
+    var after: Duration
+    var description: String { "no answer within \(after), while the rest of its page was answered" }
+}
+
 /// A page's requests and their answers as they come, on the connection's event loop only.
 final class PageOfStreams: @unchecked Sendable {
     let head: HPACKHeaders
     let bodies: [[UInt8]]
+    let gate: SendGate?
     private var results: [Result<UpstreamClient.Answer, any Error>?]
     private var next = 0
     private var done = 0
     private var expired = false
+    /// The quota closed: nothing more starts.
+    private(set) var halted = false
+    /// How long each answered request took, for what counts as a stall.
+    private var answerTimes: [Duration] = []
     private let loop: any EventLoop
     let all: EventLoopPromise<[Result<UpstreamClient.Answer, any Error>]>
 
-    init(head: HPACKHeaders, bodies: [[UInt8]], loop: any EventLoop) {
+    /// The least a request waits, once its page is nearly all answered, before it counts as stalled.
+    static let leastStall: Duration = .milliseconds(250)
+    /// A stall is this many times the page's median answer time.
+    static let stallFactor = 10
+
+    init(head: HPACKHeaders, bodies: [[UInt8]], loop: any EventLoop, gate: SendGate? = nil) {
         self.head = head
         self.bodies = bodies
+        self.gate = gate
         results = Array(repeating: nil, count: bodies.count)
         self.loop = loop
         all = loop.makePromise()
@@ -246,6 +289,18 @@ final class PageOfStreams: @unchecked Sendable {
         for index in results.indices where results[index] == nil { _ = complete(index, with: .failure(error)) }
     }
 
+    /// Whether a request may start now; when not, the page stops starting any (the quota closed).
+    func mayStart() -> Bool {
+        if !halted, gate?.isClosed() == true { halted = true }
+        return !halted
+    }
+
+    /// An answer closed the quota: no request of the page starts after it.
+    func quotaClosed(retryAfter: Int?) {
+        halted = true
+        gate?.quotaClosed(retryAfter)
+    }
+
     /// The next index to start.
     func take() -> Int {
         loop.preconditionInEventLoop()
@@ -253,14 +308,32 @@ final class PageOfStreams: @unchecked Sendable {
         return next
     }
 
-    /// Records one answer; returns the next index to start, if any is left.
-    func complete(_ index: Int, with result: Result<UpstreamClient.Answer, any Error>) -> Int? {
+    /// Records one answer; returns the next index to start, if any is left. Once the page is
+    /// halted, the requests not started yet end as `NotSent`.
+    func complete(_ index: Int, with result: Result<UpstreamClient.Answer, any Error>, took: Duration? = nil) -> Int? {
         loop.preconditionInEventLoop()
         guard results[index] == nil else { return nil }
         results[index] = result
         done += 1
+        if let took, case .success = result { answerTimes.append(took) }
+        if halted {
+            while next < results.count {
+                let skipped = take()
+                results[skipped] = .failure(NotSent())
+                done += 1
+            }
+        }
         if done == results.count { all.succeed(results.map { $0! }) }
         return !expired && next < results.count ? take() : nil
+    }
+
+    /// How long a request of this page may go unanswered before it counts as stalled: `nil` while
+    /// too little of the page is answered to tell a stall from a slow upstream.
+    func stallLimit() -> Duration? {
+        loop.preconditionInEventLoop()
+        guard !answerTimes.isEmpty, done >= count - max(1, count / 10) else { return nil }
+        answerTimes.sort()
+        return max(Self.leastStall, answerTimes[answerTimes.count / 2] * Self.stallFactor)
     }
 }
 
@@ -276,6 +349,7 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     private struct Exchange {
         let page: PageOfStreams
         let index: Int
+        let startedAt: NIODeadline
         var status: Int?
         var retryAfter: Int?
         /// The answer's body when it is an error (FCM's error code is in it), at most
@@ -322,12 +396,43 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     /// failed, or its stream identifiers are nearly spent.
     var isRetiring: Bool { retiring.withLockedValue { $0 } }
 
+    /// Looks for stalled streams while the connection lives.
+    private var stallWatch: RepeatedTask?
+    static let stallWatchInterval = TimeAmount.milliseconds(50)
+
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        stallWatch = context.eventLoop.scheduleRepeatedTask(
+            initialDelay: Self.stallWatchInterval, delay: Self.stallWatchInterval
+        ) { [self] _ in resetStalled() }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        stallWatch?.cancel()
+        stallWatch = nil
         self.context = nil
+    }
+
+    /// Resets each stream left unanswered past its page's stall limit, and ends it as `Stalled`:
+    /// the rest of the page is answered, and the worker tries the recipient again at once.
+    private func resetStalled() {
+        guard !exchanges.isEmpty, let context else { return }
+        let now = NIODeadline.now()
+        var limits: [ObjectIdentifier: Duration?] = [:]
+        var stalled: [(HTTP2StreamID, Duration)] = []
+        for (streamID, exchange) in exchanges where exchange.status == nil {
+            let key = ObjectIdentifier(exchange.page)
+            let limit = limits[key] ?? exchange.page.stallLimit()
+            limits[key] = limit
+            guard let limit, now - exchange.startedAt > TimeAmount(limit) else { continue }
+            stalled.append((streamID, limit))
+        }
+        for (streamID, limit) in stalled {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+            unflushed = true
+            end(streamID, with: .failure(Stalled(after: limit)))
+        }
+        if !stalled.isEmpty { flush() }
     }
 
     /// Starts `page`, `window` requests at a time.
@@ -352,6 +457,10 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     }
 
     private func start(_ index: Int, of page: PageOfStreams) {
+        guard page.mayStart() else {
+            if let next = page.complete(index, with: .failure(NotSent())) { ready.append((page, next)) }
+            return
+        }
         guard let context, closedBy == nil, !goneAway, nextStreamID <= Int(Int32.max) else {
             if let next = page.complete(index, with: .failure(NotProcessed())) { ready.append((page, next)) }
             return
@@ -359,7 +468,7 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
         let streamID = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
         if nextStreamID > Self.retireAfterStreamID { retire() }
-        exchanges[streamID] = Exchange(page: page, index: index)
+        exchanges[streamID] = Exchange(page: page, index: index, startedAt: .now())
         live.insert(streamID)
         let body = page.bodies[index]
         var headers = page.head
@@ -382,7 +491,10 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
     /// Ends a stream's exchange (once) and starts its page's next request.
     private func end(_ streamID: HTTP2StreamID, with result: Result<UpstreamClient.Answer, any Error>) {
         guard let exchange = exchanges.removeValue(forKey: streamID) else { return }
-        if let next = exchange.page.complete(exchange.index, with: result) { ready.append((exchange.page, next)) }
+        let took = Duration.nanoseconds((NIODeadline.now() - exchange.startedAt).nanoseconds)
+        if let next = exchange.page.complete(exchange.index, with: result, took: took) {
+            ready.append((exchange.page, next))
+        }
         startReady()
         if isRetiring, exchanges.isEmpty { context?.close(promise: nil) }
     }
@@ -434,8 +546,11 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
             {
                 // An interim 1xx answer is followed by the real one.
                 if code >= 200 { exchanges[frame.streamID]?.status = code }
-                exchanges[frame.streamID]?.retryAfter = headers.headers.first(name: "retry-after").flatMap { Int($0) }
+                let retryAfter = headers.headers.first(name: "retry-after").flatMap { Int($0) }
                     .map { min(max(0, $0), UpstreamClient.maximumRetryAfter) }
+                exchanges[frame.streamID]?.retryAfter = retryAfter
+                // The quota closed: no request of the project starts after this answer.
+                if code == 429 { exchanges[frame.streamID]?.page.quotaClosed(retryAfter: retryAfter) }
             }
             if headers.endStream { finish(frame.streamID) }
         case .data(let data):

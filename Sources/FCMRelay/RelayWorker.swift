@@ -23,13 +23,19 @@ public final class RelayWorker: Service, Sendable {
     private let accessTokens: AccessTokenCache
     private let pacer: ProjectPacer
     private let settings: RelaySettingsCache
-    private let active = Mutex<[Int64: Task<Void, Never>]>([:])
+    /// The jobs being worked, by id.
+    private let active = Mutex<[Int64: (job: OutboxJob, task: Task<Void, Never>)]>([:])
     private let stopping = Atomic<Bool>(false)
     private let projects = Mutex<[Int64: Project]>([:])
     /// The HTTP/2 fan-out path, per `https` upstream.
     private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
-    /// Jobs worked at once; each sends up to `options.concurrency` requests at a time.
+    /// When each project's last upstream fault was logged.
+    private let faultsLogged = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    /// Fan-outs worked at once; each sends up to `options.concurrency` requests at a time.
     static let jobsAtOnce = 4
+    /// Fan-outs of one project worked at once: they share the project's rate, so more would
+    /// only keep other projects waiting.
+    static let jobsPerProject = jobsAtOnce / 2
 
     public init(registry: RegistryService, options: RelayOptions, handoff: RelayHandoff, logger: Logger) throws {
         self.registry = registry
@@ -38,11 +44,18 @@ public final class RelayWorker: Service, Sendable {
         self.logger = logger
         client = try UpstreamClient(options: options)
         accessTokens = AccessTokenCache(client: client)
-        pacer = ProjectPacer(ratePerSecond: options.ratePerSecond)
+        pacer = ProjectPacer(ratePerSecond: options.ratePerSecond, fullRound: options.pageSize)
         settings = RelaySettingsCache(outbox: registry.outbox)
     }
 
     public func run() async throws {
+        // Claims this server held when it last stopped without giving them back (`kill -9`, a
+        // crash): taken back at once rather than after their lease.
+        do {
+            try await registry.outbox.releaseAll(claimedBy: handoff.serverID)
+        } catch {
+            logger.warning("relay: cannot take back this server's earlier claims", metadata: ["error": "\(error)"])
+        }
         handoff.attach { [self] job in start(job) }
         await withGracefulShutdownHandler {
             var lastGauges = ContinuousClock.now - .seconds(60)
@@ -59,21 +72,32 @@ public final class RelayWorker: Service, Sendable {
             handoff.wake()
         }
         handoff.detach()
-        for task in active.withLock({ Array($0.values) }) { await task.value }
+        for working in active.withLock({ Array($0.values) }) { await working.task.value }
         for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
         try? await client.shutdown()
     }
 
-    /// Claims what this server has room for.
+    /// Claims what this server has room for, one job at a time, so that no project takes more
+    /// than its share: at most `jobsAtOnce / 2` of a server's fan-outs are one project's, and
+    /// another project's send finds a place at the next look. A direct send taken by this server
+    /// is worked at once, beside the fan-outs, and never waits for a place.
     private func claimWork() async {
-        let room = Self.jobsAtOnce - active.withLock { $0.count }
-        guard room > 0 else { return }
         do {
             // A server whose projects do not relay (an emulator) writes nothing to look.
             guard try await !settings.settings().isEmpty else { return }
-            let jobs = try await registry.outbox.claim(
-                handoff.serverID, leaseUntil: leaseEnd(), now: Date(), limit: room)
-            for job in jobs { start(job) }
+            while !stopping.load(ordering: .relaxed) {
+                let (room, full) = active.withLock { working in
+                    var perProject: [Int64: Int] = [:]
+                    for (job, _) in working.values where !job.isDirect { perProject[job.project, default: 0] += 1 }
+                    let busy = perProject.values.reduce(0, +)
+                    return (Self.jobsAtOnce - busy, Set(perProject.filter { $0.value >= Self.jobsPerProject }.keys))
+                }
+                guard room > 0 else { return }
+                let jobs = try await registry.outbox.claim(
+                    handoff.serverID, leaseUntil: leaseEnd(), now: Date(), limit: 1, skipping: full)
+                guard !jobs.isEmpty else { return }
+                for job in jobs { start(job) }
+            }
         } catch {
             logger.warning("relay: cannot claim outbox work", metadata: ["error": "\(error)"])
         }
@@ -83,13 +107,19 @@ public final class RelayWorker: Service, Sendable {
     private func start(_ job: OutboxJob) {
         active.withLock { working in
             guard working[job.id] == nil else { return }
-            working[job.id] = Task { [self] in
+            working[job.id] = (job, Task { [self] in
                 await work(job)
                 active.withLock { _ = $0.removeValue(forKey: job.id) }
                 handoff.finished(job.id)
                 handoff.wake()
-            }
+            })
         }
+    }
+
+    /// Recipients a page reads: a page, or fewer while the slow start after a pause holds the
+    /// project to fewer.
+    private func roundSize(of job: OutboxJob) -> Int {
+        pacer.admit(job.project, wanting: options.pageSize)
     }
 
     private func leaseEnd() -> Date {
@@ -154,7 +184,7 @@ public final class RelayWorker: Service, Sendable {
                 ahead = nil
             } else {
                 page = try await outbox.nextAttempts(
-                    of: job, after: unrecorded?.page, now: Date(), limit: options.pageSize)
+                    of: job, after: unrecorded?.page, now: Date(), limit: roundSize(of: job))
             }
             let gone = page.alreadyGone.map {
                 DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
@@ -232,7 +262,7 @@ public final class RelayWorker: Service, Sendable {
     {
         var previous = previous
         guard try await settle(&previous, of: job, in: project) else { return nil }
-        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: options.pageSize)
+        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: roundSize(of: job))
     }
 
     /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
@@ -284,33 +314,109 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
-    /// Sends a page, `options.concurrency` requests at a time.
+    /// One request's answer, or the error that left it without one.
+    typealias Answer = Result<UpstreamClient.Answer, any Error>
+
+    /// Sends a page, `options.concurrency` requests at a time, and reads each answer by FCM's
+    /// words.
+    ///
+    /// After a quota pause, the round sends only what the slow start admits; the rest waits,
+    /// unsent, for the next round. A 401 that is about our access token (not a
+    /// `THIRD_PARTY_AUTH_ERROR`, which is about the app's APNs or web-push credentials) fetches a
+    /// new token once, and the refused requests go again with it.
     private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
         -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
+        let admitted = pacer.admit(job.project, wanting: attempts.count)
+        let going = Array(attempts.prefix(admitted))
+        let held = attempts.dropFirst(admitted).map { (notSent($0, of: job), true) }
         // One access token for the page, not a look-up per request.
         guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
-            return await unanswered(attempts, of: job, bearer: nil)
+            return await unanswered(attempts, of: job)
         }
+        var answers = await post(going, of: job, with: relay, bearer: bearer)
+        let refused = answers.indices.filter { Self.isOurTokenRefused(answers[$0]) }
+        if !refused.isEmpty {
+            await accessTokens.drop(project: job.project, token: bearer)
+            if let fresh = try? await accessTokens.token(for: job.project, settings: relay) {
+                logger.notice(
+                    "relay: FCM refused the access token; sending again with a new one",
+                    metadata: ["project": "\(job.project)", "requests": "\(refused.count)"])
+                let again = await post(refused.map { going[$0] }, of: job, with: relay, bearer: fresh)
+                for (index, answer) in zip(refused, again) { answers[index] = answer }
+            }
+        }
+        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
+        outcomes.reserveCapacity(attempts.count)
+        var delivered = 0
+        var quotaClosed = false
+        var upstreamFault: String?
+        for (attempt, answer) in zip(going, answers) {
+            switch answer {
+            case .success(let answer) where (200..<300).contains(answer.status):
+                // The common case, without a verdict's work per recipient; counted once a page.
+                delivered += 1
+                outcomes.append((DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil), true))
+            case .success(let answer):
+                let verdict = DeliveryPolicy.verdict(
+                    status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
+                if case .pauseProject = verdict { quotaClosed = true }
+                if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
+                outcomes.append((outcome(of: verdict, for: attempt, of: job), true))
+            case .failure(let error as NotSent):
+                _ = error
+                outcomes.append((notSent(attempt, of: job), true))
+            case .failure(let error as Stalled):
+                // The rest of the page was answered: FCM is there, this one request was lost. It
+                // is tried again at once, on a new stream.
+                Self.count("retried", code: "STALLED")
+                logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
+                outcomes.append((retried(attempt, of: job, code: "UNAVAILABLE", after: 0), true))
+            case .failure:
+                // No answer (connection error, reset, timeout).
+                outcomes += await unanswered([attempt], of: job)
+            }
+        }
+        Self.count("delivered", code: nil, times: delivered)
+        if quotaClosed {
+            await reportPause(of: job.project)
+        } else {
+            pacer.grow(job.project, after: going.count)
+        }
+        if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
+        return outcomes + held
+    }
+
+    /// Whether an answer refuses our access token (and not the app's own APNs or web-push
+    /// credentials, `THIRD_PARTY_AUTH_ERROR`).
+    private static func isOurTokenRefused(_ answer: Answer) -> Bool {
+        guard case .success(let answer) = answer, answer.status == 401 else { return false }
+        return answer.errorCode != "THIRD_PARTY_AUTH_ERROR"
+    }
+
+    /// Posts one request per attempt, each its answer, in order.
+    private func post(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String)
+        async -> [Answer]
+    {
+        guard !attempts.isEmpty else { return [] }
         if let fanOut = fanOut(to: relay.upstream) {
-            return await send(attempts, of: job, through: fanOut, with: relay, bearer: bearer)
+            return await post(attempts, of: job, through: fanOut, with: relay, bearer: bearer)
         }
-        return await withTaskGroup(of: (outcome: DeliveryOutcome, answered: Bool).self) { group in
-            var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-            outcomes.reserveCapacity(attempts.count)
-            var next = attempts.makeIterator()
+        return await withTaskGroup(of: (Int, Answer).self) { group in
+            var answers = [Answer?](repeating: nil, count: attempts.count)
+            var next = attempts.indices.makeIterator()
             for _ in 0..<min(options.concurrency, attempts.count) {
-                if let attempt = next.next() {
-                    group.addTask { await self.attempt(attempt, of: job, with: relay, bearer: bearer) }
+                if let index = next.next() {
+                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer)) }
                 }
             }
-            for await outcome in group {
-                outcomes.append(outcome)
-                if let attempt = next.next() {
-                    group.addTask { await self.attempt(attempt, of: job, with: relay, bearer: bearer) }
+            for await (index, answer) in group {
+                answers[index] = answer
+                if let index = next.next() {
+                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer)) }
                 }
             }
-            return outcomes
+            return answers.map { $0! }
         }
     }
 
@@ -324,87 +430,72 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
-    /// A page through the HTTP/2 fan-out path: paced as a whole, `--relay-concurrency` streams at once.
-    private func send(
+    /// Requests through the HTTP/2 fan-out path: paced as a whole, `--relay-concurrency` streams
+    /// at once, none started once the project's quota closes.
+    private func post(
         _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
         bearer: String
-    ) async -> [(outcome: DeliveryOutcome, answered: Bool)] {
-        let wait = pacer.reserve(job.project, count: attempts.count)
+    ) async -> [Answer] {
+        let wait = pacer.reserve(job.project, count: attempts.count, direct: job.isDirect)
         if wait > .zero { try? await Task.sleep(for: wait) }
-        if let pause = pacer.pause(of: job.project) {
-            return attempts.map { (pending($0, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true) }
-        }
         // A page cancelled at its deadline while waiting its turn sends nothing.
-        guard !Task.isCancelled else { return await unanswered(attempts, of: job, bearer: bearer) }
-        let answers = await fanOut.postAll(
+        guard !Task.isCancelled else { return attempts.map { _ in .failure(CancellationError()) } }
+        let pacer = pacer
+        let project = job.project
+        let gate = SendGate(
+            isClosed: { pacer.isPaused(project) },
+            quotaClosed: { retryAfter in
+                pacer.pause(project, for: .seconds(max(retryAfter ?? DeliveryPolicy.quotaPause, 1)))
+            })
+        return await fanOut.postAll(
             path: relay.sendPath, authorization: "Bearer \(bearer)",
             bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
-            window: options.concurrency, timeout: options.requestTimeout)
-        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-        outcomes.reserveCapacity(attempts.count)
-        var delivered = 0
-        for (attempt, answer) in zip(attempts, answers) {
-            switch answer {
-            case .success(let answer) where (200..<300).contains(answer.status):
-                // The common case, without a verdict's work per recipient; counted once a page.
-                delivered += 1
-                outcomes.append((DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil), true))
-            case .success(let answer):
-                let verdict = DeliveryPolicy.verdict(
-                    status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
-                outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), true))
-            case .failure:
-                // No answer (connection error, reset, timeout).
-                outcomes += await unanswered([attempt], of: job, bearer: bearer)
-            }
-        }
-        Self.count("delivered", code: nil, times: delivered)
-        return outcomes
+            window: options.concurrency, timeout: options.requestTimeout, gate: gate)
     }
 
-    /// Recipients FCM gave no answer for (no access token, a connection error or timeout, a page
-    /// cancelled at its deadline): each is retried as after a 503.
-    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob, bearer: String?) async
-        -> [(outcome: DeliveryOutcome, answered: Bool)]
+    /// One request through the general client (an `http` upstream).
+    private func post(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
+        async -> Answer
     {
-        let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
-        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-        for attempt in attempts {
-            outcomes.append((await outcome(of: verdict, for: attempt, of: job, bearer: bearer), false))
-        }
-        return outcomes
-    }
-
-    /// One request to FCM, what its answer means for the recipient, and whether there was one.
-    private func attempt(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
-        async -> (outcome: DeliveryOutcome, answered: Bool)
-    {
-        let wait = pacer.reserve(job.project)
+        let wait = pacer.reserve(job.project, direct: job.isDirect)
         if wait > .zero { try? await Task.sleep(for: wait) }
         // Cancelled at the page's deadline while waiting its turn: nothing is sent.
-        guard !Task.isCancelled else { return await unanswered([attempt], of: job, bearer: bearer)[0] }
-        if let pause = pacer.pause(of: job.project) {
-            return (pending(attempt, of: job, code: "QUOTA_EXCEEDED", after: pause.seconds), true)
-        }
-        var answered = false
-        let verdict: DeliveryVerdict
+        guard !Task.isCancelled else { return .failure(CancellationError()) }
+        guard !pacer.isPaused(job.project) else { return .failure(NotSent()) }
         do {
             let answer = try await client.post(
                 relay.sendURL, contentType: "application/json", authorization: "Bearer \(bearer)",
                 body: V1Outgoing.body(template: job.template, token: attempt.token))
-            verdict = DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
-            answered = true
+            if answer.status == 429 {
+                // No request of the project starts after this answer.
+                pacer.pause(job.project, for: .seconds(max(answer.retryAfter ?? DeliveryPolicy.quotaPause, 1)))
+            }
+            return .success(answer)
         } catch {
-            // No answer (connection error, timeout): retried like a 503.
-            verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+            return .failure(error)
         }
-        return (await outcome(of: verdict, for: attempt, of: job, bearer: bearer), answered)
     }
 
-    /// What a verdict does to the recipient and to the project.
-    private func outcome(of verdict: DeliveryVerdict, for attempt: DeliveryAttempt, of job: OutboxJob, bearer: String?)
-        async -> DeliveryOutcome
+    /// Recipients FCM gave no answer for (no access token, a connection error or timeout, a page
+    /// cancelled at its deadline): each is retried as after a 503.
+    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob) async
+        -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
+        let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+        return attempts.map { (outcome(of: verdict, for: $0, of: job), false) }
+    }
+
+    /// A recipient whose request was held back: the quota is closed, or the slow start after it
+    /// has not reached it yet. It is tried when the pause ends, and costs no attempt.
+    private func notSent(_ attempt: DeliveryAttempt, of job: OutboxJob) -> DeliveryOutcome {
+        let after = pacer.pause(of: job.project)?.seconds ?? 0
+        return DeliveryOutcome(
+            attempt: attempt, state: .pending, error: "QUOTA_EXCEEDED", nextAttemptAt: Date().addingTimeInterval(after),
+            sent: false)
+    }
+
+    /// What a verdict does to the recipient.
+    private func outcome(of verdict: DeliveryVerdict, for attempt: DeliveryAttempt, of job: OutboxJob) -> DeliveryOutcome {
         switch verdict {
         case .delivered:
             Self.count("delivered", code: nil)
@@ -412,30 +503,61 @@ public final class RelayWorker: Service, Sendable {
         case .prune(let code):
             Self.count("pruned", code: code)
             return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
-        case .fail(let code, let reauthenticate):
-            if reauthenticate, let bearer { await accessTokens.drop(project: job.project, token: bearer) }
+        case .fail(let code, _):
             Self.count("failed", code: code)
             return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
         case .retry(let code, let after):
-            guard attempt.attempts + 1 < options.maximumAttempts else {
-                Self.count("failed", code: code)
-                return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
-            }
-            Self.count("retried", code: code)
-            return pending(
+            return retried(
                 attempt, of: job, code: code,
                 after: DeliveryPolicy.backOff(afterAttempts: attempt.attempts + 1, retryAfter: after))
         case .pauseProject(let code, let seconds):
-            // FCM's quota is the project's: every send of it waits, here and on every server.
+            // FCM's quota is the project's: every send of it waits (the pause itself is taken and
+            // recorded once per page, by `send`). Refused, so not delivered: no attempt is spent.
             pacer.pause(job.project, for: .seconds(seconds))
-            let until = Date().addingTimeInterval(TimeInterval(seconds))
-            try? await registry.outbox.pause(project: job.project, until: until, error: code)
-            logger.warning(
-                "relay: project paused by FCM's quota",
-                metadata: ["project": "\(job.project)", "seconds": "\(seconds)", "error": "\(code)"])
             Self.count("paused", code: code)
-            return pending(attempt, of: job, code: code, after: TimeInterval(seconds))
+            var waiting = pending(attempt, of: job, code: code, after: TimeInterval(seconds))
+            waiting.sent = false
+            return waiting
         }
+    }
+
+    /// Another try after `after` seconds, unless the recipient's attempts are spent.
+    private func retried(_ attempt: DeliveryAttempt, of job: OutboxJob, code: String, after: TimeInterval)
+        -> DeliveryOutcome
+    {
+        guard attempt.attempts + 1 < options.maximumAttempts else {
+            Self.count("failed", code: code)
+            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
+        }
+        Self.count("retried", code: code)
+        return pending(attempt, of: job, code: code, after: after)
+    }
+
+    /// The project's pause, once: logged and written when this server first learns of it (every
+    /// stream of a page refused at once reports the same pause), so that the servers that claim
+    /// next wait as well.
+    private func reportPause(of project: Int64) async {
+        guard let pause = pacer.takePauseReport(project) else { return }
+        let until = Date().addingTimeInterval(pause.seconds)
+        try? await registry.outbox.pause(project: project, until: until, error: "QUOTA_EXCEEDED")
+        logger.warning(
+            "relay: project paused by FCM's quota",
+            metadata: ["project": "\(project)", "seconds": "\(Int(pause.seconds.rounded(.up)))", "error": "QUOTA_EXCEEDED"])
+    }
+
+    /// An answer that is not FCM's (a proxy's error page, a wrong `--upstream`): logged once a
+    /// minute per project; the recipients are retried, and the project's `lastError` says it.
+    private func reportUpstreamFault(_ fault: String, of project: Int64, upstream: String) {
+        let now = ContinuousClock.now
+        let due = faultsLogged.withLock { logged in
+            guard logged[project].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            logged[project] = now
+            return true
+        }
+        guard due else { return }
+        logger.warning(
+            "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
+            metadata: ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
     }
 
     /// Another try after `after` seconds, unless that is past the message's deadline.

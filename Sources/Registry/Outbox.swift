@@ -32,7 +32,13 @@ public protocol OutboxStore: Sendable {
 
     /// Claims up to `limit` unfinished jobs that are not claimed (or whose lease expired), are not
     /// waiting (`notBefore`), and whose project is not paused, oldest first.
-    func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob]
+    /// - Parameter skipping: projects whose jobs are not claimed now (the server already works its
+    ///   share of them), so that one project's fan-outs never take all of a server.
+    func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int, skipping: Set<Int64>) async throws
+        -> [OutboxJob]
+    /// Gives back every unfinished job `claimant` holds, to be claimed at once: a server that
+    /// starts again under the same name takes back what it held when it died.
+    func releaseAll(claimedBy claimant: String) async throws
     /// The next page to attempt: retries that are due, then recipients not attempted yet.
     /// - Parameter inFlight: a page sent and not recorded yet, which this one follows: its
     ///   retries are not read again, and the walk goes on from its cursor instead of the stored one.
@@ -62,6 +68,13 @@ public protocol OutboxStore: Sendable {
         async throws -> Page<DeliveryEntry>?
     /// The project's relay: its queue and what it did.
     func relayStatus(of project: Project) async throws -> RelayStatus?
+}
+
+extension OutboxStore {
+    /// Claims jobs of any project.
+    public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob] {
+        try await claim(claimant, leaseUntil: leaseUntil, now: now, limit: limit, skipping: [])
+    }
 }
 
 /// The outbox's own bound, and the message log's, which never evicts an unfinished job's message.
@@ -158,13 +171,20 @@ public struct DeliveryOutcome: Sendable, Hashable {
     public var error: String?
     /// For a pending one: when to try again.
     public var nextAttemptAt: Date?
+    /// Whether a request went out: one held back (the quota closed before it started) costs the
+    /// recipient no attempt.
+    public var sent: Bool
 
-    public init(attempt: DeliveryAttempt, state: DeliveryState, error: String?, nextAttemptAt: Date?) {
+    public init(attempt: DeliveryAttempt, state: DeliveryState, error: String?, nextAttemptAt: Date?, sent: Bool = true) {
         self.attempt = attempt
         self.state = state
         self.error = error
         self.nextAttemptAt = nextAttemptAt
+        self.sent = sent
     }
+
+    /// The recipient's attempts once this outcome is recorded.
+    public var attemptsAfter: Int { attempt.attempts + (sent ? 1 : 0) }
 }
 
 /// A job after a recorded page.

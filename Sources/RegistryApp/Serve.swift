@@ -1,4 +1,5 @@
 import AudienceEngine
+import Foundation
 import FCMRelay
 import Logging
 import NIOCore
@@ -32,7 +33,7 @@ public enum Serve {
         let store = try await StoreFactory.open(
             configuration.storage.database, feedRetention: configuration.limits.feedRetention, logger: logger)
         // Accepted messages go to the log, and for the projects that relay, to the outbox too.
-        let handoff = RelayHandoff()
+        let handoff = RelayHandoff(serverID: configuration.serverID ?? defaultServerID(configuration))
         // Google's device-group API, for the projects that mirror it.
         let mirror = try GoogleGroupMirror(options: configuration.relay, logger: logger)
         let registry = try await RegistryService(
@@ -153,5 +154,15 @@ public enum Serve {
             if let reason { loaded["checkpoint.unused"] = "\(reason)" }
         }
         return loaded
+    }
+}
+
+extension Serve {
+    /// The relay's name for this server when `--server-id` does not give one: the host's name and
+    /// the HTTP port (the TLS port without plain HTTP). Two servers cannot both listen on one
+    /// host's port, so no two running at once share it, and the same server started again after a
+    /// crash has it again and takes its claims back at once.
+    static func defaultServerID(_ configuration: ServerConfiguration) -> String {
+        "\(ProcessInfo.processInfo.hostName):\(configuration.listening.port)"
     }
 }

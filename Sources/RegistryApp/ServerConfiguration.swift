@@ -28,6 +28,9 @@ public struct ServerConfiguration: Sendable {
     public var logLevel = Logger.Level.info
     /// On SIGTERM: how long requests in flight may take to finish before the rest are closed.
     public var shutdownDeadline = Duration.seconds(10)
+    /// This server's name in the relay's claims (`--server-id`); `nil`: the host's name and the
+    /// HTTP port, which no other server running at once has.
+    public var serverID: String?
 
     /// The address every listener binds to.
     public var host: String {
@@ -276,13 +279,24 @@ extension ServerConfiguration {
             "xmpp-idle-timeout", "FCM_REGISTRY_XMPP_IDLE_TIMEOUT",
             "Close an XMPP connection that sends nothing (not even a ping) this long.", "5m"
         ) { $1.xmpp.settings.idleTimeout = $0 },
+        ConfigurationOption(
+            flag: "server-id", variable: "FCM_REGISTRY_SERVER_ID",
+            help:
+                "This server's name in the relay's claims: a server that starts again under it takes its unfinished messages back at once. Unique among servers on one database.",
+            apply: { value, configuration in
+                guard (1...200).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                    return "1 to 200 printable ASCII characters without spaces"
+                }
+                configuration.serverID = value
+                return nil
+            }, defaultValue: "<host>:<port>"),
         duration(
             "relay-answer-timeout", "FCM_REGISTRY_RELAY_ANSWER_TIMEOUT",
             "How long a send to tokens or a device group waits for FCM's outcomes before answering.", "10s"
         ) { $1.relay.answerTimeout = $0 },
         integer(
             "relay-max-attempts", "FCM_REGISTRY_RELAY_MAX_ATTEMPTS",
-            "Requests to FCM for one recipient (a 429's counted too) before a 5xx or connection error fails it.", 5, 1...100
+            "Requests to FCM for one recipient before a 5xx or connection error fails it (a 429 spends none).", 5, 1...100
         ) { $1.relay.maximumAttempts = $0 },
         duration(
             "relay-deadline", "FCM_REGISTRY_RELAY_DEADLINE",

@@ -107,8 +107,11 @@ extension PostgresStore: OutboxStore {
 
     // MARK: - Working the outbox
 
-    public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob] {
+    public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int, skipping: Set<Int64>) async throws
+        -> [OutboxJob]
+    {
         let time = EpochMilliseconds.milliseconds(now)
+        let skipped = skipping.sorted()
         return try await transaction { connection in
             var jobs: [OutboxJob] = []
             for try await (id, messageID, project, template, deadline, direct) in try await connection.query(
@@ -120,6 +123,7 @@ extension PostgresStore: OutboxStore {
                     WHERE outbox."finishedAt" IS NULL AND outbox."notBefore" <= \#(time)
                       AND (outbox."claimedBy" IS NULL OR outbox."leaseUntil" < \#(time))
                       AND (relay."pausedUntil" IS NULL OR relay."pausedUntil" <= \#(time))
+                      AND outbox."projectId" <> ALL(\#(skipped))
                     ORDER BY outbox."messageId" LIMIT \#(limit)
                     FOR UPDATE OF outbox SKIP LOCKED)
                   RETURNING "messageId", "projectId", template, deadline, direct)
@@ -201,7 +205,7 @@ extension PostgresStore: OutboxStore {
             var failed: Int64 = 0
             var lastError: String?
             for outcome in outcomes {
-                let attempts = Int32(outcome.attempt.attempts + 1)
+                let attempts = Int32(outcome.attemptsAfter)
                 let next = outcome.nextAttemptAt.map(EpochMilliseconds.milliseconds)
                 let (state, error) = (outcome.state.rawValue, outcome.error)
                 if let id = outcome.attempt.deliveryID {
@@ -259,6 +263,16 @@ extension PostgresStore: OutboxStore {
                 UPDATE outbox SET "leaseUntil" = \#(EpochMilliseconds.milliseconds(leaseUntil))
                 WHERE "messageId" = \#(job.id) AND "claimedBy" = \#(claimant) AND "finishedAt" IS NULL RETURNING 1
                 """#) > 0
+        }
+    }
+
+    public func releaseAll(claimedBy claimant: String) async throws {
+        try await transaction { connection in
+            try await connection.run(
+                #"""
+                UPDATE outbox SET "claimedBy" = NULL, "leaseUntil" = NULL
+                WHERE "claimedBy" = \#(claimant) AND "finishedAt" IS NULL
+                """#)
         }
     }
 

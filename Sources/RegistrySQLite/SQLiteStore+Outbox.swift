@@ -118,8 +118,11 @@ extension SQLiteStore: OutboxStore {
 
     // MARK: - Working the outbox
 
-    public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob] {
+    public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int, skipping: Set<Int64>) async throws
+        -> [OutboxJob]
+    {
         let time = EpochMilliseconds.milliseconds(now)
+        let skipped = Self.jsonList(skipping.sorted())
         return try await write { db, _ in
             let ids = try Int64.fetchAll(
                 db,
@@ -128,8 +131,9 @@ extension SQLiteStore: OutboxStore {
                     WHERE outbox.finishedAt IS NULL AND outbox.notBefore <= ?
                       AND (outbox.claimedBy IS NULL OR outbox.leaseUntil < ?)
                       AND (relay.pausedUntil IS NULL OR relay.pausedUntil <= ?)
+                      AND outbox.projectId NOT IN (SELECT value FROM json_each(?))
                     ORDER BY outbox.messageId LIMIT ?
-                    """, arguments: [time, time, time, limit])
+                    """, arguments: [time, time, time, skipped, limit])
             var jobs: [OutboxJob] = []
             for id in ids {
                 try db.execute(
@@ -250,7 +254,7 @@ extension SQLiteStore: OutboxStore {
             var failed = 0
             var lastError: String?
             for outcome in outcomes {
-                let attempts = outcome.attempt.attempts + 1
+                let attempts = outcome.attemptsAfter
                 let next = outcome.nextAttemptAt.map(EpochMilliseconds.milliseconds)
                 let error = outcome.error
                 if let id = outcome.attempt.deliveryID {
@@ -304,6 +308,14 @@ extension SQLiteStore: OutboxStore {
                 sql: "UPDATE outbox SET leaseUntil = ? WHERE messageId = ? AND claimedBy = ? AND finishedAt IS NULL",
                 arguments: [EpochMilliseconds.milliseconds(leaseUntil), job.id, claimant])
             return db.changesCount > 0
+        }
+    }
+
+    public func releaseAll(claimedBy claimant: String) async throws {
+        try await write { db, _ in
+            try db.execute(
+                sql: "UPDATE outbox SET claimedBy = NULL, leaseUntil = NULL WHERE claimedBy = ? AND finishedAt IS NULL",
+                arguments: [claimant])
         }
     }
 
