@@ -163,6 +163,8 @@ extension Serve {
     /// host's port, so no two running at once share it, and the same server started again after a
     /// crash has it again and takes its claims back at once.
     static func defaultServerID(_ configuration: ServerConfiguration) -> String {
-        "\(ProcessInfo.processInfo.hostName):\(configuration.listening.port)"
+        let port = configuration.listening.port
+        // Port 0 is any port: no name to be known by again.
+        return "\(ProcessInfo.processInfo.hostName):\(port == 0 ? "any-\(UInt64.random(in: 1...UInt64.max))" : "\(port)")"
     }
 }

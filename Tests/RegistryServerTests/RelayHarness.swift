@@ -35,8 +35,11 @@ struct RelayHarness: Sendable {
         return options
     }
 
+    /// - Parameter sendingTo: an upstream for the sends other than the emulator (a scripted HTTP/2
+    ///   server); the emulator still grants the access tokens.
     static func run(
-        options: RelayOptions = testOptions, _ body: @escaping @Sendable (RelayHarness) async throws -> Void
+        options: RelayOptions = testOptions, sendingTo sendUpstream: String? = nil,
+        _ body: @escaping @Sendable (RelayHarness) async throws -> Void
     ) async throws {
         let upstream = try await Fixture.make()
         try await upstream.test(.live) { upstreamClient in
@@ -50,7 +53,7 @@ struct RelayHarness: Sendable {
             let (_, file) = try await upstream.registry.createServiceAccount(
                 forProject: "test-app", tokenURI: "http://127.0.0.1:\(port)/token")
             let serviceAccount = try JSONEncoder().encode(file)
-            let upstreamURL = "http://127.0.0.1:\(port)"
+            let upstreamURL = sendUpstream ?? "http://127.0.0.1:\(port)"
             _ = try await relay.setRelay(
                 projectId: "relay-app", serviceAccountJSON: serviceAccount, upstream: upstreamURL)
             let worker = try RelayWorker(registry: relay, options: options, handoff: handoff, logger: Logger(label: "relay"))

@@ -56,6 +56,36 @@ struct RelayProcessTests {
         }
     }
 
+    /// A server killed mid-delivery and started again under the same `--server-id` takes its
+    /// unfinished message back at once: it does not wait out its own lease (a minute here).
+    @Test func aServerStartedAgainTakesBackItsClaimsAtOnce() async throws {
+        let upstream = try await Fixture.make()
+        try await upstream.test(.live) { upstreamClient in
+            let port = try #require(upstreamClient.client.port)
+            let tokens = (1...300).map(token)
+            for device in tokens { _ = try await upstream.registry.registerToken(device, in: upstream.project) }
+            var options = Self.options
+            options[1] = "60s"  // --relay-lease
+            options += ["--server-id", "relay-1"]
+            let first = try ServeProcess(options)
+            let key = try await first.key()
+            try await Self.relay(first.database, to: upstream, port: port)
+            try await Self.post(first, "/iid/v1:batchAdd", key: key, #"{"to":"/topics/news","registration_tokens":\#(jsonArray(tokens))}"#)
+            let sent = try await Self.post(first, "/fcm/send", key: key, #"{"to":"/topics/news","data":{"k":"v"}}"#)
+            let id = try #require(sent["message_id"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } })
+            try await waitUntil { try await Self.received(upstream).count >= 60 }
+            kill(first.process.processIdentifier, SIGKILL)
+            while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+
+            let second = try ServeProcess(options, database: first.database)
+            // Well within the minute the lease would hold the message.
+            try await waitUntil(30) {
+                try await Self.get(second, "/api/messages/\(id)", key: key)["delivery"]?["pending"] == 0
+            }
+            #expect(Set(try await Self.received(upstream)) == Set(tokens))
+        }
+    }
+
     @Test func twoServersOnOneDatabaseNeverDeliverTwice() async throws {
         let upstream = try await Fixture.make()
         try await upstream.test(.live) { upstreamClient in

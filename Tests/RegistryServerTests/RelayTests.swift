@@ -238,4 +238,41 @@ import Testing
             #expect(reply.json?["results"] == [["error": "NotRegistered"]])
         }
     }
+
+    /// One project's fan-outs never take a whole server: while project A's four topic sends
+    /// crawl at its rate, A's send to one token is answered with FCM's verdict, and project B's
+    /// topic send is delivered, each long before A's fan-outs end.
+    @Test func oneProjectsFanOutsLeaveRoomForDirectSendsAndOtherProjects() async throws {
+        var options = RelayHarness.testOptions
+        options.ratePerSecond = 20
+        try await RelayHarness.run(options: options) { harness in
+            let tokens = (1...100).map(token)
+            try await harness.registerUpstream(tokens + ["b-1", "b-2", "b-3"])
+            try await harness.subscribe(tokens, to: "news")
+            let (other, key) = try await harness.relay.createProject(projectId: "other-app", senderId: "333000333000")
+            _ = try await harness.relay.setRelay(
+                projectId: "other-app", serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL)
+            let b = Fixture.Client(client: harness.client.client, key: key)
+            _ = try await b.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/b","registration_tokens":["b-1","b-2","b-3"]}"#)
+            // A server learns that a project relays within a second (its settings are cached).
+            try await Task.sleep(for: .milliseconds(1100))
+            for n in 0..<4 {
+                _ = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news","data":{"n":"\#(n)"}}"#)
+            }
+            let fanOut = try await harness.newestMessageID()
+            // Four fan-outs of 100 at 20 a second: about 20 s in all. A direct send goes ahead.
+            let direct = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"\#(token(1))","data":{"d":"1"}}"#)
+            #expect(direct.json?["success"] == 1)
+            let directID = try await harness.newestMessageID()
+            #expect(try await harness.relay.delivery(ofMessage: directID, in: harness.project)?.delivered == 1)
+
+            _ = try await b.call(.post, "/fcm/send", body: #"{"to":"/topics/b","data":{"b":"1"}}"#)
+            let sentB = try #require(try await harness.relay.loggedMessages(.all, in: other, after: nil, limit: 1).items.first)
+            try await waitUntil(10) {
+                try await harness.relay.delivery(ofMessage: sentB.id, in: other)?.delivered == 3
+            }
+            // A's fan-outs are still going.
+            #expect(try await harness.relay.delivery(ofMessage: fanOut, in: harness.project)?.pending ?? 0 > 0)
+        }
+    }
 }

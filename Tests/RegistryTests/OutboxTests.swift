@@ -56,6 +56,32 @@ struct OutboxTests {
         #expect(after == 3)  // the refused send wrote nothing
     }
 
+    @Test("A claim skips the projects a server already works its share of; a server started again takes its claims back")
+    func claimsSkipProjectsAndComeBack() async throws {
+        let (registry, project, store) = try await relaying(3)
+        let (other, _) = try await registry.createProject(projectId: "other", senderId: "999")
+        try await store.setRelay(Self.settings, for: other)
+        _ = try await registry.subscribe(["x"], to: "news", in: other)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds)
+        let message = AcceptedMessage(
+            id: "o1", project: other, via: .legacy, message: Message(target: .topic("news")), recipients: RoaringBitmap([4]),
+            receivedAt: Date())
+        _ = try await store.enqueue(
+            message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
+            leaseUntil: Date(), bounds: bounds)
+        let now = Date()
+        // The first project's job is older, but the server works its share of that project.
+        let taken = try await store.claim(
+            "a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 5, skipping: [project.rowID])
+        #expect(taken.map(\.project) == [other.rowID])
+        #expect(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 5).map(\.project) == [project.rowID])
+        // "a" dies and starts again: its claims are free at once, not after their lease.
+        #expect(try await store.claim("b", leaseUntil: now.addingTimeInterval(30), now: now, limit: 5).isEmpty)
+        try await store.releaseAll(claimedBy: "a")
+        #expect(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 5).count == 2)
+    }
+
     @Test("A job is claimed by one server at a time, recorded only by its holder, and taken over after its lease")
     func claimsAndLeases() async throws {
         let (_, project, store) = try await relaying(5)

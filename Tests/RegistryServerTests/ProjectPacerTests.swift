@@ -1,0 +1,43 @@
+@testable import FCMRelay
+import Testing
+
+/// The relay's pace per project: a direct send never waits behind fan-outs, a pause is reported
+/// once however many streams meet it, and sending after a pause starts with one request.
+struct ProjectPacerTests {
+    @Test func aDirectSendDoesNotWaitBehindTheFanOutsButIsCharged() {
+        let pacer = ProjectPacer(ratePerSecond: 10)
+        // A fan-out's page takes the second's burst and ten seconds more.
+        #expect(pacer.reserve(1, count: 110) > .seconds(9))
+        #expect(pacer.reserve(1, count: 1, direct: true) == .zero)
+        // The next fan-out page waits for the direct send's share too.
+        #expect(pacer.reserve(1, count: 1) > .seconds(10))
+        // Another project's bucket is its own.
+        #expect(pacer.reserve(2, count: 5) == .zero)
+    }
+
+    @Test func aPauseIsReportedOnceAndStartsSlow() {
+        let pacer = ProjectPacer(ratePerSecond: 1000, fullRound: 16)
+        #expect(pacer.admit(1, wanting: 500) == 500)
+        #expect(pacer.pause(1, for: .seconds(30)))
+        // Every other stream refused at once reports the same pause: not news.
+        #expect(!pacer.pause(1, for: .seconds(30)))
+        #expect(pacer.isPaused(1))
+        #expect(pacer.takePauseReport(1) != nil)
+        #expect(pacer.takePauseReport(1) == nil)
+        // A longer pause is news again.
+        #expect(pacer.pause(1, for: .seconds(90)))
+        // After the pause: one probe, then twice as many each round answered without a 429.
+        #expect(pacer.admit(1, wanting: 500) == 1)
+        pacer.grow(1, after: 1)
+        #expect(pacer.admit(1, wanting: 500) == 2)
+        pacer.grow(1, after: 2)
+        pacer.grow(1, after: 4)
+        #expect(pacer.admit(1, wanting: 500) == 8)
+        // A round smaller than its allowance (a message's last recipients) proves nothing more.
+        pacer.grow(1, after: 3)
+        #expect(pacer.admit(1, wanting: 500) == 8)
+        pacer.grow(1, after: 8)
+        #expect(pacer.admit(1, wanting: 500) == 500)
+        #expect(!pacer.isPaused(2))
+    }
+}
