@@ -221,12 +221,11 @@ let package = Package(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
-                "AudienceEngine",
+                "FCMWire",
                 "Registry",
                 "RegistryPostgres",
                 "RegistrySQLite",
                 "RegistryApp",
-                "RegistryServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
