@@ -131,7 +131,8 @@ let package = Package(
             swiftSettings: strict
         ),
         /// The Hummingbird application: FCM-compatible and native controllers, auth, error
-        /// envelopes, access log, metrics.
+        /// envelopes, access log, metrics. No other front end: the XMPP server's sessions come in
+        /// through `AppServerSessions` (in `Registry`), handed over by the composition root.
         .target(
             name: "RegistryServer",
             dependencies: [
@@ -139,8 +140,6 @@ let package = Package(
                 "ConnectionGuards",
                 "FCMWire",
                 "Registry",
-                "XMPP",
-                "XMPPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -222,12 +221,11 @@ let package = Package(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
-                "AudienceEngine",
+                "FCMWire",
                 "Registry",
                 "RegistryPostgres",
                 "RegistrySQLite",
                 "RegistryApp",
-                "RegistryServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -43,6 +43,14 @@ extension RegistryService {
         }
     }
 
+    /// What this process's audience index holds (subscriptions, registered tokens, an estimate of
+    /// its heap bytes) and the last change-feed entry it applied: what `GET /metrics` shows of it,
+    /// without the HTTP side reaching into the index.
+    public func audienceSize() -> (subscriptions: Int, registered: Int, bytes: Int, position: Int64) {
+        let size = audience.size()
+        return (size.subscriptions, size.registered, size.bytes, audience.position)
+    }
+
     /// Committed changes this process's index has not read from the feed yet.
     public func feedLag() async throws -> Int64 {
         let feed = feed

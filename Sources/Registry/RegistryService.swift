@@ -14,8 +14,9 @@ public struct RegistryService: Sendable {
     package let archive: any ArchiveStore
     /// The relay's settings and durable work.
     package let outbox: any OutboxStore
-    /// Upstream messages and receipts on their way to an XMPP session on any server.
-    public let upstream: any UpstreamStore
+    /// Upstream messages and receipts on their way to an XMPP session on any server; front ends
+    /// reach them through `RegistryService+Upstream`.
+    package let upstream: any UpstreamStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()

@@ -18,7 +18,8 @@ public func buildServices(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
     metrics: PrometheusCollectorRegistry, relay: RelayHandoff? = nil
 ) throws -> [any Service] {
-    let xmpp = XMPPHub(limits: configuration.xmpp.hub, upstream: registry.upstream)
+    // One hub: the XMPP listeners' sessions, which the HTTP applications reach as their `AppServerSessions`.
+    let xmpp = XMPPHub(limits: configuration.xmpp.hub, registry: registry)
     var services: [any Service] = [
         FeedFollower(
             registry: registry, interval: configuration.feedInterval, maximumLag: configuration.readyMaximumLag,
@@ -36,14 +37,14 @@ public func buildServices(
     }
     if let http = configuration.http {
         services.append(
-            buildApplication(registry: registry, settings: http, logger: logger, metrics: metrics, xmpp: xmpp))
+            buildApplication(registry: registry, settings: http, logger: logger, metrics: metrics, sessions: xmpp))
     }
     if let certificate = configuration.tls.certificate, let key = configuration.tls.key {
         let tls = try TLSConfiguration.server(certificate: certificate, key: key)
         services.append(
             try buildTLSApplication(
                 registry: registry, settings: configuration.tls.settings, tls: tls, logger: logger, metrics: metrics,
-                xmpp: xmpp))
+                sessions: xmpp))
         if configuration.xmppListening && !configuration.xmpp.plaintext {
             services.append(
                 XMPPListener(

@@ -7,7 +7,6 @@ import NIOCore
 import NIOSSL
 import Prometheus
 import Registry
-import XMPPServer
 
 /// The plain HTTP listener over `registry`: HTTP/1.1 with the connection guards (header, body and
 /// idle timeouts, early answers) and a connection limit near which silent connections give way.
@@ -15,12 +14,13 @@ import XMPPServer
 /// - Parameters:
 ///   - metrics: the registry `GET /metrics` shows; the process's swift-metrics factory should
 ///     write into it (`serve` bootstraps one).
-///   - xmpp: the XMPP hub the native upstream and drain routes reach.
+///   - sessions: the XMPP server's sessions, which the native upstream and drain routes and
+///     `GET /metrics` reach; the composition root hands the hub over, so this target imports no
+///     other front end.
 public func buildApplication(
     registry: RegistryService, settings: HTTPSettings, logger: Logger,
-    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), xmpp: XMPPHub? = nil
+    metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), sessions: any AppServerSessions
 ) -> Application<RouterResponder<RegistryRequestContext>> {
-    let xmpp = xmpp ?? XMPPHub(upstream: registry.upstream)
     let silent = SilentConnections(
         spacing: SilentConnections.spacing(
             headerTimeout: settings.headerTimeout, maximumConnections: settings.maximumConnections),
@@ -28,7 +28,8 @@ public func buildApplication(
     let slowLog = LogThrottle()
     let guardLogger = logger
     return Application(
-        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: settings.readyMaximumLag),
+        router: buildRouter(
+            registry: registry, metrics: metrics, sessions: sessions, readyMaximumLag: settings.readyMaximumLag),
         server: .http1(
             configuration: .init(
                 additionalChannelHandlers: [
@@ -49,7 +50,7 @@ public func buildApplication(
 /// handshake and HTTP/2 preface included) until which the connection may give way near the limit.
 public func buildTLSApplication(
     registry: RegistryService, settings: HTTPSettings, tls: TLSConfiguration, logger: Logger,
-    metrics: PrometheusCollectorRegistry, xmpp: XMPPHub
+    metrics: PrometheusCollectorRegistry, sessions: any AppServerSessions
 ) throws -> Application<RouterResponder<RegistryRequestContext>> {
     let silent = SilentConnections(
         spacing: SilentConnections.spacing(
@@ -75,7 +76,8 @@ public func buildTLSApplication(
         }
     }
     return Application(
-        router: buildRouter(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: settings.readyMaximumLag),
+        router: buildRouter(
+            registry: registry, metrics: metrics, sessions: sessions, readyMaximumLag: settings.readyMaximumLag),
         server: server,
         configuration: .init(
             address: .hostname(settings.host, port: settings.port), serverName: "fcm-registry",
@@ -87,14 +89,16 @@ public func buildTLSApplication(
 /// Every route, behind the access log and the error envelope; every route but `/health`,
 /// `/metrics`, `/openapi.json`, `/token` and the console's files behind the server key.
 public func buildRouter(
-    registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub, readyMaximumLag: Duration = .seconds(10)
+    registry: RegistryService, metrics: PrometheusCollectorRegistry, sessions: any AppServerSessions,
+    readyMaximumLag: Duration = .seconds(10)
 ) -> Router<RegistryRequestContext> {
-    routing(registry: registry, metrics: metrics, xmpp: xmpp, readyMaximumLag: readyMaximumLag).router
+    routing(registry: registry, metrics: metrics, sessions: sessions, readyMaximumLag: readyMaximumLag).router
 }
 
 /// The router, and every (path, method) it serves: what `/openapi.json` describes, as a test checks.
 func routing(
-    registry: RegistryService, metrics: PrometheusCollectorRegistry, xmpp: XMPPHub, readyMaximumLag: Duration = .seconds(10)
+    registry: RegistryService, metrics: PrometheusCollectorRegistry, sessions: any AppServerSessions,
+    readyMaximumLag: Duration = .seconds(10)
 ) -> (
     router: Router<RegistryRequestContext>, routes: [(path: String, method: HTTPRequest.Method)]
 ) {
@@ -108,7 +112,7 @@ func routing(
     open.on("/readyz", .get) { _, _ in await readiness.response() }
     open.on("/openapi.json", .get) { _, _ in OpenAPIDocument.response }
     open.on("/metrics", .get) { _, _ in
-        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, xmpp: xmpp)
+        try await MetricsEndpoint.response(registry: registry, metrics: serverMetrics, sessions: sessions)
     }
     let oauth = OAuthController(registry: registry)
     oauth.addOpenRoutes(to: open)
@@ -130,7 +134,7 @@ func routing(
     InspectionController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
     DeliveryController(registry: registry).addRoutes(to: routes)
-    XMPPController(registry: registry, hub: xmpp).addRoutes(to: routes)
+    XMPPController(registry: registry, hub: sessions).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return (router, open.recorded + routes.recorded)

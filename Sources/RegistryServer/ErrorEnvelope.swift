@@ -57,75 +57,37 @@ enum ErrorEnvelope {
 
     // MARK: - Domain errors
 
+    /// A refusal in the family's envelope: FCM's own words where a family has them, else the
+    /// registry's (`RefusalWording`, the table the command line words refusals from too).
     static func registryError(_ error: RegistryError, _ family: APIFamily) -> APIError {
         switch (error, family) {
-        case (.groupNameTaken, _):
-            return badRequest(family, "notification_key already exists")
-        case (.noValidRegistrationIds, _):
-            return badRequest(family, "no valid registration ids")
-        case (.groupNotFound, _):
-            return badRequest(family, "notification_key not found")
-        case (.groupNameMismatch, _):
-            return badRequest(family, "notification_key_name doesn't match the group name of the notification_key")
-        case (.undecryptableKey, _):
-            return badRequest(family, "Error decrypting GroupToken")
-        case (.groupFull(let limit), _):
-            return badRequest(family, "too many registration ids: a device group holds at most \(limit) members")
-        case (.invalidGroupName(let message), _):
-            return badRequest(family, message, field: "notification_key_name")
         case (.invalidTopicName, .instanceID):
             return .plain(.badRequest, "Topic name format is invalid")
-        case (.invalidTopicName, _):
-            return badRequest(family, "Topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic_name")
         case (.malformedToken, .instanceID):
             return .plain(.badRequest, "InvalidToken")
-        case (.malformedToken, .native):
-            return badRequest(.native, "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -", field: "token")
-        case (.malformedToken, _):
+        case (.malformedToken, .legacy), (.malformedToken, .v1):
             return badRequest(
                 family, "The registration token is not a valid FCM registration token", field: "registration")
-        case (.tokenNotFound, .v1):
+        case (.tokenNotFound, .v1), (.subscriptionNotFound, .v1):
             return .google(.notFound, "NOT_FOUND", "Requested entity was not found.")
         case (.tokenNotFound, .instanceID):
             return .plain(.notFound, "NOT_FOUND")
-        case (.tokenNotFound, _):
-            return notFound(family, "the token is not registered")
         case (.tooManyTopics, .instanceID):
             return .plain(.badRequest, "TOO_MANY_TOPICS")
         case (.tooManyTopics(let limit), .v1):
             return .google(
                 .badRequest, "FAILED_PRECONDITION",
                 "The registration is already subscribed to the maximum of \(limit) topics.")
-        case (.tooManyTopics(let limit), _):
-            return badRequest(family, "the token is already subscribed to the maximum of \(limit) topics")
         case (.subscriptionExists, .v1):
             return .google(.conflict, "ALREADY_EXISTS", "Requested entity already exists")
-        case (.subscriptionExists, _):
-            return .native(.conflict, "already_exists", "the token is already subscribed to the topic")
-        case (.subscriptionNotFound, .v1):
-            return .google(.notFound, "NOT_FOUND", "Requested entity was not found.")
-        case (.subscriptionNotFound, _):
-            return notFound(family, "no such subscription")
-        case (.invalidProject(let message), _), (.projectExists(let message), _):
-            return badRequest(family, message)
-        case (.projectNotFound(let name), _):
-            return notFound(family, "no project \(name)")
-        case (.serverKeyNotFound, _):
-            return notFound(family, "no such server key")
-        case (.serviceAccountNotFound, _):
-            return notFound(family, "no such service account")
-        case (.messageNotFound, _):
-            return notFound(family, "no logged message has this id: it was never sent here, or the log dropped it")
-        case (.rekeyToSameToken, _):
-            return badRequest(family, "to must be another registration id than the token re-keyed", field: "to")
-        case (.invalidPageToken, _):
-            return badRequest(
-                family, "pageToken is not one this listing issued: pass the previous page's nextPageToken",
-                field: "pageToken")
-        case (.tooManyFaults(let limit), _):
-            return badRequest(family, "the server holds \(limit) faults already: delete some first")
-        case (.storeBusy, _):
-            return unavailable(family, "the database is locked by another process; try again shortly")
+        default:
+            let wording = error.wording
+            switch wording.kind {
+            case .invalid: return badRequest(family, wording.message, field: wording.field)
+            case .notFound: return notFound(family, wording.message)
+            case .conflict: return .native(.conflict, "already_exists", wording.message)
+            case .unavailable: return unavailable(family, wording.message)
+            }
         }
     }
 
@@ -236,18 +198,6 @@ enum ErrorEnvelope {
         case .v1: return .google(.internalServerError, "INTERNAL", message)
         case .native: return .native(.internalServerError, "internal", message)
         }
-    }
-}
-
-/// The native API's words for a domain error, from the one table, for the command line: a
-/// command that refuses something says it as `POST /api/…` would.
-public enum NativeWording {
-    public static func message(for error: RegistryError) -> String {
-        let refusal = ErrorEnvelope.registryError(error, .native)
-        guard case .object(let body)? = (try? JSONBody.object(refusal.body))?["error"],
-            case .string(let message)? = body["message"]
-        else { return "\(error)" }
-        return message
     }
 }
 

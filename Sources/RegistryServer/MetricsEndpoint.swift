@@ -1,9 +1,7 @@
-import AudienceEngine
 import Hummingbird
 import Prometheus
 import Registry
 import Synchronization
-import XMPPServer
 
 /// The server's own metrics, written straight into the registry `GET /metrics` shows (the
 /// swift-metrics facade, which `serve` also points at it, carries what the store records, such as
@@ -80,12 +78,14 @@ final class RequestSeries: Sendable {
 /// happen; the gauges of state (index size, feed lag, message log per project) are read when
 /// scraped.
 enum MetricsEndpoint {
-    static func response(registry: RegistryService, metrics: ServerMetrics, xmpp: XMPPHub) async throws -> Response {
-        let size = registry.audience.size()
+    static func response(registry: RegistryService, metrics: ServerMetrics, sessions: any AppServerSessions)
+        async throws -> Response
+    {
+        let size = registry.audienceSize()
         metrics.gauge("audience_subscriptions", "Subscriptions held by this process's audience index.", size.subscriptions)
         metrics.gauge("audience_registered_tokens", "Registered tokens in the audience index.", size.registered)
         metrics.gauge("audience_bytes", "Heap bytes the audience index holds, estimated.", size.bytes)
-        metrics.gauge("feed_position", "The last change-feed entry this process applied.", Int(registry.audience.position))
+        metrics.gauge("feed_position", "The last change-feed entry this process applied.", Int(size.position))
         metrics.gauge(
             "feed_lag_seconds", "Time since this process's audience index was last current with the change feed.",
             RegistryService.seconds(registry.feedHealth.lag()))
@@ -100,8 +100,8 @@ enum MetricsEndpoint {
                 metrics.gauge("message_log_bytes", "Bytes in a project's message log.", usage.bytes, labels: [("project", project)])
             }
         }
-        metrics.gauge("xmpp_sessions", "Authenticated XMPP sessions.", xmpp.sessionCount)
-        if let waiting = try? await xmpp.waitingCount() {
+        metrics.gauge("xmpp_sessions", "Authenticated XMPP sessions.", sessions.sessionCount)
+        if let waiting = try? await registry.waitingUpstream(in: nil) {
             metrics.gauge("xmpp_upstream_waiting", "Upstream messages waiting for an XMPP session, in all projects.", waiting)
         }
         var bytes: [UInt8] = []

@@ -28,29 +28,28 @@ extension XMPPHub: Service {
     /// session for it, a receipt's, when that session has room).
     /// - Returns: the connection it went to; or that it waits (for a session here or on another
     ///   server) with how many of the project's; or that `waitingPerProject` already wait.
-    public func deliver(_ message: UpstreamMessage, to project: Project, preferring preferred: String? = nil) async throws
+    public func deliver(_ message: UpstreamMessage, to project: Project, preferring preferred: String?) async throws
         -> UpstreamDelivery
     {
         if let preferred { pumping.withLock { $0.preferred[message.messageID] = preferred } }
         defer { if preferred != nil { pumping.withLock { _ = $0.preferred.removeValue(forKey: message.messageID) } } }
-        guard let row = try await store.addUpstream(
-            message, project: project.rowID, limit: limits.waitingPerProject, now: Date())
+        guard let row = try await registry.addUpstream(message, to: project, limit: limits.waitingPerProject)
         else { return .queueFull }
         await claimRound()
         if let connection = connection(holding: row, messageID: message.messageID, project: project.rowID) {
             return .sent(connection: connection)
         }
-        return .waiting(position: try await store.waitingUpstream(project: project.rowID, now: Date()))
+        return .waiting(position: try await registry.waitingUpstream(in: project))
     }
 
     /// How many of the project's upstream messages wait for a session, on every server.
     public func waitingCount(of project: Project) async throws -> Int {
-        try await store.waitingUpstream(project: project.rowID, now: Date())
+        try await registry.waitingUpstream(in: project)
     }
 
     /// How many upstream messages wait, every project's.
     public func waitingCount() async throws -> Int {
-        try await store.waitingUpstream(project: nil, now: Date())
+        try await registry.waitingUpstream(in: nil)
     }
 
     /// Asks for a claim round and returns once one that began after the call has ended.
@@ -105,21 +104,21 @@ extension XMPPHub: Service {
     /// and those no session could take after all go back.
     private func claim() async throws {
         let expired = expireReceipts()
-        if !expired.isEmpty { try await store.removeUpstream(expired) }
+        if !expired.isEmpty { try await registry.removeUpstream(expired) }
         let room = upstreamRoom()
         guard !room.isEmpty else { return }
-        let held = try await store.claimUpstream(room: room, holder: holder, lease: limits.upstreamLease)
+        let held = try await registry.claimUpstream(room: room, holder: holder, lease: limits.upstreamLease)
         guard !held.isEmpty else { return }
         let placement = place(held, preferring: pumping.withLock { $0.preferred })
-        if !placement.superseded.isEmpty { try await store.removeUpstream(placement.superseded) }
-        if !placement.unplaced.isEmpty { try await store.releaseUpstream(placement.unplaced, holder: holder) }
+        if !placement.superseded.isEmpty { try await registry.removeUpstream(placement.superseded) }
+        if !placement.unplaced.isEmpty { try await registry.releaseUpstream(placement.unplaced, holder: holder) }
     }
 
     /// Messages a session ended without acknowledging go back to wait, then to whichever session
     /// has room first. Should that fail, this server stops renewing them and they lapse.
     func handBack(_ rows: [Int64]) async {
         do {
-            try await store.releaseUpstream(rows, holder: holder)
+            try await registry.releaseUpstream(rows, holder: holder)
         } catch {
             logger.warning("xmpp upstream messages not handed back", metadata: ["error": "\(String(describing: error).prefix(200))"])
         }
@@ -130,7 +129,7 @@ extension XMPPHub: Service {
     /// fail, the row lapses and comes again: at least once, as upstream messages are.
     func settle(_ row: Int64) async {
         do {
-            try await store.removeUpstream([row])
+            try await registry.removeUpstream([row])
         } catch {
             logger.warning("xmpp acknowledged message not removed", metadata: ["error": "\(String(describing: error).prefix(200))"])
         }
@@ -146,14 +145,14 @@ extension XMPPHub: Service {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.limits.upstreamPollInterval)
                 let expired = self.expireReceipts()
-                if !expired.isEmpty { try? await self.store.removeUpstream(expired) }
-                if self.hasRoom, (try? await self.store.waitingUpstream(project: nil, now: Date())) ?? 0 > 0 {
+                if !expired.isEmpty { try? await self.registry.removeUpstream(expired) }
+                if self.hasRoom, (try? await self.registry.waitingUpstream(in: nil)) ?? 0 > 0 {
                     self.ringForRoom()
                 }
                 if ContinuousClock.now - renewed > self.limits.upstreamLease / 3 {
                     renewed = .now
                     do {
-                        try await self.store.renewUpstream(
+                        try await self.registry.renewUpstream(
                             self.heldRows(), holder: self.holder, lease: self.limits.upstreamLease)
                     } catch {
                         self.logger.warning(

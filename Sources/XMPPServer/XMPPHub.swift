@@ -48,19 +48,6 @@ public final class XMPPHub: Sendable {
         public init() {}
     }
 
-    /// One connected, authenticated session.
-    public struct SessionInfo: Sendable {
-        public var id: String
-        public var project: Project
-        public var jid: String
-        public var connectedAt: Date
-        public var draining: Bool
-        /// Bound a resource: upstream messages may go to it.
-        public var bound: Bool
-        public var pendingDownstream: Int
-        public var unackedUpstream: Int
-    }
-
     enum Registration: Sendable {
         case registered(id: String)
         case tooManyConnections
@@ -73,15 +60,8 @@ public final class XMPPHub: Sendable {
         case tooManyPending
     }
 
-    /// Where an upstream message went.
-    public enum UpstreamDelivery: Sendable, Equatable {
-        case sent(connection: String)
-        case waiting(position: Int)
-        case queueFull
-    }
-
     private struct Session {
-        var info: SessionInfo
+        var info: AppServerSession
         let outbox: XMPPOutbox
         /// Upstream messages and receipts sent and not yet acknowledged, by message id, with their
         /// rows in the store.
@@ -124,8 +104,9 @@ public final class XMPPHub: Sendable {
     }
 
     public let limits: Limits
-    /// Where upstream messages wait and which server holds them.
-    let store: any UpstreamStore
+    /// Where upstream messages wait and which server holds them, through the registry's
+    /// `RegistryService+Upstream` (the hub never reaches the store itself).
+    let registry: RegistryService
     /// This server, as the holder of the messages its sessions were sent.
     let holder = "xmpp-" + UUID().uuidString.lowercased()
     private let state = Mutex(State())
@@ -133,9 +114,11 @@ public final class XMPPHub: Sendable {
     let pumping = Mutex(PumpState())
     let logger: Logger
 
-    public init(limits: Limits = Limits(), upstream store: any UpstreamStore, logger: Logger = Logger(label: "fcm-registry.xmpp")) {
+    public init(
+        limits: Limits = Limits(), registry: RegistryService, logger: Logger = Logger(label: "fcm-registry.xmpp")
+    ) {
         self.limits = limits
-        self.store = store
+        self.registry = registry
         self.logger = logger
     }
 
@@ -150,7 +133,7 @@ public final class XMPPHub: Sendable {
             let id = "c\(state.nextID)"
             state.nextID += 1
             state.sessions[project.rowID, default: [:]][id] = Session(
-                info: SessionInfo(
+                info: AppServerSession(
                     id: id, project: project, jid: jid, connectedAt: Date(), draining: false, bound: false,
                     pendingDownstream: 0, unackedUpstream: 0),
                 outbox: outbox)
@@ -187,7 +170,7 @@ public final class XMPPHub: Sendable {
         Task { await handBack(returned) }
     }
 
-    public func sessions(of project: Project) -> [SessionInfo] {
+    public func sessions(of project: Project) -> [AppServerSession] {
         state.withLock { state in
             (state.sessions[project.rowID] ?? [:]).values.map(\.info).sorted { $0.connectedAt < $1.connectedAt }
         }

@@ -1,7 +1,7 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
-import RegistryServer
 
 /// Options shared by listings: the page model of the HTTP API (`pageSize`, `pageToken`).
 struct PageOptions: ParsableArguments {
@@ -186,7 +186,7 @@ struct TokenCommand: AsyncParsableCommand {
                     let moved = try await registry.rekey(from, to: to, in: project)
                     results.append(Result(from: from, to: to, topics: moved.topics, groups: moved.groups))
                 } catch let error as RegistryError {
-                    results.append(Result(from: from, to: to, error: NativeWording.message(for: error)))
+                    results.append(Result(from: from, to: to, error: error.wording.message))
                 }
             }
             try printJSON(["results": results])

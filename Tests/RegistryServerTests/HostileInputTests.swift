@@ -11,6 +11,7 @@ import RegistrySQLite
 import Synchronization
 import TestBackends
 import Testing
+import XMPPServer
 
 #if canImport(Glibc)
 import Glibc
@@ -263,7 +264,9 @@ struct ConnectionTests {
         settings.headerTimeout = deadlines
         settings.bodyTimeout = deadlines
         settings.idleTimeout = .seconds(5)
-        let app = buildApplication(registry: fixture.registry, settings: settings, logger: Logger(label: "test"))
+        let app = buildApplication(
+            registry: fixture.registry, settings: settings, logger: Logger(label: "test"),
+            sessions: XMPPHub(registry: fixture.registry))
         try await app.test(.live) { client in
             try await body(try #require(client.port), fixture.key)
         }

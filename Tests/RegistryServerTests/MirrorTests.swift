@@ -7,6 +7,7 @@ import Registry
 import RegistryServer
 import TestBackends
 import Testing
+import XMPPServer
 
 /// The mirror of Google's device groups, against another fcm-registry playing Google: it issues
 /// the access tokens, checks the bearer and `project_id` on its `/fcm/notification`, and keeps
@@ -53,7 +54,8 @@ struct MirrorTests {
                 for: project)
             var settings = HTTPSettings()
             settings.port = 0
-            let app = buildApplication(registry: here, settings: settings, logger: Logger(label: "here"))
+            let app = buildApplication(
+                registry: here, settings: settings, logger: Logger(label: "here"), sessions: XMPPHub(registry: here))
             try await app.test(.router) { client in
                 try await body(
                     Harness(google: google, here: here, project: project, client: Fixture.Client(client: client, key: key)))

@@ -26,7 +26,9 @@ struct OpenAPITests {
     /// (method, path) of every route recorded, `:name` written `{name}`.
     private func routed() async throws -> Set<String> {
         let registry = try await RegistryService(store: TestBackend.makeStore())
-        let routes = routing(registry: registry, metrics: PrometheusCollectorRegistry(), xmpp: XMPPHub(upstream: registry.upstream)).routes
+        let routes = routing(
+            registry: registry, metrics: PrometheusCollectorRegistry(), sessions: XMPPHub(registry: registry)
+        ).routes
         return Set(
             routes.map { route in
                 let path = route.path.split(separator: "/", omittingEmptySubsequences: false).map { segment in

@@ -9,6 +9,7 @@ import RegistryServer
 import ServiceLifecycle
 import TestBackends
 import Testing
+import XMPPServer
 
 /// A relaying registry in front of an emulator registry that plays FCM: the emulator is served
 /// live on a loopback port (it issues the access tokens and judges the tokens, faults included),
@@ -60,7 +61,8 @@ struct RelayHarness: Sendable {
             let group = ServiceGroup(services: [worker], logger: Logger(label: "relay"))
             var settings = HTTPSettings()
             settings.port = 0
-            let app = buildApplication(registry: relay, settings: settings, logger: Logger(label: "relay"))
+            let app = buildApplication(
+                registry: relay, settings: settings, logger: Logger(label: "relay"), sessions: XMPPHub(registry: relay))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
                 do {

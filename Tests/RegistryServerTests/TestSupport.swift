@@ -8,6 +8,7 @@ import RegistryServer
 import RegistrySQLite
 import TestBackends
 import Testing
+import XMPPServer
 
 /// JSON as a comparable value, so tests state the exact bodies FCM sends and returns.
 enum JSON: Equatable, Sendable, Decodable, ExpressibleByStringLiteral, ExpressibleByDictionaryLiteral,
@@ -84,7 +85,9 @@ struct Fixture: Sendable {
         var settings = HTTPSettings()
         settings.port = 0
         settings.readyMaximumLag = readyMaximumLag
-        let app = buildApplication(registry: registry, settings: settings, logger: Logger(label: "test"))
+        let app = buildApplication(
+            registry: registry, settings: settings, logger: Logger(label: "test"),
+            sessions: XMPPHub(registry: registry))
         try await app.test(mode) { client in
             try await body(Client(client: client, key: key))
         }

@@ -20,9 +20,11 @@ struct XMPPAcrossServersTests {
         limits.upstreamPollInterval = .milliseconds(20)
         limits.upstreamLease = lease
         limits.receiptAckTimeout = receiptAckTimeout
-        var hubs = [XMPPHub(limits: limits, upstream: fixture.registry.upstream)]
+        var hubs = [XMPPHub(limits: limits, registry: fixture.registry)]
         for _ in 1..<count {
-            hubs.append(XMPPHub(limits: limits, upstream: try await TestBackend.reopen(backend)))
+            // Each server has a registry of its own over its own store, as `serve` does.
+            let registry = try await RegistryService(store: TestBackend.reopen(backend))
+            hubs.append(XMPPHub(limits: limits, registry: registry))
         }
         return (fixture, hubs)
     }

@@ -47,7 +47,7 @@ struct XMPPFixture: Sendable {
     static func listener(over fixture: Fixture, configuration: ServerConfiguration, tls: NIOSSLContext? = nil)
         -> (XMPPHub, XMPPListener, AsyncStream<Int>)
     {
-        let hub = XMPPHub(limits: configuration.xmpp.hub, upstream: fixture.registry.upstream)
+        let hub = XMPPHub(limits: configuration.xmpp.hub, registry: fixture.registry)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let listener = XMPPListener(
             registry: fixture.registry, hub: hub, host: "127.0.0.1", port: 0, tls: tls, settings: configuration.xmpp.settings,
@@ -60,7 +60,8 @@ struct XMPPFixture: Sendable {
     func http(_ body: @escaping @Sendable (Fixture.Client) async throws -> Void) async throws {
         var settings = HTTPSettings()
         settings.port = 0
-        let app = buildApplication(registry: fixture.registry, settings: settings, logger: Logger(label: "test"), xmpp: hub)
+        let app = buildApplication(
+            registry: fixture.registry, settings: settings, logger: Logger(label: "test"), sessions: hub)
         try await app.test(.router) { client in try await body(Fixture.Client(client: client, key: fixture.key)) }
     }
 
@@ -534,7 +535,7 @@ struct XMPPHubTests {
         var limits = XMPPHub.Limits()
         limits.pendingPerConnection = 2
         limits.receiptAckTimeout = .seconds(2)  // long enough for three writes on a loaded machine
-        let hub = XMPPHub(limits: limits, upstream: fixture.registry.upstream)
+        let hub = XMPPHub(limits: limits, registry: fixture.registry)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")
@@ -562,7 +563,7 @@ struct XMPPHubTests {
         let fixture = try await Fixture.make()
         var configuration = ServerConfiguration()
         configuration.xmpp.hub.pendingPerConnection = 2
-        let hub = XMPPHub(limits: configuration.xmpp.hub, upstream: fixture.registry.upstream)
+        let hub = XMPPHub(limits: configuration.xmpp.hub, registry: fixture.registry)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")

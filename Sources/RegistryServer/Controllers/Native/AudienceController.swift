@@ -1,4 +1,3 @@
-import AudienceEngine
 import Conditions
 import FCMWire
 import Foundation
@@ -133,7 +132,7 @@ struct AudienceController {
         // Decoding the body, checking the condition and encoding the report all grow with the
         // condition (up to 64 KiB of it): all three run as costly work, off the threads that answer
         // every other request.
-        return try await CostlyWork.run {
+        return try await registry.runCostly {
             let body = try JSONBody.decode(CheckRequest.self, from: buffer.readableBytesView)
             guard let condition = body.condition else { throw BadRequest("condition is required") }
             let dialect = try Self.dialect(body.dialect, default: .extended)

@@ -2,7 +2,6 @@ import FCMWire
 import Foundation
 import Hummingbird
 import Registry
-import XMPPServer
 
 /// XMPP validation, and what the message log recorded.
 struct MessageController {

@@ -2,14 +2,13 @@ import FCMWire
 import Foundation
 import Hummingbird
 import Registry
-import XMPP
-import XMPPServer
 
 /// Native endpoints for the XMPP side: an emulated device sends upstream, an operator sees and
-/// drains the project's sessions.
+/// drains the project's sessions. The sessions are the XMPP server's, reached through the seam
+/// (`AppServerSessions`) the composition root hands over.
 struct XMPPController {
     let registry: RegistryService
-    let hub: XMPPHub
+    let hub: any AppServerSessions
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/tokens/:token/upstream", .post, use: upstream)
@@ -65,11 +64,9 @@ struct XMPPController {
             throw RegistryError.tokenNotFound
         }
         let messageID = givenID ?? "u-" + UUID().uuidString.lowercased()
-        var json: [String: Any] = [
-            "category": body.category, "data": body.data, "message_id": messageID, "from": token,
-        ]
-        if let ttl = body.timeToLive ?? body.time_to_live { json["time_to_live"] = ttl }
-        let message = UpstreamMessage(messageID: messageID, json: CCSWire.json(json), isReceipt: false)
+        let message = UpstreamMessage.fromDevice(
+            token: token, category: body.category, data: body.data, messageID: messageID,
+            timeToLive: body.timeToLive ?? body.time_to_live)
         switch try await hub.deliver(message, to: project) {
         case .sent(let connection):
             return EditedResponse(
@@ -79,7 +76,7 @@ struct XMPPController {
                 status: .accepted, response: UpstreamResponse(messageId: messageID, status: "waiting", waiting: position))
         case .queueFull:
             throw ErrorEnvelope.unavailable(
-                .native, "\(hub.limits.waitingPerProject) upstream messages already wait for an XMPP session")
+                .native, "\(hub.waitingPerProject) upstream messages already wait for an XMPP session")
         }
     }
 
@@ -106,7 +103,7 @@ struct XMPPController {
                     id: $0.id, jid: $0.jid, connectedAt: $0.connectedAt, draining: $0.draining,
                     pendingDownstream: $0.pendingDownstream, unackedUpstream: $0.unackedUpstream)
             },
-            waitingUpstream: try await hub.waitingCount(of: project))
+            waitingUpstream: try await registry.waitingUpstream(in: project))
     }
 
     struct DrainRequest: Decodable {

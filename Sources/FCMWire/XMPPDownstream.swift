@@ -1,9 +1,9 @@
-import FCMWire
 import Foundation
 import Registry
 
 /// A downstream stanza's JSON through the pipeline, answered as an ack or a nack (table 4 of the
-/// XMPP reference): the legacy codec reads it, `RegistryService.send` decides.
+/// XMPP reference): the legacy codec reads it, `RegistryService.send` decides. Here, below both
+/// front ends, because the XMPP server answers with it and the HTTP API validates with it.
 public enum XMPPDownstream {
     public struct Answer {
         /// The ack or nack body.

@@ -1,0 +1,72 @@
+import Registry
+
+/// The words of a refusal (`RegistryError`) where an API family has none of FCM's own: the
+/// native API's message, legacy's text and v1's message, and the command line's line. The HTTP
+/// side puts them in each family's envelope and keeps only FCM's exact words for the cases FCM
+/// words otherwise; the command line says a refusal as `POST /api/…` would.
+public struct RefusalWording: Sendable, Equatable {
+    /// Which answer the refusal is: what the HTTP side turns into a status.
+    public enum Kind: Sendable, Equatable {
+        /// The request cannot be done as asked (400).
+        case invalid
+        /// What it names does not exist (404).
+        case notFound
+        /// What it would create exists already (409).
+        case conflict
+        /// Nothing was done; the same request may succeed shortly (503).
+        case unavailable
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// The request field at fault, for v1's field violations.
+    public var field: String?
+
+    public init(_ kind: Kind, _ message: String, field: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.field = field
+    }
+}
+
+extension RegistryError {
+    /// This refusal's words (see `RefusalWording`).
+    public var wording: RefusalWording {
+        switch self {
+        case .groupNameTaken: RefusalWording(.invalid, "notification_key already exists")
+        case .noValidRegistrationIds: RefusalWording(.invalid, "no valid registration ids")
+        case .groupNotFound: RefusalWording(.invalid, "notification_key not found")
+        case .groupNameMismatch:
+            RefusalWording(.invalid, "notification_key_name doesn't match the group name of the notification_key")
+        case .undecryptableKey: RefusalWording(.invalid, "Error decrypting GroupToken")
+        case .groupFull(let limit):
+            RefusalWording(.invalid, "too many registration ids: a device group holds at most \(limit) members")
+        case .invalidGroupName(let message): RefusalWording(.invalid, message, field: "notification_key_name")
+        case .invalidTopicName:
+            RefusalWording(.invalid, "Topic name must match [a-zA-Z0-9-_.~%]{1,900}", field: "topic_name")
+        case .malformedToken:
+            RefusalWording(.invalid, "a token is 1 to 4096 characters of A-Z a-z 0-9 _ : . -", field: "token")
+        case .tokenNotFound: RefusalWording(.notFound, "the token is not registered")
+        case .tooManyTopics(let limit):
+            RefusalWording(.invalid, "the token is already subscribed to the maximum of \(limit) topics")
+        case .subscriptionExists: RefusalWording(.conflict, "the token is already subscribed to the topic")
+        case .subscriptionNotFound: RefusalWording(.notFound, "no such subscription")
+        case .invalidProject(let message), .projectExists(let message): RefusalWording(.invalid, message)
+        case .projectNotFound(let name): RefusalWording(.notFound, "no project \(name)")
+        case .serverKeyNotFound: RefusalWording(.notFound, "no such server key")
+        case .serviceAccountNotFound: RefusalWording(.notFound, "no such service account")
+        case .messageNotFound:
+            RefusalWording(.notFound, "no logged message has this id: it was never sent here, or the log dropped it")
+        case .rekeyToSameToken:
+            RefusalWording(.invalid, "to must be another registration id than the token re-keyed", field: "to")
+        case .invalidPageToken:
+            RefusalWording(
+                .invalid, "pageToken is not one this listing issued: pass the previous page's nextPageToken",
+                field: "pageToken")
+        case .tooManyFaults(let limit):
+            RefusalWording(.invalid, "the server holds \(limit) faults already: delete some first")
+        case .storeBusy:
+            RefusalWording(.unavailable, "the database is locked by another process; try again shortly")
+        }
+    }
+}
