@@ -1,124 +1,83 @@
-import AudienceEngine
 import Foundation
 import PostgresNIO
 import Registry
 
-/// What users see of the relay: a message's counts and deliveries, and a project's queue.
+/// The statements behind what users see of the relay on PostgreSQL: a message's job, its
+/// delivery rows, and a project's relay and queue.
 extension PostgresStore {
-    public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
-        let counts = try await database.withConnection { connection in
+    public func listedJob(ofMessage id: String, in project: Int64) async throws -> ListedJob? {
+        try await database.withConnection { connection in
             try await connection.first(
                 #"""
-                SELECT outbox.recipients, outbox.delivered, outbox.failed
+                SELECT outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor, outbox.walked,
+                  outbox.direct
                 FROM message JOIN outbox ON outbox."messageId" = message.id
-                WHERE message."projectId" = \#(project.rowID) AND message."messageId" = \#(id)
-                """#, as: (Int64, Int64, Int64).self)
-        }
-        return counts.map { (recipients: Int64, delivered: Int64, failed: Int64) in
-            DeliveryCounts(pending: Int(recipients - delivered - failed), delivered: Int(delivered), failed: Int(failed))
+                WHERE message."projectId" = \#(project) AND message."messageId" = \#(id)
+                """#, as: (Int64, Int64, Int64, Int64, Int64, Int64, Bool).self
+            ).map {
+                ListedJob(
+                    id: $0.0, recipients: Int($0.1), delivered: Int($0.2), failed: Int($0.3), cursor: $0.4, walked: $0.5 != 0,
+                    isDirect: $0.6)
+            }
         }
     }
 
-    public func deliveries(
-        ofMessage id: String, in project: Project, state: DeliveryState, after: Int64?, limit: Int
-    ) async throws -> Page<DeliveryEntry>? {
+    public func deliveryRows(of job: Int64, state: DeliveryState, after: Int64, limit: Int) async throws
+        -> [DeliveryEntry]
+    {
         try await database.withConnection { connection in
-            guard
-                let (row, cursor, walked, direct) = try await connection.first(
-                    #"""
-                    SELECT outbox."messageId", outbox.cursor, outbox.walked, outbox.direct
-                    FROM message JOIN outbox ON outbox."messageId" = message.id
-                    WHERE message."projectId" = \#(project.rowID) AND message."messageId" = \#(id)
-                    """#, as: (Int64, Int64, Int64, Bool).self)
-            else { return nil }
             var entries: [DeliveryEntry] = []
-            let position = after ?? 0
-            if position < Self.walkPositions {
-                for try await (deliveryID, value, error, attempts) in try await connection.query(
-                    #"""
-                    SELECT delivery.id, COALESCE(delivery.token, token.value), delivery.error, delivery.attempts
-                    FROM delivery LEFT JOIN token ON token.id = delivery."tokenId"
-                    WHERE delivery."messageId" = \#(row) AND delivery.state = \#(state.rawValue) AND delivery.id > \#(position)
-                    ORDER BY delivery.id LIMIT \#(limit + 1)
-                    """#, logger: .silent
-                ).decode((Int64, String?, String?, Int32).self) {
-                    entries.append(
-                        DeliveryEntry(token: value ?? "", state: state, error: error, attempts: Int(attempts), position: deliveryID))
-                }
+            for try await (deliveryID, value, error, attempts) in try await connection.query(
+                #"""
+                SELECT delivery.id, COALESCE(delivery.token, token.value), delivery.error, delivery.attempts
+                FROM delivery LEFT JOIN token ON token.id = delivery."tokenId"
+                WHERE delivery."messageId" = \#(job) AND delivery.state = \#(state.rawValue) AND delivery.id > \#(after)
+                ORDER BY delivery.id LIMIT \#(limit)
+                """#, logger: .silent
+            ).decode((Int64, String?, String?, Int32).self) {
+                entries.append(
+                    DeliveryEntry(token: value ?? "", state: state, error: error, attempts: Int(attempts), position: deliveryID))
             }
-            // Pending also means not attempted yet: the rest of the recipients, after the cursor.
-            if state == .pending, walked == 0, entries.count <= limit {
-                let from = max(cursor, position - Self.walkPositions)
-                let ids = try await connection.recipients(of: row, after: from, limit: limit + 1 - entries.count)
-                for token in try await connection.tokens(ids) {
-                    entries.append(
-                        DeliveryEntry(token: token.value, state: .pending, error: nil, attempts: 0, position: Self.walkPositions + token.id))
-                }
-            }
-            // Delivered also means delivered at the first attempt of a walk, which left no row:
-            // the recipients up to the cursor without one.
-            var resumeAt: Int64?
-            if state == .delivered, !direct, entries.count <= limit {
-                (entries, resumeAt) = try await Self.deliveredByWalk(
-                    of: row, upTo: cursor, after: max(-1, position - Self.walkPositions), adding: entries, limit: limit,
-                    connection)
-            }
-            guard entries.count > limit else { return Page(items: entries, nextAfter: resumeAt.map { String($0) }) }
-            entries.removeLast(entries.count - limit)
-            return Page(items: entries, nextAfter: String(entries[entries.count - 1].position))
+            return entries
         }
     }
 
-    /// Adds to `entries` the walked recipients of a message (after `after`, up to `cursor`) that
-    /// have no delivery row, until there are `limit + 1`. A page reads at most `scanPages` times
-    /// its size of the walk: it then returns the position to go on from.
-    static func deliveredByWalk(
-        of message: Int64, upTo cursor: Int64, after: Int64, adding entries: [DeliveryEntry], limit: Int,
-        _ connection: PostgresConnection
-    ) async throws -> (entries: [DeliveryEntry], resumeAt: Int64?) {
-        var entries = entries
-        var walked = after
-        var scanned = 0
-        while entries.count <= limit, walked < cursor {
-            guard scanned < scanPages * (limit + 1) else { return (entries, walkPositions + walked) }
-            let ids = try await connection.recipients(of: message, after: walked, limit: limit + 1).filter { Int64($0) <= cursor }
-            guard let last = ids.last else { break }
-            scanned += ids.count
-            walked = Int64(last)
+    public func attemptedTokenIDs(of job: Int64, among ids: [UInt32]) async throws -> Set<Int64> {
+        try await database.withConnection { connection in
             var attempted: Set<Int64> = []
             for try await tokenID in try await connection.query(
                 #"""
-                SELECT "tokenId" FROM delivery WHERE "messageId" = \#(message) AND "tokenId" = ANY(\#(ids.map { Int32(bitPattern: $0) }))
+                SELECT "tokenId" FROM delivery WHERE "messageId" = \#(job) AND "tokenId" = ANY(\#(ids.map { Int32(bitPattern: $0) }))
                 """#, logger: .silent
             ).decode(Int32.self) { attempted.insert(Int64(tokenID)) }
-            for token in try await connection.tokens(ids.filter { !attempted.contains(Int64($0)) }) {
-                entries.append(
-                    DeliveryEntry(token: token.value, state: .delivered, error: nil, attempts: 1, position: walkPositions + token.id))
-            }
+            return attempted
         }
-        return (entries, nil)
     }
 
-    public func relayStatus(of project: Project) async throws -> RelayStatus? {
-        let now = EpochMilliseconds.now()
-        return try await database.withConnection { connection -> RelayStatus? in
-            guard
-                let (delivered, failed, pruned, paused, lastError, firebase, upstream) = try await connection.first(
-                    #"""
-                    SELECT delivered, failed, pruned, "pausedUntil", "lastError", "firebaseProjectId", upstream
-                    FROM relay WHERE "projectId" = \#(project.rowID)
-                    """#, as: (Int64, Int64, Int64, Int64?, String?, String, String).self)
-            else { return nil }
-            let (pending, inFlight) = try await connection.first(
+    public func relayRow(of project: Int64) async throws -> RelayRow? {
+        try await database.withConnection { connection in
+            try await connection.first(
+                #"""
+                SELECT delivered, failed, pruned, "pausedUntil", "lastError", "firebaseProjectId", upstream
+                FROM relay WHERE "projectId" = \#(project)
+                """#, as: (Int64, Int64, Int64, Int64?, String?, String, String).self
+            ).map {
+                RelayRow(
+                    delivered: Int($0.0), failed: Int($0.1), pruned: Int($0.2), pausedUntil: $0.3, lastError: $0.4,
+                    firebaseProjectID: $0.5, upstream: $0.6)
+            }
+        }
+    }
+
+    public func openQueue(of project: Int64, now: Int64) async throws -> (pending: Int, inFlight: Int) {
+        let (pending, inFlight) = try await database.withConnection { connection in
+            try await connection.first(
                 #"""
                 SELECT COALESCE(SUM(recipients - delivered - failed), 0)::bigint,
                        COUNT(*) FILTER (WHERE "claimedBy" IS NOT NULL AND "leaseUntil" >= \#(now))
-                FROM outbox WHERE "projectId" = \#(project.rowID) AND "finishedAt" IS NULL
+                FROM outbox WHERE "projectId" = \#(project) AND "finishedAt" IS NULL
                 """#, as: (Int64, Int64).self) ?? (Int64(0), Int64(0))
-            return RelayStatus(
-                projectID: project.projectId, pending: Int(pending), inFlight: Int(inFlight), delivered: Int(delivered),
-                failed: Int(failed), pruned: Int(pruned), pausedUntil: paused.flatMap { $0 > now ? EpochMilliseconds.date($0) : nil },
-                lastError: lastError, firebaseProjectID: firebase, upstream: upstream)
         }
+        return (Int(pending), Int(inFlight))
     }
 }
