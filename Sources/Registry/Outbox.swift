@@ -12,6 +12,9 @@ import Foundation
 /// Jobs are claimed with a lease: a server renews it with every page it records, and another
 /// server takes the job over once it expires. A page's outcomes, the cursor and the counts are
 /// one transaction, and only the claim's holder may record them.
+///
+/// A store does not write these rules: it conforms to `OutboxDriver` too, whose statements the
+/// rules in `OutboxEngine.swift` run, once for every store.
 public protocol OutboxStore: Sendable {
     /// Every relaying project's settings, by the project's row id.
     func relaySettings() async throws -> [Int64: RelaySettings]
