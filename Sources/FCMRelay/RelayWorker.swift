@@ -22,6 +22,7 @@ public final class RelayWorker: Service, Sendable {
     private let client: UpstreamClient
     private let accessTokens: AccessTokenCache
     private let pacer: ProjectPacer
+    private let budget: ProjectBudget
     private let settings: RelaySettingsCache
     /// The jobs being worked, by id.
     private let active = Mutex<[Int64: (job: OutboxJob, task: Task<Void, Never>)]>([:])
@@ -44,7 +45,8 @@ public final class RelayWorker: Service, Sendable {
         self.logger = logger
         client = try UpstreamClient(options: options)
         accessTokens = AccessTokenCache(client: client)
-        pacer = ProjectPacer(ratePerSecond: options.ratePerSecond, fullRound: options.pageSize)
+        pacer = ProjectPacer(fullRound: options.pageSize)
+        budget = ProjectBudget(store: registry.sendBudget, defaultRate: options.ratePerSecond)
         settings = RelaySettingsCache(outbox: registry.outbox)
     }
 
@@ -290,7 +292,7 @@ public final class RelayWorker: Service, Sendable {
         // the page, unrecorded, is tried again.
         let pageDeadline =
             options.requestTimeout * 2
-            + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(options.ratePerSecond) + 5)
+            + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(await budget.rate(of: job.project)) + 5)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -436,10 +438,10 @@ public final class RelayWorker: Service, Sendable {
         _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
         bearer: String
     ) async -> [Answer] {
-        let wait = pacer.reserve(job.project, count: attempts.count, direct: job.isDirect)
-        if wait > .zero { try? await Task.sleep(for: wait) }
         // A page cancelled at its deadline while waiting its turn sends nothing.
-        guard !Task.isCancelled else { return attempts.map { _ in .failure(CancellationError()) } }
+        guard await budget.take(job.project, count: attempts.count, direct: job.isDirect) else {
+            return attempts.map { _ in .failure(CancellationError()) }
+        }
         let pacer = pacer
         let project = job.project
         let gate = SendGate(
@@ -457,10 +459,8 @@ public final class RelayWorker: Service, Sendable {
     private func post(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
         async -> Answer
     {
-        let wait = pacer.reserve(job.project, direct: job.isDirect)
-        if wait > .zero { try? await Task.sleep(for: wait) }
         // Cancelled at the page's deadline while waiting its turn: nothing is sent.
-        guard !Task.isCancelled else { return .failure(CancellationError()) }
+        guard await budget.take(job.project, count: 1, direct: job.isDirect) else { return .failure(CancellationError()) }
         guard !pacer.isPaused(job.project) else { return .failure(NotSent()) }
         do {
             let answer = try await client.post(
