@@ -45,6 +45,19 @@ final class ProjectPacer: Sendable {
         }
     }
 
+    /// Takes a pause another server met and recorded: this server's requests of the project stop
+    /// too, and the slow start follows; nothing to report, it is recorded already.
+    func adopt(_ project: Int64, pausedFor duration: Duration) {
+        let until = ContinuousClock.now + duration
+        states.withLock { states in
+            var state = states[project] ?? PauseState()
+            guard (state.pausedUntil ?? .now) < until - .milliseconds(500) else { return }
+            state.pausedUntil = until
+            state.allowance = 1
+            states[project] = state
+        }
+    }
+
     /// The pause still to be logged and recorded, once: `nil` when it has been (or there is none).
     func takePauseReport(_ project: Int64) -> Duration? {
         let now = ContinuousClock.now

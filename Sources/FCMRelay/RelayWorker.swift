@@ -61,7 +61,12 @@ public final class RelayWorker: Service, Sendable {
         handoff.attach { [self] job in start(job) }
         await withGracefulShutdownHandler {
             var lastGauges = ContinuousClock.now - .seconds(60)
+            var lastPauses = ContinuousClock.now - .seconds(60)
             while !stopping.load(ordering: .relaxed) && !Task.isCancelled {
+                if ContinuousClock.now - lastPauses >= .milliseconds(500) {
+                    await adoptOtherServersPauses()
+                    lastPauses = .now
+                }
                 await claimWork()
                 if ContinuousClock.now - lastGauges >= .seconds(5) {
                     await updateGauges()
@@ -77,6 +82,17 @@ public final class RelayWorker: Service, Sendable {
         for working in active.withLock({ Array($0.values) }) { await working.task.value }
         for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
         try? await client.shutdown()
+    }
+
+    /// A quota pause another server met stops this server's requests of the project as well,
+    /// within half a second, not only its next claims.
+    private func adoptOtherServersPauses() async {
+        // A server whose projects do not relay (an emulator) reads nothing for it.
+        guard (try? await settings.settings().isEmpty) == false,
+            let paused = try? await registry.sendBudget.pausedProjects(at: Date()) else { return }
+        for (project, until) in paused {
+            pacer.adopt(project, pausedFor: .milliseconds(Int(max(0, until.timeIntervalSinceNow) * 1000)))
+        }
     }
 
     /// Claims what this server has room for, one job at a time, so that no project takes more

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Each project's budget of sends to FCM a second, shared by every server on the database.
 ///
 /// FCM's quota is the project's, whatever the number of servers sending for it. So the budget is
@@ -13,6 +15,9 @@ public protocol SendBudgetStore: Sendable {
     /// one transaction: the second's counter starts at zero, and never passes `rate`.
     /// - Returns: how many were taken; 0 when the second's budget is spent.
     func takeSendBudget(project: Int64, second: Int64, slice: Int, rate: Int) async throws -> Int
+    /// The projects whose quota pause (`OutboxStore.pause`, written by whichever server met FCM's
+    /// 429) lasts past `now`, and until when: every server stops their new requests too.
+    func pausedProjects(at now: Date) async throws -> [Int64: Date]
 }
 
 /// What a project may send a second: FCM's quota is 600,000 a minute.

@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 import Registry
 
@@ -46,6 +47,19 @@ extension PostgresStore: SendBudgetStore {
                 UPDATE "sendBudget" SET second = \#(second), used = \#(Int64(used + taken)) WHERE "projectId" = \#(project)
                 """#)
             return taken
+        }
+    }
+
+    public func pausedProjects(at now: Date) async throws -> [Int64: Date] {
+        try await database.withConnection { connection in
+            var paused: [Int64: Date] = [:]
+            for try await (project, until) in try await connection.query(
+                #"SELECT "projectId", "pausedUntil" FROM relay WHERE "pausedUntil" > \#(EpochMilliseconds.milliseconds(now))"#,
+                logger: .silent
+            ).decode((Int64, Int64).self) {
+                paused[project] = EpochMilliseconds.date(until)
+            }
+            return paused
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import Registry
 
@@ -37,6 +38,19 @@ extension SQLiteStore: SendBudgetStore {
                     """
             ).execute(arguments: [project, second, used + taken])
             return taken
+        }
+    }
+
+    public func pausedProjects(at now: Date) async throws -> [Int64: Date] {
+        try await read { db in
+            var paused: [Int64: Date] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT projectId, pausedUntil FROM relay WHERE pausedUntil > ?",
+                arguments: [EpochMilliseconds.milliseconds(now)])
+            {
+                paused[row[0]] = EpochMilliseconds.date(row[1])
+            }
+            return paused
         }
     }
 }

@@ -61,4 +61,27 @@ struct ProjectBudgetTests {
         #expect(try await store.takeSendBudget(project: project.rowID, second: 5, slice: 5, rate: 7) == 0)
         #expect(try await store.takeSendBudget(project: project.rowID, second: 6, slice: 5, rate: 7) == 5)
     }
+
+    /// A pause one server met and recorded reaches the others: they read it, and their own
+    /// requests of the project stop too, without recording it again.
+    @Test func aPauseRecordedByOneServerIsTakenByTheOthers() async throws {
+        let (_, project, store) = try await projectInStore()
+        try await store.setRelay(
+            RelaySettings(
+                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
+                tokenURI: "https://o/token", upstream: "https://u"), for: project)
+        #expect(try await store.pausedProjects(at: Date()).isEmpty)
+        let until = Date().addingTimeInterval(30)
+        try await store.pause(project: project.rowID, until: until, error: "QUOTA_EXCEEDED")
+        let paused = try await store.pausedProjects(at: Date())
+        #expect(paused.keys.sorted() == [project.rowID])
+        #expect(abs((paused[project.rowID] ?? .distantPast).timeIntervalSince(until)) < 0.01)
+        #expect(try await store.pausedProjects(at: until.addingTimeInterval(1)).isEmpty)
+
+        let pacer = ProjectPacer(fullRound: 8)
+        pacer.adopt(project.rowID, pausedFor: .seconds(30))
+        #expect(pacer.isPaused(project.rowID))
+        #expect(pacer.takePauseReport(project.rowID) == nil)  // recorded already, by the server that met it
+        #expect(pacer.admit(project.rowID, wanting: 100) == 1)
+    }
 }
