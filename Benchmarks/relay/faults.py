@@ -325,7 +325,7 @@ def twoservers(bench):
         (one if n % 2 == 0 else two).send_topic(key, "two", n)
     time.sleep(3)
     start, before = time.monotonic(), len(bench.standin.records())
-    time.sleep(10)
+    time.sleep(15)
     rate = (len(bench.standin.records()) - before) / (time.monotonic() - start)
     bench.check("twoservers", 200 <= rate <= 500,
                 f"two servers together sent {rate:.0f} a second for a project at --rate 400 (200–500)")

@@ -15,6 +15,7 @@ Needs the `h2` package (pip install h2); runs an asyncio loop in a thread of its
 
 import asyncio
 import json
+import logging
 import ssl
 import threading
 import time
@@ -35,6 +36,10 @@ QUOTA = (
     b'{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED","details":'
     b'[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"QUOTA_EXCEEDED"}]}}'
 )
+
+
+# A server killed mid-write leaves asyncio warning about each write to its dead socket.
+logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 class StandInFCM:

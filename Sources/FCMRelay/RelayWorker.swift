@@ -135,9 +135,10 @@ public final class RelayWorker: Service, Sendable {
     }
 
     /// Recipients a page reads: a page, or fewer while the slow start after a pause holds the
-    /// project to fewer.
-    private func roundSize(of job: OutboxJob) -> Int {
-        pacer.admit(job.project, wanting: options.pageSize)
+    /// project to fewer, and at most half the project's rate, so that a round is sent within the
+    /// second whose budget it took.
+    private func roundSize(of job: OutboxJob) async -> Int {
+        pacer.admit(job.project, wanting: min(options.pageSize, max(1, await budget.rate(of: job.project) / 2)))
     }
 
     private func leaseEnd() -> Date {
@@ -202,7 +203,7 @@ public final class RelayWorker: Service, Sendable {
                 ahead = nil
             } else {
                 page = try await outbox.nextAttempts(
-                    of: job, after: unrecorded?.page, now: Date(), limit: roundSize(of: job))
+                    of: job, after: unrecorded?.page, now: Date(), limit: await roundSize(of: job))
             }
             let gone = page.alreadyGone.map {
                 DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
@@ -280,7 +281,7 @@ public final class RelayWorker: Service, Sendable {
     {
         var previous = previous
         guard try await settle(&previous, of: job, in: project) else { return nil }
-        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: roundSize(of: job))
+        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: await roundSize(of: job))
     }
 
     /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
