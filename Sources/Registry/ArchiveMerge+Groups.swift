@@ -38,7 +38,9 @@ extension ArchiveMerge {
             return
         }
         for id in record.keyringIds {
-            guard let keyring = try await keyringRowID(id.keyring, in: project, projectId: record.project) else { continue }
+            guard let keyring = try await keyringRowID(id.keyring, in: project, projectId: record.project) else {
+                continue
+            }
             try await driver.mapKeyring(keyring, sourceGroup: id.group, to: groupID)
         }
         for key in record.notificationKeys { try await keep(key, naming: groupID, in: project) }

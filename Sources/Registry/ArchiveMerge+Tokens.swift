@@ -9,7 +9,8 @@ extension ArchiveMerge {
     /// The topic's id, created if missing and cached for the batch.
     func topicID(_ name: String, in project: Int64, createdAt: Date) async throws -> Int64 {
         if let id = topicIDs[project]?[name] { return id }
-        let (id, created) = try await driver.topic(name, in: project, createdAt: EpochMilliseconds.milliseconds(createdAt))
+        let (id, created) = try await driver.topic(
+            name, in: project, createdAt: EpochMilliseconds.milliseconds(createdAt))
         if created { tally.topics += 1 }
         topicIDs[project, default: [:]][name] = id
         return id
@@ -73,7 +74,8 @@ extension ArchiveMerge {
         guard !grown.isEmpty else { return }
         let over = try await driver.tokens(grown, withMoreTopicsThan: limits.topicsPerToken)
         if let first = over.compactMap({ lines[$0] }).min() {
-            throw ImportError(line: first, problem: "the token would have more than \(limits.topicsPerToken) topics here")
+            throw ImportError(
+                line: first, problem: "the token would have more than \(limits.topicsPerToken) topics here")
         }
     }
 
@@ -88,7 +90,8 @@ extension ArchiveMerge {
             rows[value] = (row.id, true, row.state == .registered)
         }
         tally.tokens += rows.count
-        log.record(.registered(project: project, tokens: rows.values.filter(\.registered).map { UInt32($0.id) }.sorted()))
+        log.record(
+            .registered(project: project, tokens: rows.values.filter(\.registered).map { UInt32($0.id) }.sorted()))
         let known = Array(Set(tokens.map(\.value).filter { rows[$0] == nil }))
         guard !known.isEmpty else { return rows }
         let found = try await driver.tokens(known, in: project)

@@ -107,7 +107,8 @@ public final class ArchiveMerge<Driver: ArchiveMergeDriver> {
         let existed: Bool
         if let (id, senderId) = try await driver.project(record.projectId) {
             guard senderId == record.senderId else {
-                throw ArchiveProblem("project \(record.projectId) is here with sender id \(senderId), not \(record.senderId)")
+                throw ArchiveProblem(
+                    "project \(record.projectId) is here with sender id \(senderId), not \(record.senderId)")
             }
             (rowID, existed) = (id, true)
         } else {
@@ -132,7 +133,8 @@ public final class ArchiveMerge<Driver: ArchiveMergeDriver> {
         }
         guard try await driver.keyringCount(of: rowID) <= Self.keyringsPerProject else {
             throw ArchiveProblem(
-                "project \(record.projectId) would have more than \(Self.keyringsPerProject) keyrings: each registry it came through adds one")
+                "project \(record.projectId) would have more than \(Self.keyringsPerProject) keyrings: each registry it came through adds one"
+            )
         }
     }
 
@@ -152,7 +154,9 @@ public final class ArchiveMerge<Driver: ArchiveMergeDriver> {
                 hash, createdAt: EpochMilliseconds.milliseconds(key.createdAt), revokedAt: revokedAt, of: project)
             return
         }
-        guard row.project == project else { throw ArchiveProblem("a server key of this project is another project's here") }
+        guard row.project == project else {
+            throw ArchiveProblem("a server key of this project is another project's here")
+        }
         if let revokedAt, row.revokedAt == nil { try await driver.revokeServerKey(hash, at: revokedAt) }
     }
 
@@ -160,11 +164,15 @@ public final class ArchiveMerge<Driver: ArchiveMergeDriver> {
     private func take(_ account: ServiceAccountArchive, of project: Int64, guarding guarded: String?) async throws {
         let revokedAt = account.revokedAt.map(EpochMilliseconds.milliseconds)
         guard let row = try await driver.serviceAccount(account.keyId) else {
-            if let guarded, revokedAt == nil { throw Self.newCredential("service account \(account.keyId)", of: guarded) }
+            if let guarded, revokedAt == nil {
+                throw Self.newCredential("service account \(account.keyId)", of: guarded)
+            }
             try await driver.insertServiceAccount(account, revokedAt: revokedAt, of: project)
             return
         }
-        guard row.project == project else { throw ArchiveProblem("service account \(account.keyId) is another project's here") }
+        guard row.project == project else {
+            throw ArchiveProblem("service account \(account.keyId) is another project's here")
+        }
         if let revokedAt, row.revokedAt == nil { try await driver.revokeServiceAccount(account.keyId, at: revokedAt) }
     }
 

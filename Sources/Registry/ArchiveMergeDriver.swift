@@ -26,8 +26,9 @@ public protocol ArchiveMergeDriver {
 
     /// Inserts a keyring unless the project has one with this fingerprint.
     /// - Returns: whether it inserted one.
-    func insertKeyring(_ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64)
-        async throws -> Bool
+    func insertKeyring(
+        _ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64
+    ) async throws -> Bool
     func keyringCount(of project: Int64) async throws -> Int
     /// The row id of the project's keyring with this fingerprint.
     func keyring(_ fingerprint: String, of project: Int64) async throws -> Int64?
@@ -66,7 +67,8 @@ public protocol ArchiveMergeDriver {
     /// Keeps a notification key issued elsewhere as a name of `group`, when the key names no
     /// group of the project yet.
     /// - Returns: whether it did.
-    func keepImportedKey(_ key: String, naming group: Int64, in project: Int64, at importedAt: Int64) async throws -> Bool
+    func keepImportedKey(_ key: String, naming group: Int64, in project: Int64, at importedAt: Int64) async throws
+        -> Bool
     /// The group a kept notification key names, if it names one.
     func groupNamed(byImportedKey key: String, in project: Int64) async throws -> (id: Int64, name: String)?
 

@@ -29,7 +29,8 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
 
     func serverKey(_ hash: [UInt8]) async throws -> CredentialRow? {
         try await connection.first(
-            #"SELECT "projectId", "revokedAt" FROM "serverKey" WHERE "keyHash" = \#(Data(hash))"#, as: (Int64, Int64?).self
+            #"SELECT "projectId", "revokedAt" FROM "serverKey" WHERE "keyHash" = \#(Data(hash))"#,
+            as: (Int64, Int64?).self
         ).map { CredentialRow(project: $0, revokedAt: $1) }
     }
 
@@ -42,12 +43,14 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
     }
 
     func revokeServerKey(_ hash: [UInt8], at revokedAt: Int64) async throws {
-        try await connection.run(#"UPDATE "serverKey" SET "revokedAt" = \#(revokedAt) WHERE "keyHash" = \#(Data(hash))"#)
+        try await connection.run(
+            #"UPDATE "serverKey" SET "revokedAt" = \#(revokedAt) WHERE "keyHash" = \#(Data(hash))"#)
     }
 
     func serviceAccount(_ keyId: String) async throws -> CredentialRow? {
         try await connection.first(
-            #"SELECT "projectId", "revokedAt" FROM "serviceAccount" WHERE "keyId" = \#(keyId)"#, as: (Int64, Int64?).self
+            #"SELECT "projectId", "revokedAt" FROM "serviceAccount" WHERE "keyId" = \#(keyId)"#,
+            as: (Int64, Int64?).self
         ).map { CredentialRow(project: $0, revokedAt: $1) }
     }
 
@@ -64,9 +67,9 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
         try await connection.run(#"UPDATE "serviceAccount" SET "revokedAt" = \#(revokedAt) WHERE "keyId" = \#(keyId)"#)
     }
 
-    func insertKeyring(_ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64)
-        async throws -> Bool
-    {
+    func insertKeyring(
+        _ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64
+    ) async throws -> Bool {
         try await connection.count(
             #"""
             INSERT INTO keyring ("projectId", fingerprint, secret, "sealedFor", "importedAt")
@@ -76,12 +79,15 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
     }
 
     func keyringCount(of project: Int64) async throws -> Int {
-        Int(try await connection.one(#"SELECT COUNT(*)::bigint FROM keyring WHERE "projectId" = \#(project)"#, as: Int64.self))
+        Int(
+            try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM keyring WHERE "projectId" = \#(project)"#, as: Int64.self))
     }
 
     func keyring(_ fingerprint: String, of project: Int64) async throws -> Int64? {
         try await connection.first(
-            #"SELECT id FROM keyring WHERE "projectId" = \#(project) AND fingerprint = \#(fingerprint)"#, as: Int64.self)
+            #"SELECT id FROM keyring WHERE "projectId" = \#(project) AND fingerprint = \#(fingerprint)"#, as: Int64.self
+        )
     }
 
     // MARK: - Topics and tokens
@@ -117,7 +123,8 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
             #"SELECT id, value, state, "updatedAt" FROM token WHERE "projectId" = \#(project) AND value = ANY(\#(values))"#,
             logger: .silent
         ).decode((Int32, String, String, Int64).self) {
-            found[value] = TokenRowState(id: Int64(id), state: TokenState(rawValue: state) ?? .registered, updatedAt: stamp)
+            found[value] = TokenRowState(
+                id: Int64(id), state: TokenState(rawValue: state) ?? .registered, updatedAt: stamp)
         }
         return found
     }
@@ -183,7 +190,9 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
     }
 
     func memberCount(of group: Int64) async throws -> Int {
-        Int(try await connection.one(#"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(group)"#, as: Int64.self))
+        Int(
+            try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(group)"#, as: Int64.self))
     }
 
     func deleteGroup(_ group: Int64) async throws {
@@ -198,7 +207,9 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
             """#)
     }
 
-    func keepImportedKey(_ key: String, naming group: Int64, in project: Int64, at importedAt: Int64) async throws -> Bool {
+    func keepImportedKey(_ key: String, naming group: Int64, in project: Int64, at importedAt: Int64) async throws
+        -> Bool
+    {
         try await connection.count(
             #"""
             INSERT INTO "importedKey" ("projectId", "notificationKey", "groupId", "importedAt")

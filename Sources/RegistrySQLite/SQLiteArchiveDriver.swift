@@ -27,8 +27,10 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
     }
 
     func serverKey(_ hash: [UInt8]) throws -> CredentialRow? {
-        try Row.fetchOne(db, sql: "SELECT projectId, revokedAt FROM serverKey WHERE keyHash = ?", arguments: [Data(hash)])
-            .map { CredentialRow(project: $0["projectId"], revokedAt: $0["revokedAt"]) }
+        try Row.fetchOne(
+            db, sql: "SELECT projectId, revokedAt FROM serverKey WHERE keyHash = ?", arguments: [Data(hash)]
+        )
+        .map { CredentialRow(project: $0["projectId"], revokedAt: $0["revokedAt"]) }
     }
 
     func insertServerKey(_ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, of project: Int64) throws {
@@ -63,9 +65,9 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
         try db.execute(sql: "UPDATE serviceAccount SET revokedAt = ? WHERE keyId = ?", arguments: [revokedAt, keyId])
     }
 
-    func insertKeyring(_ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64)
-        throws -> Bool
-    {
+    func insertKeyring(
+        _ fingerprint: String, secret: [UInt8], sealedFor: Int64, of project: Int64, at importedAt: Int64
+    ) throws -> Bool {
         try db.execute(
             sql: """
                 INSERT INTO keyring (projectId, fingerprint, secret, sealedFor, importedAt) VALUES (?, ?, ?, ?, ?)
@@ -89,11 +91,13 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
 
     func topic(_ name: String, in project: Int64, createdAt: Int64) throws -> (id: Int64, created: Bool) {
         try db.cachedStatement(
-            sql: "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?) ON CONFLICT (projectId, name) DO NOTHING"
+            sql:
+                "INSERT INTO topic (projectId, name, createdAt) VALUES (?, ?, ?) ON CONFLICT (projectId, name) DO NOTHING"
         ).execute(arguments: [project, name, createdAt])
         if db.changesCount > 0 { return (db.lastInsertedRowID, true) }
         let id = try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT id FROM topic WHERE projectId = ? AND name = ?"), arguments: [project, name])
+            db.cachedStatement(sql: "SELECT id FROM topic WHERE projectId = ? AND name = ?"),
+            arguments: [project, name])
         return (id!, false)
     }
 
@@ -105,16 +109,20 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
                 """)
         var inserted: [String: TokenRowState] = [:]
         for token in tokens {
-            try insert.execute(arguments: [project, token.value, token.state.rawValue, token.createdAt, token.updatedAt])
+            try insert.execute(arguments: [
+                project, token.value, token.state.rawValue, token.createdAt, token.updatedAt,
+            ])
             if db.changesCount > 0 {
-                inserted[token.value] = TokenRowState(id: db.lastInsertedRowID, state: token.state, updatedAt: token.updatedAt)
+                inserted[token.value] = TokenRowState(
+                    id: db.lastInsertedRowID, state: token.state, updatedAt: token.updatedAt)
             }
         }
         return inserted
     }
 
     func tokens(_ values: [String], in project: Int64) throws -> [String: TokenRowState] {
-        let select = try db.cachedStatement(sql: "SELECT id, state, updatedAt FROM token WHERE projectId = ? AND value = ?")
+        let select = try db.cachedStatement(
+            sql: "SELECT id, state, updatedAt FROM token WHERE projectId = ? AND value = ?")
         var found: [String: TokenRowState] = [:]
         for value in values {
             guard let row = try Row.fetchOne(select, arguments: [project, value]) else { continue }
@@ -149,12 +157,15 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
 
     func group(_ name: String, in project: Int64) throws -> Int64? {
         try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT id FROM deviceGroup WHERE projectId = ? AND name = ?"), arguments: [project, name])
+            db.cachedStatement(sql: "SELECT id FROM deviceGroup WHERE projectId = ? AND name = ?"),
+            arguments: [project, name])
     }
 
     func insertGroup(_ name: String, createdAt: Int64, complete: Bool, in project: Int64) throws -> Int64 {
-        try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt, complete) VALUES (?, ?, ?, ?)")
-            .execute(arguments: [project, name, createdAt, complete])
+        try db.cachedStatement(
+            sql: "INSERT INTO deviceGroup (projectId, name, createdAt, complete) VALUES (?, ?, ?, ?)"
+        )
+        .execute(arguments: [project, name, createdAt, complete])
         return db.lastInsertedRowID
     }
 
@@ -174,7 +185,8 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
     }
 
     func memberCount(of group: Int64) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?"), arguments: [group])
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?"), arguments: [group])
             ?? 0
     }
 
