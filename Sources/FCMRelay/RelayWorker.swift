@@ -37,6 +37,8 @@ public final class RelayWorker: Service, Sendable {
     /// Fan-outs of one project worked at once: they share the project's rate, so more would
     /// only keep other projects waiting.
     static let jobsPerProject = jobsAtOnce / 2
+    /// How long a fan-out is worked before it goes back to the outbox, behind those waiting.
+    static let turn: Duration = .seconds(5)
 
     public init(registry: RegistryService, options: RelayOptions, handoff: RelayHandoff, logger: Logger) throws {
         self.registry = registry
@@ -174,6 +176,7 @@ public final class RelayWorker: Service, Sendable {
         var outages = 0
         var unrecorded: SentPage?
         var ahead: AttemptPage?
+        let started = ContinuousClock.now
         while true {
             guard let project = try await project(job.project) else { return }
             guard let relay = try await settings.settings()[job.project] else {
@@ -181,7 +184,11 @@ public final class RelayWorker: Service, Sendable {
                 // sent and not recorded yet counts as failed with the rest).
                 return
             }
-            if stopping.load(ordering: .relaxed) {
+            // Stopping, or this fan-out has had its turn: the page sent is recorded and the job goes
+            // back, behind the project's fan-outs that wait (claims go by `notBefore`), so a
+            // project's fan-outs share its rate in turns rather than the oldest taking it all.
+            let turnOver = !job.isDirect && ContinuousClock.now - started >= Self.turn
+            if stopping.load(ordering: .relaxed) || (turnOver && !handoff.isAwaited(job.id)) {
                 guard try await settle(&unrecorded, of: job, in: project) else { return }
                 try await outbox.release(job, claimant: me, notBefore: Date())
                 return

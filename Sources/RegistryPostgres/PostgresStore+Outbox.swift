@@ -124,7 +124,7 @@ extension PostgresStore: OutboxStore {
                       AND (outbox."claimedBy" IS NULL OR outbox."leaseUntil" < \#(time))
                       AND (relay."pausedUntil" IS NULL OR relay."pausedUntil" <= \#(time))
                       AND outbox."projectId" <> ALL(\#(skipped))
-                    ORDER BY outbox."messageId" LIMIT \#(limit)
+                    ORDER BY outbox."notBefore", outbox."messageId" LIMIT \#(limit)
                     FOR UPDATE OF outbox SKIP LOCKED)
                   RETURNING "messageId", "projectId", template, deadline, direct)
                 SELECT taken."messageId", message."messageId", taken."projectId", taken.template, taken.deadline, taken.direct

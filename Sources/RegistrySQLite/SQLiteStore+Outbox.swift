@@ -132,7 +132,7 @@ extension SQLiteStore: OutboxStore {
                       AND (outbox.claimedBy IS NULL OR outbox.leaseUntil < ?)
                       AND (relay.pausedUntil IS NULL OR relay.pausedUntil <= ?)
                       AND outbox.projectId NOT IN (SELECT value FROM json_each(?))
-                    ORDER BY outbox.messageId LIMIT ?
+                    ORDER BY outbox.notBefore, outbox.messageId LIMIT ?
                     """, arguments: [time, time, time, skipped, limit])
             var jobs: [OutboxJob] = []
             for id in ids {
