@@ -22,6 +22,7 @@ public final class RelayWorker: Service, Sendable {
     private let client: UpstreamClient
     private let accessTokens: AccessTokenCache
     private let pacer: ProjectPacer
+    private let budget: ProjectBudget
     private let settings: RelaySettingsCache
     /// The jobs being worked, by id.
     private let active = Mutex<[Int64: (job: OutboxJob, task: Task<Void, Never>)]>([:])
@@ -36,6 +37,8 @@ public final class RelayWorker: Service, Sendable {
     /// Fan-outs of one project worked at once: they share the project's rate, so more would
     /// only keep other projects waiting.
     static let jobsPerProject = jobsAtOnce / 2
+    /// How long a fan-out is worked before it goes back to the outbox, behind those waiting.
+    static let turn: Duration = .seconds(5)
 
     public init(registry: RegistryService, options: RelayOptions, handoff: RelayHandoff, logger: Logger) throws {
         self.registry = registry
@@ -44,7 +47,8 @@ public final class RelayWorker: Service, Sendable {
         self.logger = logger
         client = try UpstreamClient(options: options)
         accessTokens = AccessTokenCache(client: client)
-        pacer = ProjectPacer(ratePerSecond: options.ratePerSecond, fullRound: options.pageSize)
+        pacer = ProjectPacer(fullRound: options.pageSize)
+        budget = ProjectBudget(store: registry.sendBudget, defaultRate: options.ratePerSecond)
         settings = RelaySettingsCache(outbox: registry.outbox)
     }
 
@@ -59,7 +63,12 @@ public final class RelayWorker: Service, Sendable {
         handoff.attach { [self] job in start(job) }
         await withGracefulShutdownHandler {
             var lastGauges = ContinuousClock.now - .seconds(60)
+            var lastPauses = ContinuousClock.now - .seconds(60)
             while !stopping.load(ordering: .relaxed) && !Task.isCancelled {
+                if ContinuousClock.now - lastPauses >= .milliseconds(500) {
+                    await adoptOtherServersPauses()
+                    lastPauses = .now
+                }
                 await claimWork()
                 if ContinuousClock.now - lastGauges >= .seconds(5) {
                     await updateGauges()
@@ -75,6 +84,17 @@ public final class RelayWorker: Service, Sendable {
         for working in active.withLock({ Array($0.values) }) { await working.task.value }
         for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
         try? await client.shutdown()
+    }
+
+    /// A quota pause another server met stops this server's requests of the project as well,
+    /// within half a second, not only its next claims.
+    private func adoptOtherServersPauses() async {
+        // A server whose projects do not relay (an emulator) reads nothing for it.
+        guard (try? await settings.settings().isEmpty) == false,
+            let paused = try? await registry.sendBudget.pausedProjects(at: Date()) else { return }
+        for (project, until) in paused {
+            pacer.adopt(project, pausedFor: .milliseconds(Int(max(0, until.timeIntervalSinceNow) * 1000)))
+        }
     }
 
     /// Claims what this server has room for, one job at a time, so that no project takes more
@@ -117,9 +137,10 @@ public final class RelayWorker: Service, Sendable {
     }
 
     /// Recipients a page reads: a page, or fewer while the slow start after a pause holds the
-    /// project to fewer.
-    private func roundSize(of job: OutboxJob) -> Int {
-        pacer.admit(job.project, wanting: options.pageSize)
+    /// project to fewer, and at most half the project's rate, so that a round is sent within the
+    /// second whose budget it took.
+    private func roundSize(of job: OutboxJob) async -> Int {
+        pacer.admit(job.project, wanting: min(options.pageSize, max(1, await budget.rate(of: job.project) / 2)))
     }
 
     private func leaseEnd() -> Date {
@@ -155,6 +176,7 @@ public final class RelayWorker: Service, Sendable {
         var outages = 0
         var unrecorded: SentPage?
         var ahead: AttemptPage?
+        let started = ContinuousClock.now
         while true {
             guard let project = try await project(job.project) else { return }
             guard let relay = try await settings.settings()[job.project] else {
@@ -162,7 +184,11 @@ public final class RelayWorker: Service, Sendable {
                 // sent and not recorded yet counts as failed with the rest).
                 return
             }
-            if stopping.load(ordering: .relaxed) {
+            // Stopping, or this fan-out has had its turn: the page sent is recorded and the job goes
+            // back, behind the project's fan-outs that wait (claims go by `notBefore`), so a
+            // project's fan-outs share its rate in turns rather than the oldest taking it all.
+            let turnOver = !job.isDirect && ContinuousClock.now - started >= Self.turn
+            if stopping.load(ordering: .relaxed) || (turnOver && !handoff.isAwaited(job.id)) {
                 guard try await settle(&unrecorded, of: job, in: project) else { return }
                 try await outbox.release(job, claimant: me, notBefore: Date())
                 return
@@ -184,7 +210,7 @@ public final class RelayWorker: Service, Sendable {
                 ahead = nil
             } else {
                 page = try await outbox.nextAttempts(
-                    of: job, after: unrecorded?.page, now: Date(), limit: roundSize(of: job))
+                    of: job, after: unrecorded?.page, now: Date(), limit: await roundSize(of: job))
             }
             let gone = page.alreadyGone.map {
                 DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
@@ -262,7 +288,7 @@ public final class RelayWorker: Service, Sendable {
     {
         var previous = previous
         guard try await settle(&previous, of: job, in: project) else { return nil }
-        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: roundSize(of: job))
+        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: await roundSize(of: job))
     }
 
     /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
@@ -290,7 +316,7 @@ public final class RelayWorker: Service, Sendable {
         // the page, unrecorded, is tried again.
         let pageDeadline =
             options.requestTimeout * 2
-            + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(options.ratePerSecond) + 5)
+            + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(await budget.rate(of: job.project)) + 5)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -436,10 +462,10 @@ public final class RelayWorker: Service, Sendable {
         _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
         bearer: String
     ) async -> [Answer] {
-        let wait = pacer.reserve(job.project, count: attempts.count, direct: job.isDirect)
-        if wait > .zero { try? await Task.sleep(for: wait) }
         // A page cancelled at its deadline while waiting its turn sends nothing.
-        guard !Task.isCancelled else { return attempts.map { _ in .failure(CancellationError()) } }
+        guard await budget.take(job.project, count: attempts.count, direct: job.isDirect) else {
+            return attempts.map { _ in .failure(CancellationError()) }
+        }
         let pacer = pacer
         let project = job.project
         let gate = SendGate(
@@ -457,10 +483,8 @@ public final class RelayWorker: Service, Sendable {
     private func post(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
         async -> Answer
     {
-        let wait = pacer.reserve(job.project, direct: job.isDirect)
-        if wait > .zero { try? await Task.sleep(for: wait) }
         // Cancelled at the page's deadline while waiting its turn: nothing is sent.
-        guard !Task.isCancelled else { return .failure(CancellationError()) }
+        guard await budget.take(job.project, count: 1, direct: job.isDirect) else { return .failure(CancellationError()) }
         guard !pacer.isPaused(job.project) else { return .failure(NotSent()) }
         do {
             let answer = try await client.post(

@@ -12,6 +12,18 @@ extension RegistryService {
         return settings
     }
 
+    /// Gives the project a rate toward FCM of its own (within `SendRate.range`), held by all
+    /// servers on the database together; `nil` leaves it to `serve --relay-rate`.
+    public func setSendRate(projectId: String, rate: Int?) async throws {
+        precondition(rate.map(SendRate.range.contains) ?? true, "a rate outside SendRate.range")
+        try await sendBudget.setSendRate(rate, for: try await project(named: projectId))
+    }
+
+    /// The project's own rate toward FCM; `nil` when it has none (`serve --relay-rate` holds).
+    public func sendRate(of project: Project) async throws -> Int? {
+        try await sendBudget.sendRates()[project.rowID]
+    }
+
     /// Turns delivery off: what is still pending fails with `RELAY_OFF`.
     public func turnRelayOff(projectId: String) async throws {
         try await outbox.setRelay(nil, for: try await project(named: projectId))

@@ -14,6 +14,8 @@ public struct RegistryService: Sendable {
     package let archive: any ArchiveStore
     /// The relay's settings and durable work.
     package let outbox: any OutboxStore
+    /// Each project's rate toward FCM, and the budget all servers take their sends from.
+    package let sendBudget: any SendBudgetStore
     /// Upstream messages and receipts on their way to an XMPP session on any server; front ends
     /// reach them through `RegistryService+Upstream`.
     package let upstream: any UpstreamStore
@@ -57,6 +59,7 @@ public struct RegistryService: Sendable {
         messageLog = store
         archive = store
         outbox = store
+        sendBudget = store
         upstream = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)

@@ -15,7 +15,7 @@ enum PostgresMigrations {
 
     /// `(name, statements)`, in order.
     static let all: [(name: String, statements: [String])] = [
-        ("v1-registry", v1), ("v2-concurrent-writes", v2), ("v3-mirror", v3),
+        ("v1-registry", v1), ("v2-concurrent-writes", v2), ("v3-mirror", v3), ("v4-send-budget", v4),
     ]
 
     /// Applies the migrations `connection`'s database lacks.
@@ -382,6 +382,19 @@ enum PostgresMigrations {
     /// are dropped, and the pruning mark moved past every counter position, so a checkpoint from
     /// before reloads its index from the tables. Servers of the version before must be stopped
     /// before one of this version starts: the two do not share a feed.
+    /// Each project's own rate toward FCM (`project relay --rate`), and the budget of the current
+    /// second that every server on the database takes its sends from.
+    static let v4: [String] = [
+        """
+        CREATE TABLE "sendBudget" (
+          "projectId" bigint PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+          rate integer,
+          second bigint NOT NULL DEFAULT 0,
+          used bigint NOT NULL DEFAULT 0
+        )
+        """
+    ]
+
     /// The mirror of Google's device groups (`project mirror`), and whether a group may have
     /// members at Google this database has not seen (first met through a mirrored add or remove).
     static let v3: [String] = [

@@ -100,7 +100,7 @@ extension PostgresStore: OutboxStore, OutboxDriver {
                       AND (outbox."claimedBy" IS NULL OR outbox."leaseUntil" < \#(now))
                       AND (relay."pausedUntil" IS NULL OR relay."pausedUntil" <= \#(now))
                       AND outbox."projectId" <> ALL(\#(skipping))
-                    ORDER BY outbox."messageId" LIMIT \#(limit)
+                    ORDER BY outbox."notBefore", outbox."messageId" LIMIT \#(limit)
                     FOR UPDATE OF outbox SKIP LOCKED)
                   RETURNING "messageId", "projectId", template, deadline, direct)
                 SELECT taken."messageId", message."messageId", taken."projectId", taken.template, taken.deadline, taken.direct

@@ -40,6 +40,9 @@ enum Migrations {
         migrator.registerMigration("v9 mirror of Google's device groups", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v9)
         }
+        migrator.registerMigration("v10 send budget", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v10)
+        }
         return migrator
     }
 
@@ -374,5 +377,16 @@ enum Migrations {
           createdAt INTEGER NOT NULL
         );
         ALTER TABLE deviceGroup ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
+        """
+
+    /// Each project's own rate toward FCM (`project relay --rate`), and the budget of the current
+    /// second that every server on the database takes its sends from.
+    private static let v10 = """
+        CREATE TABLE sendBudget (
+          projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+          rate INTEGER,
+          second INTEGER NOT NULL DEFAULT 0,
+          used INTEGER NOT NULL DEFAULT 0
+        );
         """
 }

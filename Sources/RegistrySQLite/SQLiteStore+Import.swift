@@ -4,26 +4,20 @@ import Registry
 
 /// `import` and `import-groups`, and the notification keys they bring.
 extension SQLiteStore {
-    /// The batch in one savepoint; with `rollingBack`, the savepoint is rolled back once every
-    /// record was taken (`CheckedBatch` carries the tally out).
+    /// The batch in one savepoint, merged by the shared rules (`ArchiveMerge`) over this store's
+    /// statements; with `rollingBack`, the savepoint is rolled back once every record was taken.
     public func importBatch(
         _ records: [NumberedRecord], limits: Limits, ownSecret: [UInt8], mergingCredentials: Bool, rollingBack: Bool
     ) async throws -> Committed<ImportTally> {
         try await committing { db, log in
-            var importer = ArchiveImporter(
-                db: db, log: log, limits: limits, ownSecret: ownSecret, mergingCredentials: mergingCredentials)
-            for numbered in records {
-                do {
-                    try importer.take(numbered.record)
-                } catch let problem as ArchiveProblem {
-                    throw ImportError(line: numbered.line, problem: problem.message)
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                    throw ImportError(line: numbered.line, problem: "conflicts with what is here: \(error.message ?? "")")
-                }
+            // Used only on this thread: the merge's jobs run here, inside this write.
+            nonisolated(unsafe) let db = db
+            nonisolated(unsafe) let log = log
+            return try WriterThreadExecutor.run {
+                try await ArchiveMerge.run(
+                    records, over: SQLiteArchiveDriver(db: db), log: log, limits: limits, ownSecret: ownSecret,
+                    mergingCredentials: mergingCredentials, rollingBack: rollingBack)
             }
-            importer.finish()
-            if rollingBack { throw CheckedBatch(tally: importer.tally) }
-            return importer.tally
         }
     }
 

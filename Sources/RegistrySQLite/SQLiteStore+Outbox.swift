@@ -92,7 +92,7 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
                       AND (outbox.claimedBy IS NULL OR outbox.leaseUntil < ?)
                       AND (relay.pausedUntil IS NULL OR relay.pausedUntil <= ?)
                       AND outbox.projectId NOT IN (SELECT value FROM json_each(?))
-                    ORDER BY outbox.messageId LIMIT ?
+                    ORDER BY outbox.notBefore, outbox.messageId LIMIT ?
                     """, arguments: [now, now, now, skipped, limit])
             var jobs: [OutboxJob] = []
             for id in ids {

@@ -184,6 +184,8 @@ struct ProjectCommand: AsyncParsableCommand {
         var pruned: Int?
         var paused_until: Date?
         var last_error: String?
+        /// Sends a second for all servers together; `nil`: serve's `--relay-rate`.
+        var rate: Int?
 
         init(_ settings: RelaySettings, status: RelayStatus?) {
             firebase_project_id = settings.firebaseProjectID
@@ -237,6 +239,7 @@ struct ProjectCommand: AsyncParsableCommand {
             var relay: RelayState?
             if let settings = try await registry.relaySettings(of: chosen) {
                 relay = RelayState(settings, status: try await registry.relayStatus(in: chosen))
+                relay?.rate = try await registry.sendRate(of: chosen)
             }
             try printJSON(
                 Shown(
@@ -250,7 +253,9 @@ struct ProjectCommand: AsyncParsableCommand {
             discussion: """
                 FILE is the Firebase project's service-account key, as the Firebase console downloads it: messages \
                 go to its project_id, with access tokens from its token_uri. The key is kept in the database and \
-                never printed. A running server takes the change within a second. See docs/relay.md.
+                never printed. --rate N holds the project to N sends a second to FCM, for all servers on the \
+                database together (alone, it changes just the rate). A running server takes the change within a \
+                second. See docs/relay.md.
                 """)
 
         @OptionGroup var project: ProjectOption
@@ -258,21 +263,40 @@ struct ProjectCommand: AsyncParsableCommand {
         var serviceAccount: String?
         @Option(help: "The FCM API's base URL, for a proxy or an emulator.")
         var upstream: String = RelaySettings.googleUpstream
+        @Option(
+            help:
+                "Sends a second to FCM for this project, all servers together (default: serve's --relay-rate; FCM's quota is 10000)."
+        )
+        var rate: Int?
         @Flag(help: "Turn delivery off: what is still pending fails with RELAY_OFF.") var off = false
         @OptionGroup var database: DatabaseOptions
 
         func validate() throws {
-            guard off != (serviceAccount != nil) else {
-                throw ValidationError("give --service-account FILE to turn delivery on, or --off to turn it off")
+            guard off != (serviceAccount != nil || rate != nil) else {
+                throw ValidationError(
+                    "give --service-account FILE (and --rate N) to turn delivery on, --rate N to change its rate, or --off to turn it off")
+            }
+            if let rate, !SendRate.range.contains(rate) {
+                throw ValidationError("--rate must be between 1 and \(SendRate.range.upperBound) sends a second")
             }
         }
 
         func run() async throws {
             let registry = try await database.openRegistry()
             let chosen = try await project.resolve(in: registry)
-            guard let serviceAccount else {
+            if off {
                 try await registry.turnRelayOff(projectId: chosen.projectId)
                 print("relay off for \(chosen.projectId)")
+                return
+            }
+            guard let serviceAccount else {
+                guard let settings = try await registry.relaySettings(of: chosen) else {
+                    throw ValidationError("\(chosen.projectId) does not relay: give --service-account FILE as well")
+                }
+                try await registry.setSendRate(projectId: chosen.projectId, rate: rate)
+                var state = RelayState(settings, status: nil)
+                state.rate = rate
+                try printJSON(state)
                 return
             }
             guard let data = FileManager.default.contents(atPath: serviceAccount) else {
@@ -281,7 +305,10 @@ struct ProjectCommand: AsyncParsableCommand {
             do {
                 let settings = try await registry.setRelay(
                     projectId: chosen.projectId, serviceAccountJSON: data, upstream: upstream)
-                try printJSON(RelayState(settings, status: nil))
+                if let rate { try await registry.setSendRate(projectId: chosen.projectId, rate: rate) }
+                var state = RelayState(settings, status: nil)
+                state.rate = try await registry.sendRate(of: chosen)
+                try printJSON(state)
             } catch let error as RelaySetupError {
                 throw ValidationError(error.description)
             }

@@ -257,6 +257,28 @@ struct CommandLineTests {
                 """)
     }
 
+    @Test("project relay --rate gives a project its own budget; out of range or on a project that does not relay, it is refused")
+    func relayRate() async throws {
+        let folder = try Folder()
+        try await folder.createProject()
+        let file = folder.path("sa.json")
+        let account = try await folder.run(["project", "service-account", "--project-id", "p", "--output", file])
+        try #require(account.status == 0, "\(account.stderr)")
+        let alone = try await folder.run(["project", "relay", "--project-id", "p", "--rate", "400"])
+        #expect(alone.status != 0)
+        #expect(alone.stderr.contains("does not relay"))
+        let zero = try await folder.run(["project", "relay", "--project-id", "p", "--service-account", file, "--rate", "0"])
+        #expect(zero.status != 0)
+        #expect(zero.stderr.contains("--rate must be between 1 and 10000000"))
+        let on = try await folder.run(["project", "relay", "--project-id", "p", "--service-account", file, "--rate", "400"])
+        try #require(on.status == 0, "\(on.stderr)")
+        #expect(try Self.json(on.stdout)["rate"] as? Int == 400)
+        let changed = try await folder.run(["project", "relay", "--project-id", "p", "--rate", "250"])
+        #expect(changed.status == 0)
+        let shown = try await folder.run(["project", "show", "--project-id", "p"])
+        #expect((try Self.json(shown.stdout)["relay"] as? [String: Any])?["rate"] as? Int == 250)
+    }
+
     /// The checkout the tests' executable was built in.
     static let checkout = URL(fileURLWithPath: ServeProcess.binary).deletingLastPathComponent()
         .deletingLastPathComponent()

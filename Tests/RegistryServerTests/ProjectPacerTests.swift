@@ -1,22 +1,11 @@
 @testable import FCMRelay
 import Testing
 
-/// The relay's pace per project: a direct send never waits behind fan-outs, a pause is reported
-/// once however many streams meet it, and sending after a pause starts with one request.
+/// The relay's pause per project: reported once however many streams meet it, and sending after
+/// it starts with one request.
 struct ProjectPacerTests {
-    @Test func aDirectSendDoesNotWaitBehindTheFanOutsButIsCharged() {
-        let pacer = ProjectPacer(ratePerSecond: 10)
-        // A fan-out's page takes the second's burst and ten seconds more.
-        #expect(pacer.reserve(1, count: 110) > .seconds(9))
-        #expect(pacer.reserve(1, count: 1, direct: true) == .zero)
-        // The next fan-out page waits for the direct send's share too.
-        #expect(pacer.reserve(1, count: 1) > .seconds(10))
-        // Another project's bucket is its own.
-        #expect(pacer.reserve(2, count: 5) == .zero)
-    }
-
     @Test func aPauseIsReportedOnceAndStartsSlow() {
-        let pacer = ProjectPacer(ratePerSecond: 1000, fullRound: 16)
+        let pacer = ProjectPacer(fullRound: 16)
         #expect(pacer.admit(1, wanting: 500) == 500)
         #expect(pacer.pause(1, for: .seconds(30)))
         // Every other stream refused at once reports the same pause: not news.

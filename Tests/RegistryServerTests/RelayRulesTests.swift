@@ -118,18 +118,6 @@ import _CryptoExtras
         #expect(DeliveryPolicy.backOff(afterAttempts: 1, retryAfter: 30) >= 30)
     }
 
-    @Test func pacingSpreadsSendsOverTheRateAfterABurst() {
-        let pacer = ProjectPacer(ratePerSecond: 100)
-        let waits = (0..<300).map { _ in pacer.reserve(1) }
-        // A second's worth goes at once; the rest waits its turn, 10 ms apart.
-        #expect(waits.prefix(90).allSatisfy { $0 == .zero })
-        #expect(waits.last! > .milliseconds(1500))
-        #expect(pacer.reserve(2) == .zero)  // another project has its own bucket
-        pacer.pause(1, for: .seconds(5))
-        #expect(pacer.pause(of: 1) != nil)
-        #expect(pacer.pause(of: 2) == nil)
-    }
-
     // MARK: - The worker's doorbell
 
     actor Flag {

@@ -82,6 +82,22 @@ struct OutboxTests {
         #expect(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 5).count == 2)
     }
 
+    @Test("A job given back after its turn goes behind the jobs that waited meanwhile")
+    func turnsGoRoundRobin() async throws {
+        let (_, project, store) = try await relaying(3)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        let first = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds)
+        let second = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds)
+        let now = Date().addingTimeInterval(1)
+        let taken = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        #expect(taken.id == first)
+        try await store.release(taken, claimant: "a", notBefore: now)
+        let later = now.addingTimeInterval(1)
+        let next = try await store.claim("a", leaseUntil: later.addingTimeInterval(30), now: later, limit: 1)
+        #expect(next.map(\.id) == [second])
+        #expect(try await store.claim("a", leaseUntil: later.addingTimeInterval(30), now: later, limit: 1).map(\.id) == [first])
+    }
+
     @Test("A job is claimed by one server at a time, recorded only by its holder, and taken over after its lease")
     func claimsAndLeases() async throws {
         let (_, project, store) = try await relaying(5)
