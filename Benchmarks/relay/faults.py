@@ -160,7 +160,7 @@ def crash(bench, case, how):
     db = bench.database(case)
     key = bench.project(db, "crash", "1001")
     port = free_port()
-    server = bench.serve(db, port)
+    server = bench.serve(db, port, ["--server-id", "crash-1"])
     tokens = [token("c", n) for n in range(2000)]
     server.subscribe(key, "crash", tokens)
     ids = [server.send_topic(key, "crash", n) for n in range(20)]
@@ -169,7 +169,7 @@ def crash(bench, case, how):
     server.process.send_signal(how)
     server.process.wait(60)
     restarted = time.monotonic()
-    again = bench.serve(db, port)  # the same port: the same default --server-id
+    again = bench.serve(db, port, ["--server-id", "crash-1"])  # takes its claims back at once
     settled = again.settle(key, ids, 120)
     seconds = time.monotonic() - restarted
     deliveries = received(bench)

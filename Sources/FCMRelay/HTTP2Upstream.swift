@@ -66,7 +66,7 @@ final class HTTP2Upstream: Sendable {
     /// send when they recycle a connection) goes again on a new connection.
     /// - Returns: each body's answer, in order, or the error that left it without one.
     /// A request that takes ten times as long as the page's median answer (at least
-    /// `PageOfStreams.leastStall`), once nearly all of its page is answered, is reset and fails as
+    /// `PageOfStreams.leastStall`, half a second), once nearly all of its page is answered, is reset and fails as
     /// `Stalled`: one stream the upstream forgot costs its page a moment, not the whole timeout.
     /// - Parameter gate: asked before each request starts; told when an answer closes the quota.
     func postAll(
@@ -266,7 +266,7 @@ final class PageOfStreams: @unchecked Sendable {
     let all: EventLoopPromise<[Result<UpstreamClient.Answer, any Error>]>
 
     /// The least a request waits, once its page is nearly all answered, before it counts as stalled.
-    static let leastStall: Duration = .milliseconds(250)
+    static let leastStall: Duration = .milliseconds(500)
     /// A stall is this many times the page's median answer time.
     static let stallFactor = 10
 
@@ -315,7 +315,8 @@ final class PageOfStreams: @unchecked Sendable {
         guard results[index] == nil else { return nil }
         results[index] = result
         done += 1
-        if let took, case .success = result { answerTimes.append(took) }
+        // Only answers tell how long the upstream takes; a 429 comes back at once and says nothing of it.
+        if let took, case .success(let answer) = result, answer.status != 429 { answerTimes.append(took) }
         if halted {
             while next < results.count {
                 let skipped = take()
@@ -331,7 +332,8 @@ final class PageOfStreams: @unchecked Sendable {
     /// too little of the page is answered to tell a stall from a slow upstream.
     func stallLimit() -> Duration? {
         loop.preconditionInEventLoop()
-        guard !answerTimes.isEmpty, done >= count - max(1, count / 10) else { return nil }
+        // A halted page's requests in flight are not stalled: they wait behind the quota's answer.
+        guard !halted, !answerTimes.isEmpty, answerTimes.count >= count - max(1, count / 10) else { return nil }
         answerTimes.sort()
         return max(Self.leastStall, answerTimes[answerTimes.count / 2] * Self.stallFactor)
     }

@@ -10,23 +10,22 @@ import Synchronization
 /// use lapses with its second.
 final class ProjectBudget: Sendable {
     private struct Held {
-        var second: Int64
         var sends: Int
+        /// When the second they were taken from ends, on this server's clock.
+        var lapses: ContinuousClock.Instant
     }
 
     private let store: any SendBudgetStore
     private let defaultRate: Int
     private let held = Mutex<[Int64: Held]>([:])
     private let rates = Mutex<(rates: [Int64: Int], readAt: ContinuousClock.Instant)?>(nil)
-    private let clock: @Sendable () -> Date
 
     /// Slices leased a second by a server that sends at the full rate.
     static let slicesPerSecond = 10
 
-    init(store: any SendBudgetStore, defaultRate: Int, clock: @escaping @Sendable () -> Date = Date.init) {
+    init(store: any SendBudgetStore, defaultRate: Int) {
         self.store = store
         self.defaultRate = max(1, defaultRate)
-        self.clock = clock
     }
 
     /// The project's rate: its own (`project relay --rate`, read at most once a second), else
@@ -41,45 +40,44 @@ final class ProjectBudget: Sendable {
     }
 
     /// Waits until `count` sends of `project` fit in its budget, and takes them. A direct send
-    /// (someone waits for its answer) takes what the second has left and never waits: it is
-    /// small, and counted all the same.
+    /// (someone waits for its answer) never waits: what the second has not left, it takes past
+    /// the rate, and the fan-outs after it wait the longer.
     /// - Returns: `false` when cancelled before the budget was there (nothing may be sent).
     func take(_ project: Int64, count: Int, direct: Bool = false) async -> Bool {
         var needed = count
         while needed > 0 {
             if Task.isCancelled { return false }
-            let second = Int64(clock().timeIntervalSince1970.rounded(.down))
-            needed -= takeHeld(project, second: second, upTo: needed)
+            needed -= takeHeld(project, upTo: needed)
             guard needed > 0 else { return true }
             let rate = await rate(of: project)
-            let slice = min(rate, max(needed, rate / Self.slicesPerSecond))
-            let granted: Int
+            let slice: SendBudgetSlice
             do {
-                granted = try await store.takeSendBudget(project: project, second: second, slice: slice, rate: rate)
+                slice = try await store.takeSendBudget(
+                    project: project, slice: direct ? needed : min(rate, max(needed, rate / Self.slicesPerSecond)),
+                    rate: rate, overdraw: direct)
             } catch {
                 // The database is out of reach: nothing sent now could be recorded either.
                 try? await Task.sleep(for: .milliseconds(500))
                 continue
             }
-            if granted > 0 {
-                held.withLock { held in
-                    let before = held[project].flatMap { $0.second == second ? $0.sends : nil } ?? 0
-                    held[project] = Held(second: second, sends: before + granted)
-                }
+            let lapses = ContinuousClock.now + .milliseconds(Int(slice.secondEndsIn * 1000))
+            guard slice.granted > 0 else {
+                // The second's budget is spent: the next second's.
+                try? await Task.sleep(until: lapses + .milliseconds(1))
                 continue
             }
-            if direct { return true }
-            // The second's budget is spent: the next second's.
-            let untilNext = Double(second + 1) - clock().timeIntervalSince1970
-            try? await Task.sleep(for: .milliseconds(Int(max(0.001, untilNext) * 1000) + 1))
+            held.withLock { held in
+                let before = held[project].flatMap { $0.lapses > .now ? $0.sends : nil } ?? 0
+                held[project] = Held(sends: before + slice.granted, lapses: lapses)
+            }
         }
         return true
     }
 
-    /// Takes up to `wanted` of the sends this server holds for `second`.
-    private func takeHeld(_ project: Int64, second: Int64, upTo wanted: Int) -> Int {
+    /// Takes up to `wanted` of the sends this server holds for the project's current second.
+    private func takeHeld(_ project: Int64, upTo wanted: Int) -> Int {
         held.withLock { held in
-            guard var mine = held[project], mine.second == second, mine.sends > 0 else { return 0 }
+            guard var mine = held[project], mine.lapses > .now, mine.sends > 0 else { return 0 }
             let taken = min(wanted, mine.sends)
             mine.sends -= taken
             held[project] = mine

@@ -5,9 +5,12 @@ import Synchronization
 /// worked at once by the server that took it), the doorbell (a topic send is looked at without
 /// waiting for the next poll), and the answers direct sends wait for.
 public final class RelayHandoff: Sendable {
-    /// This server's name in claims: unique per process, so a restarted server's old claims
-    /// expire with their lease instead of being taken for its own.
+    /// This server's name in claims: the operator's `--server-id`, or one made up for this process.
     public let serverID: String
+    /// Whether the name outlives the process (`--server-id`): then claims under it at start are
+    /// this server's from before a crash, taken back at once. A made-up name is new at every
+    /// start, and a dead process's claims pass on when their lease runs out.
+    public let keepsItsName: Bool
 
     private struct Waiter {
         var recipients: [String]
@@ -34,8 +37,11 @@ public final class RelayHandoff: Sendable {
     private let waiters = Mutex<[Int64: Waiter]>([:])
     private let bell = Mutex(Bell())
 
-    public init(serverID: String = "\(UInt64.random(in: 1...UInt64.max))") {
-        self.serverID = serverID
+    /// - Parameter serverID: a name unique among the servers on the database that this server
+    ///   keeps from start to start; `nil` makes one up for this process.
+    public init(serverID: String? = nil) {
+        self.serverID = serverID ?? "\(UInt64.random(in: 1...UInt64.max))"
+        keepsItsName = serverID != nil
     }
 
     // MARK: - The worker's side

@@ -54,11 +54,13 @@ public final class RelayWorker: Service, Sendable {
 
     public func run() async throws {
         // Claims this server held when it last stopped without giving them back (`kill -9`, a
-        // crash): taken back at once rather than after their lease.
-        do {
-            try await registry.outbox.releaseAll(claimedBy: handoff.serverID)
-        } catch {
-            logger.warning("relay: cannot take back this server's earlier claims", metadata: ["error": "\(error)"])
+        // crash): taken back at once rather than after their lease, when it keeps its name.
+        if handoff.keepsItsName {
+            do {
+                try await registry.outbox.releaseAll(claimedBy: handoff.serverID)
+            } catch {
+                logger.warning("relay: cannot take back this server's earlier claims", metadata: ["error": "\(error)"])
+            }
         }
         handoff.attach { [self] job in start(job) }
         await withGracefulShutdownHandler {
@@ -253,6 +255,12 @@ public final class RelayWorker: Service, Sendable {
             }
             guard let next = try await recordedAndRead else { return }  // another server holds it now
             unrecorded = nil
+            if !sent.isEmpty, sent.allSatisfy({ !$0.outcome.sent }) {
+                // Nothing went out or was taken: the quota closed first. Nothing is recorded, the
+                // cursor stays, and the page is read again once the pause is over.
+                ahead = nil
+                continue
+            }
             if sent.allSatisfy({ !$0.answered }) {
                 // No answer at all (FCM or its token endpoint unreachable): an outage, not these
                 // recipients' failure. Nothing is recorded, the cursor stays, and the job waits
@@ -370,14 +378,20 @@ public final class RelayWorker: Service, Sendable {
                     metadata: ["project": "\(job.project)", "requests": "\(refused.count)"])
                 let again = await post(refused.map { going[$0] }, of: job, with: relay, bearer: fresh)
                 for (index, answer) in zip(refused, again) { answers[index] = answer }
+            } else {
+                // No new token (the token endpoint out of reach): the refusal was about our token,
+                // not the recipients, who wait like any unanswered request.
+                for index in refused { answers[index] = .failure(NoAccessToken()) }
             }
         }
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
         outcomes.reserveCapacity(attempts.count)
         var delivered = 0
         var quotaClosed = false
+        var answered = 0
         var upstreamFault: String?
         for (attempt, answer) in zip(going, answers) {
+            if case .success = answer { answered += 1 }
             switch answer {
             case .success(let answer) where (200..<300).contains(answer.status):
                 // The common case, without a verdict's work per recipient; counted once a page.
@@ -395,7 +409,6 @@ public final class RelayWorker: Service, Sendable {
             case .failure(let error as Stalled):
                 // The rest of the page was answered: FCM is there, this one request was lost. It
                 // is tried again at once, on a new stream.
-                Self.count("retried", code: "STALLED")
                 logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
                 outcomes.append((retried(attempt, of: job, code: "UNAVAILABLE", after: 0), true))
             case .failure:
@@ -406,8 +419,9 @@ public final class RelayWorker: Service, Sendable {
         Self.count("delivered", code: nil, times: delivered)
         if quotaClosed {
             await reportPause(of: job.project)
-        } else {
-            pacer.grow(job.project, after: going.count)
+        } else if !pacer.isPaused(job.project) {
+            // Only answers prove the quota open: requests held back or unanswered prove nothing.
+            pacer.grow(job.project, after: answered)
         }
         if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
         return outcomes + held
@@ -627,6 +641,11 @@ public final class RelayWorker: Service, Sendable {
             for project in all { cache[project.rowID] = project }
         }
         return all.first { $0.rowID == rowID }
+    }
+
+    /// FCM refused the access token, and no new one could be had.
+    struct NoAccessToken: Error, CustomStringConvertible {
+        var description: String { "FCM refused the access token, and the token endpoint gave no new one" }
     }
 
     /// A page's requests did not all end within their deadline.

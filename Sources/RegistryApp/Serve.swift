@@ -1,5 +1,4 @@
 import AudienceEngine
-import Foundation
 import FCMRelay
 import Logging
 import NIOCore
@@ -33,7 +32,7 @@ public enum Serve {
         let store = try await StoreFactory.open(
             configuration.storage.database, feedRetention: configuration.limits.feedRetention, logger: logger)
         // Accepted messages go to the log, and for the projects that relay, to the outbox too.
-        let handoff = RelayHandoff(serverID: configuration.serverID ?? defaultServerID(configuration))
+        let handoff = RelayHandoff(serverID: configuration.serverID)
         // Google's device-group API, for the projects that mirror it.
         let mirror = try GoogleGroupMirror(options: configuration.relay, logger: logger)
         let registry = try await RegistryService(
@@ -157,14 +156,3 @@ public enum Serve {
     }
 }
 
-extension Serve {
-    /// The relay's name for this server when `--server-id` does not give one: the host's name and
-    /// the HTTP port (the TLS port without plain HTTP). Two servers cannot both listen on one
-    /// host's port, so no two running at once share it, and the same server started again after a
-    /// crash has it again and takes its claims back at once.
-    static func defaultServerID(_ configuration: ServerConfiguration) -> String {
-        let port = configuration.listening.port
-        // Port 0 is any port: no name to be known by again.
-        return "\(ProcessInfo.processInfo.hostName):\(port == 0 ? "any-\(UInt64.random(in: 1...UInt64.max))" : "\(port)")"
-    }
-}

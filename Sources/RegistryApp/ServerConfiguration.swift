@@ -28,8 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var logLevel = Logger.Level.info
     /// On SIGTERM: how long requests in flight may take to finish before the rest are closed.
     public var shutdownDeadline = Duration.seconds(10)
-    /// This server's name in the relay's claims (`--server-id`); `nil`: the host's name and the
-    /// HTTP port, which no other server running at once has.
+    /// This server's name in the relay's claims (`--server-id`), kept from start to start; `nil`:
+    /// a name made up at each start.
     public var serverID: String?
 
     /// The address every listener binds to.
@@ -282,14 +282,14 @@ extension ServerConfiguration {
         ConfigurationOption(
             flag: "server-id", variable: "FCM_REGISTRY_SERVER_ID",
             help:
-                "This server's name in the relay's claims: a server that starts again under it takes its unfinished messages back at once. Unique among servers on one database.",
+                "This server's name in the relay's claims, kept from start to start: started again under it after a crash, the server takes its unfinished messages back at once. Never give two running servers one name.",
             apply: { value, configuration in
                 guard (1...200).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
                     return "1 to 200 printable ASCII characters without spaces"
                 }
                 configuration.serverID = value
                 return nil
-            }, defaultValue: "<host>:<port>"),
+            }, defaultValue: "a new name at each start"),
         duration(
             "relay-answer-timeout", "FCM_REGISTRY_RELAY_ANSWER_TIMEOUT",
             "How long a send to tokens or a device group waits for FCM's outcomes before answering.", "10s"

@@ -28,25 +28,31 @@ extension PostgresStore: SendBudgetStore {
         }
     }
 
-    public func takeSendBudget(project: Int64, second: Int64, slice: Int, rate: Int) async throws -> Int {
+    public func takeSendBudget(project: Int64, slice: Int, rate: Int, overdraw: Bool) async throws -> SendBudgetSlice {
         try await transaction { connection in
-            // The row first, locked: a project's servers take their slices one after another.
-            try await connection.run(
-                #"""
-                INSERT INTO "sendBudget" ("projectId") VALUES (\#(project)) ON CONFLICT ("projectId") DO NOTHING
-                """#)
+            // The row, locked: a project's servers take their slices one after another, each
+            // by the database's clock, whatever their own say.
+            var now = 0.0
             var used = 0
-            for try await (current, spent) in try await connection.query(
-                #"SELECT second, used FROM "sendBudget" WHERE "projectId" = \#(project) FOR UPDATE"#, logger: .silent
-            ).decode((Int64, Int64).self) where current == second {
-                used = Int(spent)
+            for try await (clock, current, spent) in try await connection.query(
+                #"""
+                WITH budget AS (
+                  INSERT INTO "sendBudget" ("projectId") VALUES (\#(project))
+                  ON CONFLICT ("projectId") DO UPDATE SET "projectId" = excluded."projectId"
+                  RETURNING second, used)
+                SELECT extract(epoch FROM clock_timestamp())::float8, second, used FROM budget
+                """#, logger: .silent
+            ).decode((Double, Int64, Int64).self) {
+                now = clock
+                used = current == Int64(clock.rounded(.down)) ? Int(spent) : 0
             }
-            let taken = max(0, min(slice, rate - used))
+            let taken = SendBudgetSlice.grant(slice, used: used, rate: rate, overdraw: overdraw)
             try await connection.run(
                 #"""
-                UPDATE "sendBudget" SET second = \#(second), used = \#(Int64(used + taken)) WHERE "projectId" = \#(project)
+                UPDATE "sendBudget" SET second = \#(Int64(now.rounded(.down))), used = \#(Int64(used + taken))
+                WHERE "projectId" = \#(project)
                 """#)
-            return taken
+            return SendBudgetSlice.taking(taken, at: now)
         }
     }
 

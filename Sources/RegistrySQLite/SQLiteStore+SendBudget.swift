@@ -25,19 +25,22 @@ extension SQLiteStore: SendBudgetStore {
         }
     }
 
-    public func takeSendBudget(project: Int64, second: Int64, slice: Int, rate: Int) async throws -> Int {
+    public func takeSendBudget(project: Int64, slice: Int, rate: Int, overdraw: Bool) async throws -> SendBudgetSlice {
         try await write { db, _ in
+            // Every server on a SQLite database runs on this machine, under one clock.
+            let now = Date().timeIntervalSince1970
+            let second = Int64(now.rounded(.down))
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT second, used FROM sendBudget WHERE projectId = ?"), arguments: [project])
             let used: Int = row.flatMap { ($0["second"] as Int64) == second ? $0["used"] : nil } ?? 0
-            let taken = max(0, min(slice, rate - used))
+            let taken = SendBudgetSlice.grant(slice, used: used, rate: rate, overdraw: overdraw)
             try db.cachedStatement(
                 sql: """
                     INSERT INTO sendBudget (projectId, second, used) VALUES (?, ?, ?)
                     ON CONFLICT (projectId) DO UPDATE SET second = excluded.second, used = excluded.used
                     """
             ).execute(arguments: [project, second, used + taken])
-            return taken
+            return SendBudgetSlice.taking(taken, at: now)
         }
     }
 

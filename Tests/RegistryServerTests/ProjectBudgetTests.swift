@@ -10,13 +10,6 @@ import Testing
 /// never waits for the next second.
 @Suite(.onEveryBackend)
 struct ProjectBudgetTests {
-    /// A clock the test moves.
-    final class TestClock: Sendable {
-        let now = Mutex(Date(timeIntervalSince1970: 1_800_000_000.25))
-        func read() -> Date { now.withLock { $0 } }
-        func advance(_ seconds: TimeInterval) { now.withLock { $0 += seconds } }
-    }
-
     /// A store with one project.
     func projectInStore() async throws -> (RegistryService, Project, any RegistryBackend) {
         let store = try await TestBackend.makeStore()
@@ -25,29 +18,52 @@ struct ProjectBudgetTests {
         return (registry, project, store)
     }
 
-    @Test func serversOnOneDatabaseShareTheProjectsRate() async throws {
-        let (_, created, store) = try await projectInStore()
-        let clock = TestClock()
-        let one = ProjectBudget(store: store, defaultRate: 100, clock: { clock.read() })
-        let two = ProjectBudget(store: store, defaultRate: 100, clock: { clock.read() })
-        let project = created.rowID
-        // Within one second: each takes in slices, and together they get the rate, no more.
-        #expect(await one.take(project, count: 30))
-        #expect(await two.take(project, count: 60))
-        let taken = Mutex(0)
-        let waiter = Task {
-            // More than the second has left: it waits for the next second.
-            let ok = await one.take(project, count: 20)
-            taken.withLock { $0 += 20 }
-            return ok
+    /// Slices taken one after another until one comes back empty, by second: a second whose
+    /// budget ran out gave exactly the rate, and none gave more.
+    @Test func slicesNeverPassTheRateInASecond() async throws {
+        let (_, project, store) = try await projectInStore()
+        var bySecond: [Int64: Int] = [:]
+        var spent: Int64?
+        for _ in 0..<1000 where spent == nil {
+            let slice = try await store.takeSendBudget(project: project.rowID, slice: 7, rate: 50, overdraw: false)
+            bySecond[slice.second, default: 0] += slice.granted
+            #expect(slice.secondEndsIn > 0 && slice.secondEndsIn <= 1)
+            if slice.granted == 0 { spent = slice.second }
         }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(taken.withLock { $0 } == 0)
-        // A direct send does not wait: it takes what is left (here nothing) and goes.
-        #expect(await two.take(project, count: 5, direct: true))
-        clock.advance(1)
-        #expect(await waiter.value)
-        #expect(taken.withLock { $0 } == 20)
+        let second = try #require(spent)
+        #expect(bySecond[second] == 50)
+        #expect(bySecond.values.allSatisfy { $0 <= 50 })
+        // A direct send overdraws the spent second, and is counted: nothing is left after it.
+        let direct = try await store.takeSendBudget(project: project.rowID, slice: 3, rate: 50, overdraw: true)
+        #expect(direct.granted == 3)
+        let after = try await store.takeSendBudget(project: project.rowID, slice: 7, rate: 50, overdraw: false)
+        if after.second == direct.second { #expect(after.granted == 0) }
+    }
+
+    /// Two servers' budgets over one database, sending as fast as their budget lets them for a
+    /// while: together they never get more than the rate in a second (the slices are counted by
+    /// the database), and each gets some.
+    @Test func serversOnOneDatabaseShareTheProjectsRate() async throws {
+        let (_, project, store) = try await projectInStore()
+        let one = ProjectBudget(store: store, defaultRate: 40)
+        let two = ProjectBudget(store: store, defaultRate: 40)
+        let started = ContinuousClock.now
+        async let first = Self.sends(through: one, of: project.rowID, until: started + .milliseconds(1900))
+        async let second = Self.sends(through: two, of: project.rowID, until: started + .milliseconds(1900))
+        let (a, b) = await (first, second)
+        // Under two seconds touch at most three seconds of budget.
+        #expect(a + b <= 3 * 40)
+        #expect(a > 0 && b > 0)
+    }
+
+    /// Takes the budget four sends at a time until `end`; how many it took.
+    static func sends(through budget: ProjectBudget, of project: Int64, until end: ContinuousClock.Instant) async -> Int {
+        var sent = 0
+        while ContinuousClock.now < end {
+            guard await budget.take(project, count: 4) else { break }
+            if ContinuousClock.now < end { sent += 4 }
+        }
+        return sent
     }
 
     @Test func aProjectsOwnRateHoldsOverTheDefault() async throws {
@@ -56,10 +72,6 @@ struct ProjectBudgetTests {
         let budget = ProjectBudget(store: store, defaultRate: 10_000)
         #expect(await budget.rate(of: project.rowID) == 7)
         #expect(await budget.rate(of: project.rowID + 1) == 10_000)
-        #expect(try await store.takeSendBudget(project: project.rowID, second: 5, slice: 5, rate: 7) == 5)
-        #expect(try await store.takeSendBudget(project: project.rowID, second: 5, slice: 5, rate: 7) == 2)
-        #expect(try await store.takeSendBudget(project: project.rowID, second: 5, slice: 5, rate: 7) == 0)
-        #expect(try await store.takeSendBudget(project: project.rowID, second: 6, slice: 5, rate: 7) == 5)
     }
 
     /// A pause one server met and recorded reaches the others: they read it, and their own
