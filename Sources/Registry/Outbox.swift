@@ -34,10 +34,11 @@ public protocol OutboxStore: Sendable {
     ) async throws -> Int64
 
     /// Claims up to `limit` unfinished jobs that are not claimed (or whose lease expired), are not
-    /// waiting (`notBefore`), and whose project is not paused, the longest waiting first: a job
-    /// given back after its turn goes behind those that waited meanwhile.
-    /// - Parameter skipping: projects whose jobs are not claimed now (the server already works its
-    ///   share of them), so that one project's fan-outs never take all of a server.
+    /// waiting (`notBefore`), and whose project is not paused: direct sends first (someone waits
+    /// for their answer), then the longest waiting, so that a job given back after its turn goes
+    /// behind those that waited meanwhile.
+    /// - Parameter skipping: projects whose fan-outs are not claimed now (the server already works
+    ///   its share of them), so that one project's fan-outs never take all of a server.
     func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int, skipping: Set<Int64>) async throws
         -> [OutboxJob]
     /// Gives back every unfinished job `claimant` holds, to be claimed at once: a server that

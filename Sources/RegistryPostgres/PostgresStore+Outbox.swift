@@ -99,8 +99,8 @@ extension PostgresStore: OutboxStore, OutboxDriver {
                     WHERE outbox."finishedAt" IS NULL AND outbox."notBefore" <= \#(now)
                       AND (outbox."claimedBy" IS NULL OR outbox."leaseUntil" < \#(now))
                       AND (relay."pausedUntil" IS NULL OR relay."pausedUntil" <= \#(now))
-                      AND outbox."projectId" <> ALL(\#(skipping))
-                    ORDER BY outbox."notBefore", outbox."messageId" LIMIT \#(limit)
+                      AND (outbox.direct OR outbox."projectId" <> ALL(\#(skipping)))
+                    ORDER BY outbox.direct DESC, outbox."notBefore", outbox."messageId" LIMIT \#(limit)
                     FOR UPDATE OF outbox SKIP LOCKED)
                   RETURNING "messageId", "projectId", template, deadline, direct)
                 SELECT taken."messageId", message."messageId", taken."projectId", taken.template, taken.deadline, taken.direct

@@ -91,8 +91,8 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
                     WHERE outbox.finishedAt IS NULL AND outbox.notBefore <= ?
                       AND (outbox.claimedBy IS NULL OR outbox.leaseUntil < ?)
                       AND (relay.pausedUntil IS NULL OR relay.pausedUntil <= ?)
-                      AND outbox.projectId NOT IN (SELECT value FROM json_each(?))
-                    ORDER BY outbox.notBefore, outbox.messageId LIMIT ?
+                      AND (outbox.direct OR outbox.projectId NOT IN (SELECT value FROM json_each(?)))
+                    ORDER BY outbox.direct DESC, outbox.notBefore, outbox.messageId LIMIT ?
                     """, arguments: [now, now, now, skipped, limit])
             var jobs: [OutboxJob] = []
             for id in ids {

@@ -268,13 +268,15 @@ struct ProjectCommand: AsyncParsableCommand {
                 "Sends a second to FCM for this project, all servers together (default: serve's --relay-rate; FCM's quota is 10000)."
         )
         var rate: Int?
+        @Flag(help: "Clear the project's own rate: serve's --relay-rate holds for it again.") var defaultRate = false
         @Flag(help: "Turn delivery off: what is still pending fails with RELAY_OFF.") var off = false
         @OptionGroup var database: DatabaseOptions
 
         func validate() throws {
-            guard off != (serviceAccount != nil || rate != nil) else {
+            if defaultRate, rate != nil { throw ValidationError("give --rate N or --default-rate, not both") }
+            guard off != (serviceAccount != nil || rate != nil || defaultRate) else {
                 throw ValidationError(
-                    "give --service-account FILE (and --rate N) to turn delivery on, --rate N to change its rate, or --off to turn it off")
+                    "give --service-account FILE (and --rate N) to turn delivery on, --rate N or --default-rate to change its rate, or --off to turn it off")
             }
             if let rate, !SendRate.range.contains(rate) {
                 throw ValidationError("--rate must be between 1 and \(SendRate.range.upperBound) sends a second")
@@ -305,7 +307,7 @@ struct ProjectCommand: AsyncParsableCommand {
             do {
                 let settings = try await registry.setRelay(
                     projectId: chosen.projectId, serviceAccountJSON: data, upstream: upstream)
-                if let rate { try await registry.setSendRate(projectId: chosen.projectId, rate: rate) }
+                if rate != nil || defaultRate { try await registry.setSendRate(projectId: chosen.projectId, rate: rate) }
                 var state = RelayState(settings, status: nil)
                 state.rate = try await registry.sendRate(of: chosen)
                 try printJSON(state)

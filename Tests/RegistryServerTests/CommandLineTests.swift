@@ -277,6 +277,10 @@ struct CommandLineTests {
         #expect(changed.status == 0)
         let shown = try await folder.run(["project", "show", "--project-id", "p"])
         #expect((try Self.json(shown.stdout)["relay"] as? [String: Any])?["rate"] as? Int == 250)
+        let cleared = try await folder.run(["project", "relay", "--project-id", "p", "--default-rate"])
+        #expect(cleared.status == 0)
+        let again = try await folder.run(["project", "show", "--project-id", "p"])
+        #expect((try Self.json(again.stdout)["relay"] as? [String: Any])?["rate"] == nil)
     }
 
     /// The checkout the tests' executable was built in.

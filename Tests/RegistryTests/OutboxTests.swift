@@ -98,6 +98,24 @@ struct OutboxTests {
         #expect(try await store.claim("a", leaseUntil: later.addingTimeInterval(30), now: later, limit: 1).map(\.id) == [first])
     }
 
+    @Test("A direct send given back is claimed before fan-outs, even of a project the server works its share of")
+    func directSendsFirst() async throws {
+        let (_, project, store) = try await relaying(3)
+        let bounds = OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20)
+        _ = try await enqueue(store, project, RoaringBitmap([1, 2, 3]), bounds: bounds)
+        let message = AcceptedMessage(
+            id: "d1", project: project, via: .legacy, message: Message(target: .token(token(1))),
+            recipients: RoaringBitmap([1]), receivedAt: Date())
+        let direct = try await store.enqueue(
+            message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: [token(1)],
+            claimant: nil, leaseUntil: Date(), bounds: bounds)
+        let now = Date().addingTimeInterval(1)
+        let taken = try await store.claim(
+            "a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1, skipping: [project.rowID])
+        #expect(taken.map(\.id) == [direct])
+        #expect(taken.first?.isDirect == true)
+    }
+
     @Test("A job is claimed by one server at a time, recorded only by its holder, and taken over after its lease")
     func claimsAndLeases() async throws {
         let (_, project, store) = try await relaying(5)
