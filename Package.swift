@@ -174,8 +174,20 @@ let package = Package(
         /// client to the upstream, access tokens from the service account's key, the per-project
         /// rate and pauses.
         .target(
+            name: "Delivery",
+            dependencies: [
+                "FCMWire",
+                "Registry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "FCMRelay",
             dependencies: [
+                "Delivery",
                 "FCMWire",
                 "Registry",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -200,6 +212,7 @@ let package = Package(
             name: "RegistryApp",
             dependencies: [
                 "AudienceEngine",
+                "Delivery",
                 "FCMRelay",
                 "Registry",
                 "RegistryPostgres",
@@ -271,6 +284,7 @@ let package = Package(
             name: "RegistryServerTests",
             dependencies: [
                 "AudienceEngine",
+                "Delivery",
                 "FCMRelay",
                 "Conditions",
                 "ConnectionGuards",

@@ -1,3 +1,4 @@
+import Delivery
 import FCMWire
 import Foundation
 import Logging

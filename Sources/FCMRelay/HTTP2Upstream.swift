@@ -1,3 +1,4 @@
+import Delivery
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -226,15 +227,6 @@ final class HTTP2Upstream: Sendable {
 /// §8.7: such a request may be sent again as it is.
 struct NotProcessed: Error, CustomStringConvertible {
     var description: String { "the upstream did not process the request (its connection was going away)" }
-}
-
-/// What a page asks before each of its requests starts, and tells when an answer closes the
-/// quota: FCM's quota is the project's, so one 429 stops every page of the project at once.
-struct SendGate: Sendable {
-    /// Whether no new request may start now (the project is paused).
-    var isClosed: @Sendable () -> Bool
-    /// An answer was 429: the project pauses, honouring its `Retry-After` (seconds) when it has one.
-    var quotaClosed: @Sendable (_ retryAfter: Int?) -> Void
 }
 
 /// A request that never started: the quota closed first. It was not sent, so it costs the

@@ -1,3 +1,4 @@
+import Delivery
 import AsyncHTTPClient
 import Foundation
 import NIOCore

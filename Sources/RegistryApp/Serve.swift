@@ -1,4 +1,5 @@
 import AudienceEngine
+import Delivery
 import FCMRelay
 import Logging
 import NIOCore

@@ -1,4 +1,4 @@
-import FCMRelay
+import Delivery
 import Logging
 import NIOSSL
 import Registry

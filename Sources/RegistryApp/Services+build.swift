@@ -1,3 +1,4 @@
+import Delivery
 import FCMRelay
 import Hummingbird
 import Logging
@@ -29,7 +30,9 @@ public func buildServices(
     if configuration.xmppListening { services.append(xmpp) }
     if let relay {
         services.append(
-            try RelayWorker(registry: registry, options: configuration.relay, handoff: relay, logger: logger))
+            DeliveryWorker(
+                registry: registry, channel: try FCMChannel(options: configuration.relay, logger: logger),
+                options: configuration.relay, handoff: relay, logger: logger))
     }
     if registry.checkpointPath != nil {
         services.append(

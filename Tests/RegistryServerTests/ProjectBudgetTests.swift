@@ -1,4 +1,4 @@
-@testable import FCMRelay
+@testable import Delivery
 import Foundation
 import Registry
 import Synchronization

@@ -1,4 +1,4 @@
-@testable import FCMRelay
+@testable import Delivery
 import Testing
 
 /// The relay's pause per project: reported once however many streams meet it, and sending after

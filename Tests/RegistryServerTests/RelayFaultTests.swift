@@ -1,3 +1,4 @@
+import Delivery
 import FCMRelay
 import Foundation
 import HTTPTypes

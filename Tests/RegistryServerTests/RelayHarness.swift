@@ -1,3 +1,4 @@
+import Delivery
 import FCMRelay
 import Foundation
 import Hummingbird
@@ -57,7 +58,9 @@ struct RelayHarness: Sendable {
             let upstreamURL = sendUpstream ?? "http://127.0.0.1:\(port)"
             _ = try await relay.setRelay(
                 projectId: "relay-app", serviceAccountJSON: serviceAccount, upstream: upstreamURL)
-            let worker = try RelayWorker(registry: relay, options: options, handoff: handoff, logger: Logger(label: "relay"))
+            let worker = DeliveryWorker(
+                registry: relay, channel: try FCMChannel(options: options, logger: Logger(label: "relay")), options: options,
+                handoff: handoff, logger: Logger(label: "relay"))
             let group = ServiceGroup(services: [worker], logger: Logger(label: "relay"))
             var settings = HTTPSettings()
             settings.port = 0

@@ -1,3 +1,4 @@
+@testable import Delivery
 @testable import FCMRelay
 import FCMWire
 import Foundation

@@ -1,4 +1,3 @@
-import FCMWire
 import Foundation
 import Logging
 import Metrics
@@ -6,21 +5,22 @@ import Registry
 import ServiceLifecycle
 import Synchronization
 
-/// Drains the outbox into FCM HTTP v1: claims jobs (with a lease, so that two servers never work
-/// the same one), sends each recipient's message over HTTP/2, records a page of outcomes at a
-/// time with the cursor, prunes the tokens FCM says are gone, and retries what may be retried.
+/// The delivery engine: drains the outbox through a channel (`DeliveryChannel`; FCM HTTP v1 is
+/// the first). It claims jobs (with a lease, so that two servers never work the same one), reads
+/// their pages, keeps each project within its budget and quota, has the channel send each round,
+/// records a page of outcomes at a time with the cursor, prunes the tokens the channel says are
+/// gone, and retries what may be retried.
 ///
 /// On SIGTERM it claims nothing more, lets each job finish the page in flight and record it, and
 /// gives the job back: a restart goes on where it stopped, without duplicates. After `kill -9`,
 /// the jobs' leases expire and a page in flight is sent again: at least once, and duplicates
 /// bounded by what was in flight.
-public final class RelayWorker: Service, Sendable {
+public final class DeliveryWorker: Service, Sendable {
     let registry: RegistryService
     let options: RelayOptions
     let handoff: RelayHandoff
     let logger: Logger
-    private let client: UpstreamClient
-    private let accessTokens: AccessTokenCache
+    private let channel: any DeliveryChannel
     private let pacer: ProjectPacer
     private let budget: ProjectBudget
     private let settings: RelaySettingsCache
@@ -28,10 +28,6 @@ public final class RelayWorker: Service, Sendable {
     private let active = Mutex<[Int64: (job: OutboxJob, task: Task<Void, Never>)]>([:])
     private let stopping = Atomic<Bool>(false)
     private let projects = Mutex<[Int64: Project]>([:])
-    /// The HTTP/2 fan-out path, per `https` upstream.
-    private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
-    /// When each project's last upstream fault was logged.
-    private let faultsLogged = Mutex<[Int64: ContinuousClock.Instant]>([:])
     /// Fan-outs worked at once; each sends up to `options.concurrency` requests at a time.
     static let jobsAtOnce = 4
     /// Fan-outs of one project worked at once: they share the project's rate, so more would
@@ -40,13 +36,15 @@ public final class RelayWorker: Service, Sendable {
     /// How long a fan-out is worked before it goes back to the outbox, behind those waiting.
     static let turn: Duration = .seconds(5)
 
-    public init(registry: RegistryService, options: RelayOptions, handoff: RelayHandoff, logger: Logger) throws {
+    public init(
+        registry: RegistryService, channel: any DeliveryChannel, options: RelayOptions, handoff: RelayHandoff,
+        logger: Logger
+    ) {
         self.registry = registry
+        self.channel = channel
         self.options = options
         self.handoff = handoff
         self.logger = logger
-        client = try UpstreamClient(options: options)
-        accessTokens = AccessTokenCache(client: client)
         pacer = ProjectPacer(fullRound: options.pageSize)
         budget = ProjectBudget(store: registry.sendBudget, defaultRate: options.ratePerSecond)
         settings = RelaySettingsCache(outbox: registry.outbox)
@@ -84,8 +82,7 @@ public final class RelayWorker: Service, Sendable {
         }
         handoff.detach()
         for working in active.withLock({ Array($0.values) }) { await working.task.value }
-        for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
-        try? await client.shutdown()
+        await channel.shutdown()
     }
 
     /// A quota pause another server met stops this server's requests of the project as well,
@@ -348,72 +345,52 @@ public final class RelayWorker: Service, Sendable {
         }
     }
 
-    /// One request's answer, or the error that left it without one.
-    typealias Answer = Result<UpstreamClient.Answer, any Error>
-
-    /// Sends a page, `options.concurrency` requests at a time, and reads each answer by FCM's
-    /// words.
+    /// Sends a round of a job's recipients through the channel, `options.concurrency` requests at
+    /// a time, within the project's budget, and turns each answer into the recipient's outcome.
     ///
     /// After a quota pause, the round sends only what the slow start admits; the rest waits,
-    /// unsent, for the next round. A 401 that is about our access token (not a
-    /// `THIRD_PARTY_AUTH_ERROR`, which is about the app's APNs or web-push credentials) fetches a
-    /// new token once, and the refused requests go again with it.
+    /// unsent, for the next round.
     private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
         -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
         let admitted = pacer.admit(job.project, wanting: attempts.count)
         let going = Array(attempts.prefix(admitted))
         let held = attempts.dropFirst(admitted).map { (notSent($0, of: job), true) }
-        // One access token for the page, not a look-up per request.
-        guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
-            return await unanswered(attempts, of: job)
+        // A round cancelled at its deadline while waiting its turn sends nothing.
+        guard await budget.take(job.project, count: going.count, direct: job.isDirect) else {
+            return unanswered(attempts, of: job)
         }
-        var answers = await post(going, of: job, with: relay, bearer: bearer)
-        let refused = answers.indices.filter { Self.isOurTokenRefused(answers[$0]) }
-        if !refused.isEmpty {
-            await accessTokens.drop(project: job.project, token: bearer)
-            if let fresh = try? await accessTokens.token(for: job.project, settings: relay) {
-                logger.notice(
-                    "relay: FCM refused the access token; sending again with a new one",
-                    metadata: ["project": "\(job.project)", "requests": "\(refused.count)"])
-                let again = await post(refused.map { going[$0] }, of: job, with: relay, bearer: fresh)
-                for (index, answer) in zip(refused, again) { answers[index] = answer }
-            } else {
-                // No new token (the token endpoint out of reach): the refusal was about our token,
-                // not the recipients, who wait like any unanswered request.
-                for index in refused { answers[index] = .failure(NoAccessToken()) }
-            }
-        }
+        let pacer = pacer
+        let project = job.project
+        let gate = SendGate(
+            isClosed: { pacer.isPaused(project) },
+            quotaClosed: { retryAfter in
+                pacer.pause(project, for: .seconds(max(retryAfter ?? DeliveryPolicy.quotaPause, 1)))
+            })
+        let answers = await channel.send(going, of: job, with: relay, gate: gate)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
         outcomes.reserveCapacity(attempts.count)
         var delivered = 0
         var quotaClosed = false
         var answered = 0
-        var upstreamFault: String?
         for (attempt, answer) in zip(going, answers) {
-            if case .success = answer { answered += 1 }
             switch answer {
-            case .success(let answer) where (200..<300).contains(answer.status):
-                // The common case, without a verdict's work per recipient; counted once a page.
+            case .answered(.delivered):
+                // The common case, without a verdict's work per recipient; counted once a round.
                 delivered += 1
+                answered += 1
                 outcomes.append((DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil), true))
-            case .success(let answer):
-                let verdict = DeliveryPolicy.verdict(
-                    status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter)
-                if case .pauseProject = verdict { quotaClosed = true }
-                if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
+            case .answered(let verdict):
+                if case .pauseProject = verdict { quotaClosed = true } else { answered += 1 }
                 outcomes.append((outcome(of: verdict, for: attempt, of: job), true))
-            case .failure(let error as NotSent):
-                _ = error
+            case .notSent:
                 outcomes.append((notSent(attempt, of: job), true))
-            case .failure(let error as Stalled):
-                // The rest of the page was answered: FCM is there, this one request was lost. It
-                // is tried again at once, on a new stream.
-                logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
+            case .stalled:
+                // The rest of the round was answered: the upstream is there, this one request was
+                // lost. It is tried again at once.
                 outcomes.append((retried(attempt, of: job, code: "UNAVAILABLE", after: 0), true))
-            case .failure:
-                // No answer (connection error, reset, timeout).
-                outcomes += await unanswered([attempt], of: job)
+            case .unanswered:
+                outcomes += unanswered([attempt], of: job)
             }
         }
         Self.count("delivered", code: nil, times: delivered)
@@ -423,100 +400,12 @@ public final class RelayWorker: Service, Sendable {
             // Only answers prove the quota open: requests held back or unanswered prove nothing.
             pacer.grow(job.project, after: answered)
         }
-        if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
         return outcomes + held
-    }
-
-    /// Whether an answer refuses our access token (and not the app's own APNs or web-push
-    /// credentials, `THIRD_PARTY_AUTH_ERROR`).
-    private static func isOurTokenRefused(_ answer: Answer) -> Bool {
-        guard case .success(let answer) = answer, answer.status == 401 else { return false }
-        return answer.errorCode != "THIRD_PARTY_AUTH_ERROR"
-    }
-
-    /// Posts one request per attempt, each its answer, in order.
-    private func post(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String)
-        async -> [Answer]
-    {
-        guard !attempts.isEmpty else { return [] }
-        if let fanOut = fanOut(to: relay.upstream) {
-            return await post(attempts, of: job, through: fanOut, with: relay, bearer: bearer)
-        }
-        return await withTaskGroup(of: (Int, Answer).self) { group in
-            var answers = [Answer?](repeating: nil, count: attempts.count)
-            var next = attempts.indices.makeIterator()
-            for _ in 0..<min(options.concurrency, attempts.count) {
-                if let index = next.next() {
-                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer)) }
-                }
-            }
-            for await (index, answer) in group {
-                answers[index] = answer
-                if let index = next.next() {
-                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer)) }
-                }
-            }
-            return answers.map { $0! }
-        }
-    }
-
-    /// The HTTP/2 fan-out path to an `https` upstream, made once per upstream.
-    private func fanOut(to upstream: String) -> HTTP2Upstream? {
-        fanOuts.withLock { fanOuts in
-            if let existing = fanOuts[upstream] { return existing }
-            guard let made = HTTP2Upstream(upstream: upstream, caFile: options.caFile) else { return nil }
-            fanOuts[upstream] = made
-            return made
-        }
-    }
-
-    /// Requests through the HTTP/2 fan-out path: paced as a whole, `--relay-concurrency` streams
-    /// at once, none started once the project's quota closes.
-    private func post(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
-        bearer: String
-    ) async -> [Answer] {
-        // A page cancelled at its deadline while waiting its turn sends nothing.
-        guard await budget.take(job.project, count: attempts.count, direct: job.isDirect) else {
-            return attempts.map { _ in .failure(CancellationError()) }
-        }
-        let pacer = pacer
-        let project = job.project
-        let gate = SendGate(
-            isClosed: { pacer.isPaused(project) },
-            quotaClosed: { retryAfter in
-                pacer.pause(project, for: .seconds(max(retryAfter ?? DeliveryPolicy.quotaPause, 1)))
-            })
-        return await fanOut.postAll(
-            path: relay.sendPath, authorization: "Bearer \(bearer)",
-            bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
-            window: options.concurrency, timeout: options.requestTimeout, gate: gate)
-    }
-
-    /// One request through the general client (an `http` upstream).
-    private func post(_ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String)
-        async -> Answer
-    {
-        // Cancelled at the page's deadline while waiting its turn: nothing is sent.
-        guard await budget.take(job.project, count: 1, direct: job.isDirect) else { return .failure(CancellationError()) }
-        guard !pacer.isPaused(job.project) else { return .failure(NotSent()) }
-        do {
-            let answer = try await client.post(
-                relay.sendURL, contentType: "application/json", authorization: "Bearer \(bearer)",
-                body: V1Outgoing.body(template: job.template, token: attempt.token))
-            if answer.status == 429 {
-                // No request of the project starts after this answer.
-                pacer.pause(job.project, for: .seconds(max(answer.retryAfter ?? DeliveryPolicy.quotaPause, 1)))
-            }
-            return .success(answer)
-        } catch {
-            return .failure(error)
-        }
     }
 
     /// Recipients FCM gave no answer for (no access token, a connection error or timeout, a page
     /// cancelled at its deadline): each is retried as after a 503.
-    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob) async
+    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob)
         -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
         let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
@@ -583,21 +472,6 @@ public final class RelayWorker: Service, Sendable {
             metadata: ["project": "\(project)", "seconds": "\(Int(pause.seconds.rounded(.up)))", "error": "QUOTA_EXCEEDED"])
     }
 
-    /// An answer that is not FCM's (a proxy's error page, a wrong `--upstream`): logged once a
-    /// minute per project; the recipients are retried, and the project's `lastError` says it.
-    private func reportUpstreamFault(_ fault: String, of project: Int64, upstream: String) {
-        let now = ContinuousClock.now
-        let due = faultsLogged.withLock { logged in
-            guard logged[project].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
-            logged[project] = now
-            return true
-        }
-        guard due else { return }
-        logger.warning(
-            "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
-            metadata: ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
-    }
-
     /// Another try after `after` seconds, unless that is past the message's deadline.
     private func pending(_ attempt: DeliveryAttempt, of job: OutboxJob, code: String, after: TimeInterval)
         -> DeliveryOutcome
@@ -641,11 +515,6 @@ public final class RelayWorker: Service, Sendable {
             for project in all { cache[project.rowID] = project }
         }
         return all.first { $0.rowID == rowID }
-    }
-
-    /// FCM refused the access token, and no new one could be had.
-    struct NoAccessToken: Error, CustomStringConvertible {
-        var description: String { "FCM refused the access token, and the token endpoint gave no new one" }
     }
 
     /// A page's requests did not all end within their deadline.

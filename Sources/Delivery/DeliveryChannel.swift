@@ -1,0 +1,44 @@
+import Registry
+
+/// A way to devices. The engine (`DeliveryWorker`) claims the outbox's jobs, reads their pages,
+/// paces each project within its budget, records the outcomes and retries; a channel only sends a
+/// round of one job's recipients and says what each answer means. FCM HTTP v1 (`FCMChannel`, in
+/// `FCMRelay`) is the first.
+public protocol DeliveryChannel: Sendable {
+    /// Sends one request per attempt, in order, each started only while `gate` is open, and tells
+    /// `gate` when an answer closes the project's quota.
+    /// - Parameter settings: the project's settings for this channel (`project relay`).
+    /// - Returns: each attempt's answer, in the attempts' order.
+    func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate) async
+        -> [ChannelAnswer]
+    /// Closes what the channel holds open (connections, clients), once nothing more is sent.
+    func shutdown() async
+}
+
+/// What became of one request a channel sent.
+public enum ChannelAnswer: Sendable, Hashable {
+    /// An answer, in the engine's terms: delivered, prune, fail, retry, or pause the project.
+    case answered(DeliveryVerdict)
+    /// Never sent: the gate closed first. It costs the recipient no attempt.
+    case notSent
+    /// Sent and left unanswered far longer than the rest of its round: lost on the way, tried
+    /// again at once.
+    case stalled
+    /// No answer at all: a connection error, a timeout, no access token.
+    case unanswered
+}
+
+/// What a round asks before each of its requests starts, and tells when an answer closes the
+/// quota: the quota is the project's, so one 429 stops every round of the project at once.
+public struct SendGate: Sendable {
+    /// Whether no new request may start now (the project is paused).
+    public var isClosed: @Sendable () -> Bool
+    /// An answer closed the quota: the project pauses, honouring its `Retry-After` (seconds)
+    /// when it has one.
+    public var quotaClosed: @Sendable (_ retryAfter: Int?) -> Void
+
+    public init(isClosed: @escaping @Sendable () -> Bool, quotaClosed: @escaping @Sendable (_ retryAfter: Int?) -> Void) {
+        self.isClosed = isClosed
+        self.quotaClosed = quotaClosed
+    }
+}

@@ -1,0 +1,181 @@
+import Delivery
+import FCMWire
+import Foundation
+import Logging
+import Registry
+import Synchronization
+
+/// FCM HTTP v1 as a delivery channel: one `messages:send` request per recipient, over HTTP/2 to an
+/// `https` upstream (`HTTP2Upstream`), else through the general client; access tokens by the
+/// JWT-bearer grant (`AccessTokenCache`); each answer read by FCM's words (`DeliveryPolicy`).
+///
+/// A 401 that is about our access token (not `THIRD_PARTY_AUTH_ERROR`, which is about the app's
+/// APNs or web-push credentials) fetches a new token once, and the refused requests go again with
+/// it. An answer that is not FCM's (no error detail: a proxy's page, a wrong `--upstream`) is
+/// retried and logged at most once a minute per project.
+public final class FCMChannel: DeliveryChannel {
+    /// One request's answer, or the error that left it without one.
+    typealias Answer = Result<UpstreamClient.Answer, any Error>
+
+    private let options: RelayOptions
+    private let logger: Logger
+    private let client: UpstreamClient
+    private let accessTokens: AccessTokenCache
+    /// The HTTP/2 fan-out path, per `https` upstream.
+    private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
+    /// When each project's last upstream fault was logged.
+    private let faultsLogged = Mutex<[Int64: ContinuousClock.Instant]>([:])
+
+    public init(options: RelayOptions, logger: Logger) throws {
+        self.options = options
+        self.logger = logger
+        client = try UpstreamClient(options: options)
+        accessTokens = AccessTokenCache(client: client)
+    }
+
+    public func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, gate: SendGate) async
+        -> [ChannelAnswer]
+    {
+        guard !attempts.isEmpty else { return [] }
+        // One access token for the round, not a look-up per request.
+        guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
+            return attempts.map { _ in .unanswered }
+        }
+        var answers = await post(attempts, of: job, with: relay, bearer: bearer, gate: gate)
+        let refused = answers.indices.filter { Self.isOurTokenRefused(answers[$0]) }
+        if !refused.isEmpty {
+            await accessTokens.drop(project: job.project, token: bearer)
+            if let fresh = try? await accessTokens.token(for: job.project, settings: relay) {
+                logger.notice(
+                    "relay: FCM refused the access token; sending again with a new one",
+                    metadata: ["project": "\(job.project)", "requests": "\(refused.count)"])
+                let again = await post(refused.map { attempts[$0] }, of: job, with: relay, bearer: fresh, gate: gate)
+                for (index, answer) in zip(refused, again) { answers[index] = answer }
+            } else {
+                // No new token (the token endpoint out of reach): the refusal was about our token,
+                // not the recipients, who wait like any unanswered request.
+                for index in refused { answers[index] = .failure(NoAccessToken()) }
+            }
+        }
+        var upstreamFault: String?
+        let read = answers.map { answer -> ChannelAnswer in
+            switch answer {
+            case .success(let answer) where (200..<300).contains(answer.status):
+                return .answered(.delivered)
+            case .success(let answer):
+                if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
+                return .answered(
+                    DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
+            case .failure(let error as NotSent):
+                _ = error
+                return .notSent
+            case .failure(let error as Stalled):
+                logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
+                return .stalled
+            case .failure:
+                return .unanswered
+            }
+        }
+        if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
+        return read
+    }
+
+    public func shutdown() async {
+        for fanOut in fanOuts.withLock({ Array($0.values) }) { await fanOut.shutdown() }
+        try? await client.shutdown()
+    }
+
+    /// Whether an answer refuses our access token (and not the app's own APNs or web-push
+    /// credentials, `THIRD_PARTY_AUTH_ERROR`).
+    private static func isOurTokenRefused(_ answer: Answer) -> Bool {
+        guard case .success(let answer) = answer, answer.status == 401 else { return false }
+        return answer.errorCode != "THIRD_PARTY_AUTH_ERROR"
+    }
+
+    /// Posts one request per attempt, each its answer, in order.
+    private func post(
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate
+    ) async -> [Answer] {
+        guard !attempts.isEmpty else { return [] }
+        if let fanOut = fanOut(to: relay.upstream) {
+            return await post(attempts, of: job, through: fanOut, with: relay, bearer: bearer, gate: gate)
+        }
+        return await withTaskGroup(of: (Int, Answer).self) { group in
+            var answers = [Answer?](repeating: nil, count: attempts.count)
+            var next = attempts.indices.makeIterator()
+            for _ in 0..<min(options.concurrency, attempts.count) {
+                if let index = next.next() {
+                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer, gate: gate)) }
+                }
+            }
+            for await (index, answer) in group {
+                answers[index] = answer
+                if let index = next.next() {
+                    group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer, gate: gate)) }
+                }
+            }
+            return answers.map { $0! }
+        }
+    }
+
+    /// The HTTP/2 fan-out path to an `https` upstream, made once per upstream.
+    private func fanOut(to upstream: String) -> HTTP2Upstream? {
+        fanOuts.withLock { fanOuts in
+            if let existing = fanOuts[upstream] { return existing }
+            guard let made = HTTP2Upstream(upstream: upstream, caFile: options.caFile) else { return nil }
+            fanOuts[upstream] = made
+            return made
+        }
+    }
+
+    /// Requests through the HTTP/2 fan-out path: `--relay-concurrency` streams at once, none
+    /// started once the project's quota closes.
+    private func post(
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
+        bearer: String, gate: SendGate
+    ) async -> [Answer] {
+        await fanOut.postAll(
+            path: relay.sendPath, authorization: "Bearer \(bearer)",
+            bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
+            window: options.concurrency, timeout: options.requestTimeout, gate: gate)
+    }
+
+    /// One request through the general client (an `http` upstream).
+    private func post(
+        _ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate
+    ) async -> Answer {
+        // Cancelled at the round's deadline, or the quota closed: nothing is sent.
+        guard !Task.isCancelled else { return .failure(CancellationError()) }
+        guard !gate.isClosed() else { return .failure(NotSent()) }
+        do {
+            let answer = try await client.post(
+                relay.sendURL, contentType: "application/json", authorization: "Bearer \(bearer)",
+                body: V1Outgoing.body(template: job.template, token: attempt.token))
+            // No request of the project starts after a 429.
+            if answer.status == 429 { gate.quotaClosed(answer.retryAfter) }
+            return .success(answer)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// An answer that is not FCM's (a proxy's error page, a wrong `--upstream`): logged once a
+    /// minute per project; the recipients are retried, and the project's `lastError` says it.
+    private func reportUpstreamFault(_ fault: String, of project: Int64, upstream: String) {
+        let now = ContinuousClock.now
+        let due = faultsLogged.withLock { logged in
+            guard logged[project].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            logged[project] = now
+            return true
+        }
+        guard due else { return }
+        logger.warning(
+            "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
+            metadata: ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
+    }
+
+    /// FCM refused the access token, and no new one could be had.
+    struct NoAccessToken: Error, CustomStringConvertible {
+        var description: String { "FCM refused the access token, and the token endpoint gave no new one" }
+    }
+}
