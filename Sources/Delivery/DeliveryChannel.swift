@@ -11,6 +11,9 @@ public protocol DeliveryChannel: Sendable {
     /// - Returns: each attempt's answer, in the attempts' order.
     func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate) async
         -> [ChannelAnswer]
+    /// How the legacy and XMPP APIs word a recipient the channel refused with `code`, for the
+    /// sender of a direct send who waits for the answer.
+    func refusal(_ code: String, token: String) -> MessageProblem
     /// Closes what the channel holds open (connections, clients), once nothing more is sent.
     func shutdown() async
 }

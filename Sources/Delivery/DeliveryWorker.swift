@@ -263,7 +263,7 @@ public final class DeliveryWorker: Service, Sendable {
                 // recipients' failure. Nothing is recorded, the cursor stays, and the job waits
                 // with back-off; its deadline still bounds it.
                 outages += 1
-                let wait = min(60, DeliveryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
+                let wait = min(60, RetryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
                 logger.warning(
                     "relay: no answer from FCM", metadata: ["upstream": "\(relay.upstream)", "retry.in": "\(Int(wait))s"])
                 try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(wait))
@@ -365,7 +365,7 @@ public final class DeliveryWorker: Service, Sendable {
         let gate = SendGate(
             isClosed: { pacer.isPaused(project) },
             quotaClosed: { retryAfter in
-                pacer.pause(project, for: .seconds(max(retryAfter ?? DeliveryPolicy.quotaPause, 1)))
+                pacer.pause(project, for: .seconds(max(retryAfter ?? RetryPolicy.quotaPause, 1)))
             })
         let answers = await channel.send(going, of: job, with: relay, gate: gate)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
@@ -408,7 +408,7 @@ public final class DeliveryWorker: Service, Sendable {
     private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob)
         -> [(outcome: DeliveryOutcome, answered: Bool)]
     {
-        let verdict = DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil)
+        let verdict = DeliveryVerdict.retry("UNAVAILABLE", after: nil)
         return attempts.map { (outcome(of: verdict, for: $0, of: job), false) }
     }
 
@@ -436,7 +436,7 @@ public final class DeliveryWorker: Service, Sendable {
         case .retry(let code, let after):
             return retried(
                 attempt, of: job, code: code,
-                after: DeliveryPolicy.backOff(afterAttempts: attempt.attempts + 1, retryAfter: after))
+                after: RetryPolicy.backOff(afterAttempts: attempt.attempts + 1, retryAfter: after))
         case .pauseProject(let code, let seconds):
             // FCM's quota is the project's: every send of it waits (the pause itself is taken and
             // recorded once per page, by `send`). Refused, so not delivered: no attempt is spent.
@@ -501,7 +501,7 @@ public final class DeliveryWorker: Service, Sendable {
                 logger.warning("relay: cannot update a token after FCM's answer", metadata: ["error": "\(error)"])
             }
             if job.isDirect, outcome.state == .failed, let code = outcome.error {
-                handoff.refused(token, DeliveryPolicy.problem(for: code, token: token, retryAfter: nil), job: job.id)
+                handoff.refused(token, channel.refusal(code, token: token), job: job.id)
             } else if job.isDirect, outcome.state == .delivered {
                 handoff.delivered(token, job: job.id)
             }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// FCM HTTP v1 as a delivery channel: one `messages:send` request per recipient, over HTTP/2 to an
 /// `https` upstream (`HTTP2Upstream`), else through the general client; access tokens by the
-/// JWT-bearer grant (`AccessTokenCache`); each answer read by FCM's words (`DeliveryPolicy`).
+/// JWT-bearer grant (`AccessTokenCache`); each answer read by FCM's words (`FCMAnswers`).
 ///
 /// A 401 that is about our access token (not `THIRD_PARTY_AUTH_ERROR`, which is about the app's
 /// APNs or web-push credentials) fetches a new token once, and the refused requests go again with
@@ -65,7 +65,7 @@ public final class FCMChannel: DeliveryChannel {
             case .success(let answer):
                 if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
                 return .answered(
-                    DeliveryPolicy.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
+                    FCMAnswers.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
             case .failure(let error as NotSent):
                 _ = error
                 return .notSent
@@ -78,6 +78,10 @@ public final class FCMChannel: DeliveryChannel {
         }
         if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
         return read
+    }
+
+    public func refusal(_ code: String, token: String) -> MessageProblem {
+        FCMAnswers.problem(for: code, token: token, retryAfter: nil)
     }
 
     public func shutdown() async {

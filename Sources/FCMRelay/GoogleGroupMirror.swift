@@ -68,7 +68,7 @@ public final class GoogleGroupMirror: GroupMirror, Service {
             try await self.client.post(url, contentType: "application/json", authorization: bearer, body: body)
         }
         guard !(200..<300).contains(answer.status) else { return nil }
-        return DeliveryPolicy.problem(
+        return FCMAnswers.problem(
             for: answer.errorCode ?? "INTERNAL", token: notificationKey, retryAfter: answer.retryAfter)
     }
 

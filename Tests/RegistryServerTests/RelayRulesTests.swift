@@ -79,44 +79,44 @@ import _CryptoExtras
     // MARK: - FCM's answers
 
     @Test func eachAnswerHasItsRetryClass() {
-        #expect(DeliveryPolicy.verdict(status: 200, code: nil, retryAfter: nil) == .delivered)
-        #expect(DeliveryPolicy.verdict(status: 404, code: "UNREGISTERED", retryAfter: nil) == .prune("UNREGISTERED"))
+        #expect(FCMAnswers.verdict(status: 200, code: nil, retryAfter: nil) == .delivered)
+        #expect(FCMAnswers.verdict(status: 404, code: "UNREGISTERED", retryAfter: nil) == .prune("UNREGISTERED"))
         #expect(
-            DeliveryPolicy.verdict(status: 403, code: "SENDER_ID_MISMATCH", retryAfter: nil)
+            FCMAnswers.verdict(status: 403, code: "SENDER_ID_MISMATCH", retryAfter: nil)
                 == .prune("SENDER_ID_MISMATCH"))
         #expect(
-            DeliveryPolicy.verdict(status: 400, code: "INVALID_ARGUMENT", retryAfter: nil)
+            FCMAnswers.verdict(status: 400, code: "INVALID_ARGUMENT", retryAfter: nil)
                 == .fail("INVALID_ARGUMENT", reauthenticate: false))
         // A 404 or 403 without FCM's word for a dead token is the upstream's fault: retried, never pruned.
-        #expect(DeliveryPolicy.verdict(status: 404, code: nil, retryAfter: nil) == .retry("HTTP_404", after: nil))
-        #expect(DeliveryPolicy.verdict(status: 404, code: "NOT_FOUND", retryAfter: nil) == .retry("NOT_FOUND", after: nil))
+        #expect(FCMAnswers.verdict(status: 404, code: nil, retryAfter: nil) == .retry("HTTP_404", after: nil))
+        #expect(FCMAnswers.verdict(status: 404, code: "NOT_FOUND", retryAfter: nil) == .retry("NOT_FOUND", after: nil))
         #expect(
-            DeliveryPolicy.verdict(status: 403, code: "PERMISSION_DENIED", retryAfter: nil)
+            FCMAnswers.verdict(status: 403, code: "PERMISSION_DENIED", retryAfter: nil)
                 == .retry("PERMISSION_DENIED", after: nil))
         #expect(
-            DeliveryPolicy.verdict(status: 401, code: "UNAUTHENTICATED", retryAfter: nil)
+            FCMAnswers.verdict(status: 401, code: "UNAUTHENTICATED", retryAfter: nil)
                 == .fail("UNAUTHENTICATED", reauthenticate: true))
         #expect(
-            DeliveryPolicy.verdict(status: 401, code: "THIRD_PARTY_AUTH_ERROR", retryAfter: nil)
+            FCMAnswers.verdict(status: 401, code: "THIRD_PARTY_AUTH_ERROR", retryAfter: nil)
                 == .fail("THIRD_PARTY_AUTH_ERROR", reauthenticate: false))
         #expect(
-            DeliveryPolicy.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: nil)
+            FCMAnswers.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: nil)
                 == .pauseProject("QUOTA_EXCEEDED", seconds: 60))
         #expect(
-            DeliveryPolicy.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: 7)
+            FCMAnswers.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: 7)
                 == .pauseProject("QUOTA_EXCEEDED", seconds: 7))
-        #expect(DeliveryPolicy.verdict(status: 503, code: "UNAVAILABLE", retryAfter: 3) == .retry("UNAVAILABLE", after: 3))
-        #expect(DeliveryPolicy.verdict(status: 500, code: nil, retryAfter: nil) == .retry("INTERNAL", after: nil))
-        #expect(DeliveryPolicy.verdict(status: nil, code: nil, retryAfter: nil) == .retry("UNAVAILABLE", after: nil))
+        #expect(FCMAnswers.verdict(status: 503, code: "UNAVAILABLE", retryAfter: 3) == .retry("UNAVAILABLE", after: 3))
+        #expect(FCMAnswers.verdict(status: 500, code: nil, retryAfter: nil) == .retry("INTERNAL", after: nil))
+        #expect(FCMAnswers.verdict(status: nil, code: nil, retryAfter: nil) == .retry("UNAVAILABLE", after: nil))
     }
 
     @Test func backOffDoublesWithJitterAndHonoursRetryAfter() {
         for attempts in 1...12 {
-            let base = min(DeliveryPolicy.maximumBackOff, pow(2, Double(attempts - 1)))
-            let wait = DeliveryPolicy.backOff(afterAttempts: attempts, retryAfter: nil)
+            let base = min(RetryPolicy.maximumBackOff, pow(2, Double(attempts - 1)))
+            let wait = RetryPolicy.backOff(afterAttempts: attempts, retryAfter: nil)
             #expect(wait >= base * 0.75 && wait <= base * 1.25)
         }
-        #expect(DeliveryPolicy.backOff(afterAttempts: 1, retryAfter: 30) >= 30)
+        #expect(RetryPolicy.backOff(afterAttempts: 1, retryAfter: 30) >= 30)
     }
 
     // MARK: - The worker's doorbell

@@ -1,0 +1,35 @@
+import Foundation
+
+/// What the engine does with one answer, as the channel words it (FCM's words: `FCMAnswers`).
+public enum DeliveryVerdict: Sendable, Hashable {
+    case delivered
+    /// The token is gone for this sender (`UNREGISTERED`, `SENDER_ID_MISMATCH`): never retried,
+    /// and unregistered in the registry, so it leaves its groups and topics.
+    case prune(String)
+    /// The delivery fails without a retry (other 4xx). `reauthenticate`: a 401, after which the
+    /// cached access token is dropped.
+    case fail(String, reauthenticate: Bool)
+    /// Try this recipient again, after at least `after` seconds when the upstream said so.
+    case retry(String, after: Int?)
+    /// The project's quota is spent: every send of the project waits `seconds`.
+    case pauseProject(String, seconds: Int)
+}
+
+/// How long the engine waits: after a quota pause with no `Retry-After`, and between two attempts
+/// of one recipient, after Google's scaling guide and the practice of Sygnal and Mattermost's push
+/// proxy (see `docs/relay.md`).
+public enum RetryPolicy {
+    /// The least a project waits after its quota closes without `Retry-After`.
+    public static let quotaPause = 60
+    /// The longest back-off between two attempts of one recipient.
+    public static let maximumBackOff: Double = 300
+
+    /// Exponential back-off with jitter before attempt `attempts + 1`: about 1 s, 2 s, 4 s… (each
+    /// between 75% and 125% of that), at most five minutes, and never sooner than `retryAfter`.
+    public static func backOff(afterAttempts attempts: Int, retryAfter: Int?) -> TimeInterval {
+        let base = min(maximumBackOff, pow(2, Double(max(0, attempts - 1))))
+        let jittered = base * Double.random(in: 0.75...1.25)
+        return max(jittered, Double(retryAfter ?? 0))
+    }
+
+}
