@@ -33,8 +33,9 @@ public protocol OutboxDriver: Sendable {
     func insertJob(_ job: NewOutboxJob, admitting admit: @escaping @Sendable (_ unfinished: Int) throws -> Void)
         async throws -> Int64
     /// In one transaction: takes up to `limit` claimable jobs for `claimant` (unfinished, not
-    /// before `notBefore`, unclaimed or with an expired lease, of a project not paused, not one of
-    /// `skipping`), oldest first, so that no other claim takes the same job.
+    /// before `notBefore`, unclaimed or with an expired lease, of a project not paused, not a
+    /// fan-out of a project in `skipping`): direct sends first (someone waits for their answer),
+    /// then the longest waiting (`notBefore`), so that no other claim takes the same job.
     func claimJobs(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int, skipping: [Int64]) async throws
         -> [OutboxJob]
     /// Extends a lease `claimant` holds on an unfinished job; `false` when it holds none.
