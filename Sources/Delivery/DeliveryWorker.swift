@@ -92,7 +92,7 @@ public final class DeliveryWorker: Service, Sendable {
         guard (try? await settings.settings().isEmpty) == false,
             let paused = try? await registry.sendBudget.pausedProjects(at: Date()) else { return }
         for (project, until) in paused {
-            pacer.adopt(project, pausedFor: .milliseconds(Int(max(0, until.timeIntervalSinceNow) * 1000)))
+            pacer.pause(project, for: .milliseconds(Int(max(0, until.timeIntervalSinceNow) * 1000)), recorded: true)
         }
     }
 
@@ -365,7 +365,7 @@ public final class DeliveryWorker: Service, Sendable {
         let gate = SendGate(
             isClosed: { pacer.isPaused(project) },
             quotaClosed: { retryAfter in
-                pacer.pause(project, for: .seconds(max(retryAfter ?? RetryPolicy.quotaPause, 1)))
+                pacer.pause(project, for: .seconds(RetryPolicy.quotaPause(retryAfter: retryAfter)))
             })
         let answers = await channel.send(going, of: job, with: relay, gate: gate)
         var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []

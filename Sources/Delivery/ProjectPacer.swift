@@ -24,12 +24,14 @@ final class ProjectPacer: Sendable {
         self.fullRound = max(1, fullRound)
     }
 
-    /// Pauses the project for `duration` (FCM answered 429). The slow start begins when the pause
-    /// ends.
-    /// - Returns: whether this is news: the project was not already paused as long, so the caller
-    ///   logs and records it. Every stream of a page refused at once reports the same pause once.
+    /// Pauses the project for `duration`: FCM answered 429 here, or (`recorded`) another server's
+    /// pause was read from the database. The slow start begins when the pause ends.
+    /// - Parameter recorded: the pause is logged and written already, by the server that met it.
+    /// - Returns: whether this is news: the project was not already paused as long. A pause met
+    ///   here is then to be logged and recorded (`takePauseReport`); every stream of a page
+    ///   refused at once reports the same pause once.
     @discardableResult
-    func pause(_ project: Int64, for duration: Duration) -> Bool {
+    func pause(_ project: Int64, for duration: Duration, recorded: Bool = false) -> Bool {
         let until = ContinuousClock.now + duration
         return states.withLock { states in
             var state = states[project] ?? PauseState()
@@ -39,22 +41,9 @@ final class ProjectPacer: Sendable {
                 return false
             }
             state.pausedUntil = until
-            state.unreported = true
+            if !recorded { state.unreported = true }
             states[project] = state
             return true
-        }
-    }
-
-    /// Takes a pause another server met and recorded: this server's requests of the project stop
-    /// too, and the slow start follows; nothing to report, it is recorded already.
-    func adopt(_ project: Int64, pausedFor duration: Duration) {
-        let until = ContinuousClock.now + duration
-        states.withLock { states in
-            var state = states[project] ?? PauseState()
-            guard (state.pausedUntil ?? .now) < until - .milliseconds(500) else { return }
-            state.pausedUntil = until
-            state.allowance = 1
-            states[project] = state
         }
     }
 

@@ -21,6 +21,12 @@ public enum DeliveryVerdict: Sendable, Hashable {
 public enum RetryPolicy {
     /// The least a project waits after its quota closes without `Retry-After`.
     public static let quotaPause = 60
+
+    /// How long a project pauses after its quota closed: `Retry-After` when the upstream gave
+    /// one, else `quotaPause`, and at least a second.
+    public static func quotaPause(retryAfter: Int?) -> Int {
+        max(retryAfter ?? quotaPause, 1)
+    }
     /// The longest back-off between two attempts of one recipient.
     public static let maximumBackOff: Double = 300
 

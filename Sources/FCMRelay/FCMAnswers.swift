@@ -26,7 +26,7 @@ public enum FCMAnswers {
         case 403, 404:
             return .retry(code ?? "HTTP_\(status)", after: retryAfter)
         case 429:
-            return .pauseProject(code ?? "QUOTA_EXCEEDED", seconds: max(retryAfter ?? RetryPolicy.quotaPause, 1))
+            return .pauseProject(code ?? "QUOTA_EXCEEDED", seconds: RetryPolicy.quotaPause(retryAfter: retryAfter))
         case 500, 502, 503, 504:
             return .retry(code ?? (status == 500 ? "INTERNAL" : "UNAVAILABLE"), after: retryAfter)
         case 401:

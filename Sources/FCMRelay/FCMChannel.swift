@@ -66,8 +66,7 @@ public final class FCMChannel: DeliveryChannel {
                 if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
                 return .answered(
                     FCMAnswers.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
-            case .failure(let error as NotSent):
-                _ = error
+            case .failure(is NotSent):
                 return .notSent
             case .failure(let error as Stalled):
                 logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])

@@ -91,7 +91,7 @@ struct ProjectBudgetTests {
         #expect(try await store.pausedProjects(at: until.addingTimeInterval(1)).isEmpty)
 
         let pacer = ProjectPacer(fullRound: 8)
-        pacer.adopt(project.rowID, pausedFor: .seconds(30))
+        pacer.pause(project.rowID, for: .seconds(30), recorded: true)
         #expect(pacer.isPaused(project.rowID))
         #expect(pacer.takePauseReport(project.rowID) == nil)  // recorded already, by the server that met it
         #expect(pacer.admit(project.rowID, wanting: 100) == 1)
