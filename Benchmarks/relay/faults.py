@@ -94,6 +94,18 @@ class Bench:
                 time.sleep(0.1)
         return Server(port, process)
 
+    def scene(self, case, sender, count, rate=None, port=None, options=()):
+        """A fresh case: the stand-in reset; a database, and a project relaying to the stand-in
+        (at `rate`), both named after the case; a server on it; `count` tokens subscribed to the
+        topic of the case's name."""
+        self.standin.reset()
+        db = self.database(case)
+        key = self.project(db, case, sender, rate)
+        server = self.serve(db, port, options)
+        tokens = [token(case[0], n) for n in range(count)]
+        server.subscribe(key, case, tokens)
+        return db, key, server, tokens
+
     def check(self, case, held, line):
         self.failed |= not held
         print(f"{case:13} {'ok  ' if held else 'FAIL'} {line}", flush=True)
@@ -122,6 +134,10 @@ class Server:
         answer = connection.getresponse()
         text = answer.read()
         return answer.status, (json.loads(text) if text else None)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(60)
 
     def subscribe(self, key, topic, tokens):
         for start in range(0, len(tokens), 1000):
@@ -156,20 +172,16 @@ def received(bench, prefix="", status=200):
 
 def crash(bench, case, how):
     """2,000 tokens × 20 messages; the server stopped a third of the way, then started again."""
-    bench.standin.reset()
-    db = bench.database(case)
-    key = bench.project(db, "crash", "1001")
     port = free_port()
-    server = bench.serve(db, port, ["--server-id", "crash-1"])
-    tokens = [token("c", n) for n in range(2000)]
-    server.subscribe(key, "crash", tokens)
-    ids = [server.send_topic(key, "crash", n) for n in range(20)]
+    options = ["--server-id", f"{case}-1"]
+    db, key, server, _ = bench.scene(case, "1001", 2000, port=port, options=options)
+    ids = [server.send_topic(key, case, n) for n in range(20)]
     while len(received(bench)) < 40000 // 3:
         time.sleep(0.01)
     server.process.send_signal(how)
     server.process.wait(60)
     restarted = time.monotonic()
-    again = bench.serve(db, port, ["--server-id", "crash-1"])  # takes its claims back at once
+    again = bench.serve(db, port, options)  # the same --server-id: it takes its claims back at once
     settled = again.settle(key, ids, 120)
     seconds = time.monotonic() - restarted
     deliveries = received(bench)
@@ -184,18 +196,12 @@ def crash(bench, case, how):
         and all(c.get("delivered") == 2000 for c in counts)
     bench.check(case, held, f"40,000 deliveries: lost {lost}, sent twice {duplicates} (at most {bound}), "
                             f"settled {seconds:.1f} s after the restart")
-    again.process.send_signal(signal.SIGTERM)
-    again.process.wait(60)
+    again.stop()
 
 
 def stalls(bench):
     """10,000 tokens, then again with 5 requests never answered."""
-    bench.standin.reset()
-    db = bench.database("stalls")
-    key = bench.project(db, "stalls", "1002")
-    server = bench.serve(db)
-    tokens = [token("s", n) for n in range(10000)]
-    server.subscribe(key, "stalls", tokens)
+    _, key, server, tokens = bench.scene("stalls", "1002", 10000)
     timings = []
     for n, stalled in enumerate([set(), {tokens[i] for i in (100, 2500, 5000, 7500, 9900)}]):
         bench.standin.stall_first = stalled
@@ -209,24 +215,18 @@ def stalls(bench):
     bench.check("stalls", ratio < 3 and retried and counts.get("delivered") == 10000,
                 f"10,000 tokens: {timings[0]:.2f} s; with 5 stalled: {timings[1]:.2f} s ({ratio:.2f}×, under 3×), "
                 f"each stalled one retried: {retried}")
-    server.process.send_signal(signal.SIGTERM)
-    server.process.wait(60)
+    server.stop()
 
 
 def html404(bench):
     """Every send answered 404 with an HTML page: nothing pruned, no group touched."""
-    bench.standin.reset()
+    _, key, server, tokens = bench.scene("html404", "1003", 1000)
     bench.standin.html_404 = True
-    db = bench.database("html404")
-    key = bench.project(db, "html", "1003")
-    server = bench.serve(db)
-    tokens = [token("h", n) for n in range(1000)]
-    server.subscribe(key, "html", tokens)
-    status, group = server.call("POST", "/fcm/notification", key,
-                                {"operation": "create", "notification_key_name": "g", "registration_ids": tokens[:10]})
-    server.send_topic(key, "html", 0)
+    server.call("POST", "/fcm/notification", key,
+                {"operation": "create", "notification_key_name": "g", "registration_ids": tokens[:10]})
+    server.send_topic(key, "html404", 0)
     time.sleep(6)  # the first attempt and a retry or two
-    _, topic = server.call("GET", "/api/topics/html", key)
+    _, topic = server.call("GET", "/api/topics/html404", key)
     _, relays = server.call("GET", "/api/relay", key)
     relay = (relays.get("projects") or [{}])[0]
     _, groups = server.call("GET", "/api/groups", key)
@@ -236,21 +236,15 @@ def html404(bench):
     bench.check("html404", held, f"{len(bench.standin.records())} sends answered with an HTML 404: "
                                  f"subscribers {topic.get('subscriberCount')} of 1,000, pruned {relay.get('pruned')}, "
                                  f"group members {members} of 10, lastError {relay.get('lastError')}")
-    server.process.send_signal(signal.SIGTERM)
-    server.process.wait(60)
+    server.stop()
 
 
 def unauthorized(bench):
     """The access token refused after 2,000 of 10,000 sends."""
-    bench.standin.reset()
+    _, key, server, _ = bench.scene("unauthorized", "1004", 10000)
     bench.standin.revoke_after = 2000
-    db = bench.database("unauthorized")
-    key = bench.project(db, "auth", "1004")
-    server = bench.serve(db)
-    tokens = [token("u", n) for n in range(10000)]
-    server.subscribe(key, "auth", tokens)
     granted = bench.standin.tokens_granted
-    message = server.send_topic(key, "auth", 0)
+    message = server.send_topic(key, "unauthorized", 0)
     server.settle(key, [message], 120)
     counts = server.delivery(key, message)
     refused = len(received(bench, status=401))
@@ -258,18 +252,12 @@ def unauthorized(bench):
                 f"10,000 tokens, the access token refused after 2,000: delivered {counts.get('delivered')}, "
                 f"failed {counts.get('failed')}, {refused} requests refused and sent again, "
                 f"{bench.standin.tokens_granted - granted} access tokens granted")
-    server.process.send_signal(signal.SIGTERM)
-    server.process.wait(60)
+    server.stop()
 
 
 def quota(bench):
     """429 with Retry-After: 2 while the quota is closed for 3 s."""
-    bench.standin.reset()
-    db = bench.database("quota")
-    key = bench.project(db, "quota", "1005")
-    server = bench.serve(db)
-    tokens = [token("q", n) for n in range(2000)]
-    server.subscribe(key, "quota", tokens)
+    _, key, server, _ = bench.scene("quota", "1005", 2000)
     bench.standin.quota_closed_for = 3
     message = server.send_topic(key, "quota", 0)
     server.settle(key, [message], 120)
@@ -279,24 +267,19 @@ def quota(bench):
     bench.check("quota", len(inside) <= 250 and counts.get("delivered") == 2000,
                 f"quota closed for 3 s: {len(inside)} sends reached FCM in those 3 s (at most 250); "
                 f"then delivered {counts.get('delivered')} of 2,000")
-    server.process.send_signal(signal.SIGTERM)
-    server.process.wait(60)
+    server.stop()
 
 
 def fairness(bench):
     """Four 4,000-token fan-outs of A at --rate 400; A's direct send; B's 1,000-token topic."""
-    bench.standin.reset()
-    db = bench.database("fairness")
-    key_a = bench.project(db, "a", "1006", rate=400)
+    db, key_a, server, tokens = bench.scene("fairness", "1006", 4000, rate=400)
     key_b = bench.project(db, "b", "1007", rate=400)
-    server = bench.serve(db)
-    server.subscribe(key_a, "a", [token("a", n) for n in range(4000)])
     server.subscribe(key_b, "b", [token("b", n) for n in range(1000)])
     for n in range(4):
-        server.send_topic(key_a, "a", n)
+        server.send_topic(key_a, "fairness", n)
     time.sleep(2)
     start = time.monotonic()
-    _, direct = server.call("POST", "/fcm/send", key_a, {"to": token("a", 0), "data": {"n": "direct"}})
+    _, direct = server.call("POST", "/fcm/send", key_a, {"to": tokens[0], "data": {"n": "direct"}})
     direct_seconds = time.monotonic() - start
     verdict = direct.get("success") == 1
     start = time.monotonic()
@@ -311,29 +294,23 @@ def fairness(bench):
     held = verdict and direct_seconds <= 5 and first is not None and first <= 3 and done <= 10
     bench.check("fairness", held, f"A's direct send answered in {direct_seconds:.2f} s (FCM's verdict: {verdict}); "
                                   f"B's topic started in {first if first is None else round(first, 2)} s, done in {done:.1f} s")
-    server.process.send_signal(signal.SIGTERM)
-    server.process.wait(60)
+    server.stop()
 
 
 def twoservers(bench):
     """Two servers on one database, eight 1,000-token fan-outs of A at --rate 400."""
-    bench.standin.reset()
-    db = bench.database("twoservers")
-    key = bench.project(db, "two", "1008", rate=400)
-    one = bench.serve(db)
+    db, key, one, _ = bench.scene("twoservers", "1008", 1000, rate=400)
     two = bench.serve(db)
-    one.subscribe(key, "two", [token("t", n) for n in range(1000)])
     for n in range(8):
-        (one if n % 2 == 0 else two).send_topic(key, "two", n)
+        (one if n % 2 == 0 else two).send_topic(key, "twoservers", n)
     time.sleep(3)
     start, before = time.monotonic(), len(bench.standin.records())
     time.sleep(15)
     rate = (len(bench.standin.records()) - before) / (time.monotonic() - start)
     bench.check("twoservers", 200 <= rate <= 500,
                 f"two servers together sent {rate:.0f} a second for a project at --rate 400 (200–500)")
-    for server in (one, two):
-        server.process.send_signal(signal.SIGTERM)
-        server.process.wait(60)
+    one.stop()
+    two.stop()
 
 
 def main():

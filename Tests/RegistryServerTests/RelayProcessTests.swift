@@ -29,17 +29,8 @@ struct RelayProcessTests {
             let port = try #require(upstreamClient.client.port)
             let tokens = (1...300).map(token)
             for device in tokens { _ = try await upstream.registry.registerToken(device, in: upstream.project) }
-            let first = try ServeProcess(Self.options)
-            let key = try await first.key()
-            try await Self.relay(first.database, to: upstream, port: port)
-            try await Self.post(first, "/iid/v1:batchAdd", key: key, #"{"to":"/topics/news","registration_tokens":\#(jsonArray(tokens))}"#)
-            let sent = try await Self.post(first, "/fcm/send", key: key, #"{"to":"/topics/news","data":{"k":"v"}}"#)
-            let id = try #require(sent["message_id"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } })
-            // Some delivered, most not: then the process is stopped.
-            try await waitUntil { try await Self.received(upstream).count >= 60 }
-            kill(first.process.processIdentifier, signal)
-            // Polled, not waited for: a blocked thread of the task pool would stall other tests.
-            while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+            let (first, key, id) = try await Self.stoppedMidSend(
+                Self.options, to: tokens, through: upstream, port: port, signal: signal)
             let before = try await Self.received(upstream).count
             #expect(before < tokens.count)
 
@@ -67,15 +58,8 @@ struct RelayProcessTests {
             var options = Self.options
             options[1] = "60s"  // --relay-lease
             options += ["--server-id", "relay-1"]
-            let first = try ServeProcess(options)
-            let key = try await first.key()
-            try await Self.relay(first.database, to: upstream, port: port)
-            try await Self.post(first, "/iid/v1:batchAdd", key: key, #"{"to":"/topics/news","registration_tokens":\#(jsonArray(tokens))}"#)
-            let sent = try await Self.post(first, "/fcm/send", key: key, #"{"to":"/topics/news","data":{"k":"v"}}"#)
-            let id = try #require(sent["message_id"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } })
-            try await waitUntil { try await Self.received(upstream).count >= 60 }
-            kill(first.process.processIdentifier, SIGKILL)
-            while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+            let (first, key, id) = try await Self.stoppedMidSend(
+                options, to: tokens, through: upstream, port: port, signal: SIGKILL)
 
             let second = try ServeProcess(options, database: first.database)
             // Well within the minute the lease would hold the message.
@@ -84,6 +68,25 @@ struct RelayProcessTests {
             }
             #expect(Set(try await Self.received(upstream)) == Set(tokens))
         }
+    }
+
+    /// A server started with `options`, relaying a topic send to `tokens` through the emulator
+    /// `upstream`, stopped with `signal` once 60 devices have the message and most do not.
+    /// - Returns: the stopped server, its project's key, and the message's id.
+    static func stoppedMidSend(
+        _ options: [String], to tokens: [String], through upstream: Fixture, port: Int, signal: Int32
+    ) async throws -> (ServeProcess, String, Int64) {
+        let first = try ServeProcess(options)
+        let key = try await first.key()
+        try await relay(first.database, to: upstream, port: port)
+        try await post(first, "/iid/v1:batchAdd", key: key, #"{"to":"/topics/news","registration_tokens":\#(jsonArray(tokens))}"#)
+        let sent = try await post(first, "/fcm/send", key: key, #"{"to":"/topics/news","data":{"k":"v"}}"#)
+        let id = try #require(sent["message_id"].flatMap { if case .number(let n) = $0 { Int64(n) } else { nil } })
+        try await waitUntil { try await received(upstream).count >= 60 }
+        kill(first.process.processIdentifier, signal)
+        // Polled, not waited for: a blocked thread of the task pool would stall other tests.
+        while first.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        return (first, key, id)
     }
 
     @Test func twoServersOnOneDatabaseNeverDeliverTwice() async throws {
