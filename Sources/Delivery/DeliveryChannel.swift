@@ -7,16 +7,25 @@ import Registry
 public protocol DeliveryChannel: Sendable {
     /// Sends one request per attempt, in order, each started only while `gate` is open, and tells
     /// `gate` when an answer closes the project's quota.
+    ///
+    /// Calls `answered` once per attempt, as soon as that attempt's answer is final (not when it
+    /// is about to be sent again), so that the engine records outcomes while the rest of the round
+    /// is still out; returns once every attempt has had its call.
     /// - Parameter settings: the project's settings for this channel (`project relay`).
-    /// - Returns: each attempt's answer, in the attempts' order.
-    func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate) async
-        -> [ChannelAnswer]
+    func send(
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate,
+        answered: @escaping AnswerSink
+    ) async
     /// How the legacy and XMPP APIs word a recipient the channel refused with `code`, for the
     /// sender of a direct send who waits for the answer.
     func refusal(_ code: String, token: String) -> MessageProblem
     /// Closes what the channel holds open (connections, clients), once nothing more is sent.
     func shutdown() async
 }
+
+/// Takes the final answer of the attempt at `index` of a round: called from any thread, and
+/// quickly, since a channel may call it from its network's event loop.
+public typealias AnswerSink = @Sendable (_ index: Int, _ answer: ChannelAnswer) -> Void
 
 /// What became of one request a channel sent.
 public enum ChannelAnswer: Sendable, Hashable {

@@ -8,13 +8,14 @@ import Synchronization
 /// The delivery engine: drains the outbox through a channel (`DeliveryChannel`; FCM HTTP v1 is
 /// the first). It claims jobs (with a lease, so that two servers never work the same one), reads
 /// their pages, keeps each project within its budget and quota, has the channel send each round,
-/// records a page of outcomes at a time with the cursor, prunes the tokens the channel says are
-/// gone, and retries what may be retried.
+/// records the outcomes as they arrive (in slices, with the cursor: `PageInFlight`), prunes the
+/// tokens the channel says are gone, and retries what may be retried.
 ///
 /// On SIGTERM it claims nothing more, lets each job finish the page in flight and record it, and
 /// gives the job back: a restart goes on where it stopped, without duplicates. After `kill -9`,
-/// the jobs' leases expire and a page in flight is sent again: at least once, and duplicates
-/// bounded by what was in flight.
+/// the jobs' leases expire (or the server, started again under its name, takes them back) and
+/// what was sent and not recorded is sent again: at least once, and duplicates bounded by the
+/// requests in flight and the slice being written.
 public final class DeliveryWorker: Service, Sendable {
     let registry: RegistryService
     let options: RelayOptions
@@ -159,16 +160,10 @@ public final class DeliveryWorker: Service, Sendable {
         }
     }
 
-    /// A page sent whose outcomes are not recorded yet: they are recorded while the next page is
-    /// in flight, so that the connection to FCM does not wait for the database.
-    private struct SentPage: Sendable {
-        var page: AttemptPage
-        var outcomes: [DeliveryOutcome]
-    }
-
-    /// Works a job page after page, as a pipeline: while page N is in flight, page N-1's outcomes
-    /// are recorded and page N+1 is read. At most two pages are sent and not recorded, which
-    /// bounds the duplicates a `kill -9` can cause.
+    /// Works a job page after page, as a pipeline: while page N is in flight, what is left of page
+    /// N-1 is recorded, page N+1 is read, and page N's outcomes are recorded in slices as they
+    /// arrive. What is sent and not recorded is at most page N's requests in flight, the slice
+    /// being written, and page N-1's last slice: that bounds the duplicates a `kill -9` can cause.
     private func workPages(_ job: OutboxJob) async throws {
         let outbox = registry.outbox
         let me = handoff.serverID
@@ -211,9 +206,6 @@ public final class DeliveryWorker: Service, Sendable {
                 page = try await outbox.nextAttempts(
                     of: job, after: unrecorded?.page, now: Date(), limit: await roundSize(of: job))
             }
-            let gone = page.alreadyGone.map {
-                DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
-            }
             let pastDeadline = Date() >= job.deadline
             if pastDeadline || page.attempts.isEmpty {
                 // Nothing to send: what was sent is recorded first, then this page as it is.
@@ -223,7 +215,7 @@ public final class DeliveryWorker: Service, Sendable {
                     ? page.attempts.map {
                         DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
                     } : []
-                guard let progress = try await recordAndApply(gone + expired, page: page, of: job, in: project)
+                guard let progress = try await recordAndApply(page.goneOutcomes + expired, page: page, of: job, in: project)
                 else { return }  // another server holds it now
                 if progress.finished { return }
                 if page.isEmpty {
@@ -240,28 +232,26 @@ public final class DeliveryWorker: Service, Sendable {
                 }
                 continue
             }
-            // This page goes out; meanwhile the one before it is recorded and the next one read.
+            // This page goes out; meanwhile the one before it is recorded, the next one read, and
+            // this one's outcomes recorded as they arrive.
+            let inFlight = PageInFlight(page, smallestSlice: options.concurrency / 4)
             let previous = unrecorded
-            async let recordedAndRead = recordThenRead(previous, after: page, of: job, in: project)
-            let sent: [(outcome: DeliveryOutcome, answered: Bool)]
+            async let recordedAndRead = recordWhileSending(previous, inFlight, of: job, in: project)
             do {
-                sent = try await withLeaseRenewed(job) { await self.send(page.attempts, of: job, with: relay) }
+                try await withLeaseRenewed(job) { await self.send(inFlight, of: job, with: relay) }
             } catch {
+                inFlight.end()
                 _ = try? await recordedAndRead
                 throw error
             }
             guard let next = try await recordedAndRead else { return }  // another server holds it now
             unrecorded = nil
-            if !sent.isEmpty, sent.allSatisfy({ !$0.outcome.sent }) {
-                // Nothing went out or was taken: the quota closed first. Nothing is recorded, the
-                // cursor stays, and the page is read again once the pause is over.
-                ahead = nil
-                continue
-            }
-            if sent.allSatisfy({ !$0.answered }) {
+            let arrivals = inFlight.arrivals
+            if arrivals.allSatisfy({ $0.answer == .unanswered }) {
                 // No answer at all (FCM or its token endpoint unreachable): an outage, not these
-                // recipients' failure. Nothing is recorded, the cursor stays, and the job waits
-                // with back-off; its deadline still bounds it.
+                // recipients' failure. Nothing of the page is recorded (no slice goes out before an
+                // answer), the cursor stays, and the job waits with back-off; its deadline still
+                // bounds it.
                 outages += 1
                 let wait = min(60, RetryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
                 logger.warning(
@@ -270,8 +260,11 @@ public final class DeliveryWorker: Service, Sendable {
                 return
             }
             outages = 0
-            unrecorded = SentPage(page: page, outcomes: gone + sent.map(\.outcome))
-            ahead = next
+            // What the page ends with and never went out (the quota closed first) is not recorded:
+            // it is read again after the pause, and so is the page read after it.
+            let (rest, cutShort) = inFlight.rest()
+            unrecorded = rest
+            ahead = cutShort ? nil : next
         }
     }
 
@@ -286,14 +279,23 @@ public final class DeliveryWorker: Service, Sendable {
         return !progress.finished
     }
 
-    /// The side of the pipeline that runs while a page is in flight: records the page before it,
-    /// then reads the page after it. `nil` when the job is no longer this worker's to go on with.
-    private func recordThenRead(_ previous: SentPage?, after page: AttemptPage, of job: OutboxJob, in project: Project)
-        async throws -> AttemptPage?
-    {
+    /// The side of the pipeline that runs while a page is in flight: records what is left of the
+    /// page before it, reads the page after it, then records the page's slices as they come.
+    /// `nil` when the job is no longer this worker's to go on with.
+    private func recordWhileSending(
+        _ previous: SentPage?, _ inFlight: PageInFlight, of job: OutboxJob, in project: Project
+    ) async throws -> AttemptPage? {
         var previous = previous
         guard try await settle(&previous, of: job, in: project) else { return nil }
-        return try await registry.outbox.nextAttempts(of: job, after: page, now: Date(), limit: await roundSize(of: job))
+        let next = try await registry.outbox.nextAttempts(
+            of: job, after: inFlight.page, now: Date(), limit: await roundSize(of: job))
+        while let slice = await inFlight.nextSlice() {
+            // A slice never finishes the job: what follows it in the page is still pending.
+            guard try await recordAndApply(slice.outcomes, page: slice.page, of: job, in: project) != nil else {
+                return nil
+            }
+        }
+        return next
     }
 
     /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
@@ -345,20 +347,25 @@ public final class DeliveryWorker: Service, Sendable {
         }
     }
 
-    /// Sends a round of a job's recipients through the channel, `options.concurrency` requests at
-    /// a time, within the project's budget, and turns each answer into the recipient's outcome.
+    /// Sends a round of a job's recipients through the channel, within the project's budget, and
+    /// turns each answer into the recipient's outcome as it arrives.
     ///
     /// After a quota pause, the round sends only what the slow start admits; the rest waits,
     /// unsent, for the next round.
-    private func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings) async
-        -> [(outcome: DeliveryOutcome, answered: Bool)]
-    {
+    private func send(_ inFlight: PageInFlight, of job: OutboxJob, with relay: RelaySettings) async {
+        defer { inFlight.end() }
+        let attempts = inFlight.page.attempts
         let admitted = pacer.admit(job.project, wanting: attempts.count)
         let going = Array(attempts.prefix(admitted))
-        let held = attempts.dropFirst(admitted).map { (notSent($0, of: job), true) }
+        for index in admitted..<attempts.count {
+            inFlight.arrived(index, notSent(attempts[index], of: job), answer: .notSent)
+        }
         // A round cancelled at its deadline while waiting its turn sends nothing.
         guard await budget.take(job.project, count: going.count, direct: job.isDirect) else {
-            return unanswered(attempts, of: job)
+            for (index, attempt) in going.enumerated() {
+                inFlight.arrived(index, outcome(of: .unanswered, for: attempt, of: job), answer: .unanswered)
+            }
+            return
         }
         let pacer = pacer
         let project = job.project
@@ -367,30 +374,21 @@ public final class DeliveryWorker: Service, Sendable {
             quotaClosed: { retryAfter in
                 pacer.pause(project, for: .seconds(RetryPolicy.quotaPause(retryAfter: retryAfter)))
             })
-        let answers = await channel.send(going, of: job, with: relay, gate: gate)
-        var outcomes: [(outcome: DeliveryOutcome, answered: Bool)] = []
-        outcomes.reserveCapacity(attempts.count)
+        await channel.send(going, of: job, with: relay, gate: gate) { [self] index, answer in
+            guard index < going.count else { return }
+            inFlight.arrived(index, outcome(of: answer, for: going[index], of: job), answer: answer)
+        }
         var delivered = 0
         var quotaClosed = false
         var answered = 0
-        for (attempt, answer) in zip(going, answers) {
-            switch answer {
+        for arrival in inFlight.arrivals.prefix(going.count) {
+            switch arrival.answer {
             case .answered(.delivered):
-                // The common case, without a verdict's work per recipient; counted once a round.
                 delivered += 1
                 answered += 1
-                outcomes.append((DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil), true))
-            case .answered(let verdict):
-                if case .pauseProject = verdict { quotaClosed = true } else { answered += 1 }
-                outcomes.append((outcome(of: verdict, for: attempt, of: job), true))
-            case .notSent:
-                outcomes.append((notSent(attempt, of: job), true))
-            case .stalled:
-                // The rest of the round was answered: the upstream is there, this one request was
-                // lost. It is tried again at once.
-                outcomes.append((retried(attempt, of: job, code: "UNAVAILABLE", after: 0), true))
-            case .unanswered:
-                outcomes += unanswered([attempt], of: job)
+            case .answered(.pauseProject): quotaClosed = true
+            case .answered: answered += 1
+            case .notSent, .stalled, .unanswered: break
             }
         }
         Self.count("delivered", code: nil, times: delivered)
@@ -400,16 +398,27 @@ public final class DeliveryWorker: Service, Sendable {
             // Only answers prove the quota open: requests held back or unanswered prove nothing.
             pacer.grow(job.project, after: answered)
         }
-        return outcomes + held
     }
 
-    /// Recipients FCM gave no answer for (no access token, a connection error or timeout, a page
-    /// cancelled at its deadline): each is retried as after a 503.
-    private func unanswered(_ attempts: [DeliveryAttempt], of job: OutboxJob)
-        -> [(outcome: DeliveryOutcome, answered: Bool)]
-    {
-        let verdict = DeliveryVerdict.retry("UNAVAILABLE", after: nil)
-        return attempts.map { (outcome(of: verdict, for: $0, of: job), false) }
+    /// What a channel's answer does to the recipient.
+    private func outcome(of answer: ChannelAnswer, for attempt: DeliveryAttempt, of job: OutboxJob) -> DeliveryOutcome {
+        switch answer {
+        case .answered(.delivered):
+            // The common case, without a verdict's work per recipient: counted once a round.
+            return DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil)
+        case .answered(let verdict):
+            return outcome(of: verdict, for: attempt, of: job)
+        case .notSent:
+            return notSent(attempt, of: job)
+        case .stalled:
+            // The rest of the round was answered: the upstream is there, this one request was
+            // lost. It is tried again at once.
+            return retried(attempt, of: job, code: "UNAVAILABLE", after: 0)
+        case .unanswered:
+            // No access token, a connection error or timeout, a page cancelled at its deadline:
+            // retried as after a 503.
+            return outcome(of: .retry("UNAVAILABLE", after: nil), for: attempt, of: job)
+        }
     }
 
     /// A recipient whose request was held back: the quota is closed, or the slow start after it

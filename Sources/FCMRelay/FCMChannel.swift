@@ -33,50 +33,72 @@ public final class FCMChannel: DeliveryChannel {
         accessTokens = AccessTokenCache(client: client)
     }
 
-    public func send(_ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, gate: SendGate) async
-        -> [ChannelAnswer]
-    {
-        guard !attempts.isEmpty else { return [] }
+    public func send(
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, gate: SendGate,
+        answered: @escaping AnswerSink
+    ) async {
+        guard !attempts.isEmpty else { return }
         // One access token for the round, not a look-up per request.
         guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
-            return attempts.map { _ in .unanswered }
+            for index in attempts.indices { answered(index, .unanswered) }
+            return
         }
-        var answers = await post(attempts, of: job, with: relay, bearer: bearer, gate: gate)
-        let refused = answers.indices.filter { Self.isOurTokenRefused(answers[$0]) }
+        let round = RoundNotes()
+        // An answer refusing our access token is held back: its request goes again with a new one.
+        await post(attempts, of: job, with: relay, bearer: bearer, gate: gate) { [self] index, answer in
+            if Self.isOurTokenRefused(answer) {
+                round.refused.withLock { $0.append(index) }
+            } else {
+                answered(index, read(answer, of: job, notes: round))
+            }
+        }
+        let refused = round.refused.withLock { $0.sorted() }
         if !refused.isEmpty {
             await accessTokens.drop(project: job.project, token: bearer)
             if let fresh = try? await accessTokens.token(for: job.project, settings: relay) {
                 logger.notice(
                     "relay: FCM refused the access token; sending again with a new one",
                     metadata: ["project": "\(job.project)", "requests": "\(refused.count)"])
-                let again = await post(refused.map { attempts[$0] }, of: job, with: relay, bearer: fresh, gate: gate)
-                for (index, answer) in zip(refused, again) { answers[index] = answer }
+                await post(refused.map { attempts[$0] }, of: job, with: relay, bearer: fresh, gate: gate) {
+                    [self] index, answer in answered(refused[index], read(answer, of: job, notes: round))
+                }
             } else {
                 // No new token (the token endpoint out of reach): the refusal was about our token,
                 // not the recipients, who wait like any unanswered request.
-                for index in refused { answers[index] = .failure(NoAccessToken()) }
+                for index in refused { answered(index, .unanswered) }
             }
         }
-        var upstreamFault: String?
-        let read = answers.map { answer -> ChannelAnswer in
-            switch answer {
-            case .success(let answer) where (200..<300).contains(answer.status):
-                return .answered(.delivered)
-            case .success(let answer):
-                if answer.errorCode == nil, upstreamFault == nil { upstreamFault = "HTTP \(answer.status)" }
-                return .answered(
-                    FCMAnswers.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
-            case .failure(is NotSent):
-                return .notSent
-            case .failure(let error as Stalled):
-                logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
-                return .stalled
-            case .failure:
-                return .unanswered
-            }
+        if let fault = round.upstreamFault.withLock({ $0 }) {
+            reportUpstreamFault(fault, of: job.project, upstream: relay.upstream)
         }
-        if let upstreamFault { reportUpstreamFault(upstreamFault, of: job.project, upstream: relay.upstream) }
-        return read
+    }
+
+    /// What a round learns beside its answers: the requests whose access token was refused, and
+    /// the first answer that was not FCM's.
+    private final class RoundNotes: Sendable {
+        let refused = Mutex<[Int]>([])
+        let upstreamFault = Mutex<String?>(nil)
+    }
+
+    /// One answer in the engine's terms, read by FCM's words.
+    private func read(_ answer: Answer, of job: OutboxJob, notes: RoundNotes) -> ChannelAnswer {
+        switch answer {
+        case .success(let answer) where (200..<300).contains(answer.status):
+            return .answered(.delivered)
+        case .success(let answer):
+            if answer.errorCode == nil {
+                notes.upstreamFault.withLock { fault in if fault == nil { fault = "HTTP \(answer.status)" } }
+            }
+            return .answered(
+                FCMAnswers.verdict(status: answer.status, code: answer.errorCode, retryAfter: answer.retryAfter))
+        case .failure(is NotSent):
+            return .notSent
+        case .failure(let error as Stalled):
+            logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
+            return .stalled
+        case .failure:
+            return .unanswered
+        }
     }
 
     public func refusal(_ code: String, token: String) -> MessageProblem {
@@ -95,16 +117,16 @@ public final class FCMChannel: DeliveryChannel {
         return answer.errorCode != "THIRD_PARTY_AUTH_ERROR"
     }
 
-    /// Posts one request per attempt, each its answer, in order.
+    /// Posts one request per attempt, and tells `answered` each one's answer as it comes.
     private func post(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate
-    ) async -> [Answer] {
-        guard !attempts.isEmpty else { return [] }
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate,
+        answered: @escaping @Sendable (Int, Answer) -> Void
+    ) async {
+        guard !attempts.isEmpty else { return }
         if let fanOut = fanOut(to: relay.upstream) {
-            return await post(attempts, of: job, through: fanOut, with: relay, bearer: bearer, gate: gate)
+            return await post(attempts, of: job, through: fanOut, with: relay, bearer: bearer, gate: gate, answered: answered)
         }
-        return await withTaskGroup(of: (Int, Answer).self) { group in
-            var answers = [Answer?](repeating: nil, count: attempts.count)
+        await withTaskGroup(of: (Int, Answer).self) { group in
             var next = attempts.indices.makeIterator()
             for _ in 0..<min(options.concurrency, attempts.count) {
                 if let index = next.next() {
@@ -112,12 +134,11 @@ public final class FCMChannel: DeliveryChannel {
                 }
             }
             for await (index, answer) in group {
-                answers[index] = answer
+                answered(index, answer)
                 if let index = next.next() {
                     group.addTask { (index, await self.post(attempts[index], of: job, with: relay, bearer: bearer, gate: gate)) }
                 }
             }
-            return answers.map { $0! }
         }
     }
 
@@ -135,12 +156,12 @@ public final class FCMChannel: DeliveryChannel {
     /// started once the project's quota closes.
     private func post(
         _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
-        bearer: String, gate: SendGate
-    ) async -> [Answer] {
+        bearer: String, gate: SendGate, answered: @escaping @Sendable (Int, Answer) -> Void
+    ) async {
         await fanOut.postAll(
             path: relay.sendPath, authorization: "Bearer \(bearer)",
             bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
-            window: options.concurrency, timeout: options.requestTimeout, gate: gate)
+            window: options.concurrency, timeout: options.requestTimeout, gate: gate, answered: answered)
     }
 
     /// One request through the general client (an `http` upstream).

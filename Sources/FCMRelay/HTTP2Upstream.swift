@@ -37,6 +37,9 @@ final class HTTP2Upstream: Sendable {
         let exchanges: StreamExchanges
     }
 
+    /// Takes one request's answer (or the error that left it without one) by its position.
+    typealias Answered = @Sendable (_ index: Int, _ answer: Result<UpstreamClient.Answer, any Error>) -> Void
+
     /// How many times a request the upstream did not process (refused streams, a connection that
     /// went away before it was sent) is sent again on a new connection within the same page.
     static let resendRounds = 2
@@ -69,9 +72,14 @@ final class HTTP2Upstream: Sendable {
     /// A request that takes ten times as long as the page's median answer (at least
     /// `PageOfStreams.leastStall`, half a second), once nearly all of its page is answered, is reset and fails as
     /// `Stalled`: one stream the upstream forgot costs its page a moment, not the whole timeout.
-    /// - Parameter gate: asked before each request starts; told when an answer closes the quota.
+    /// - Parameters:
+    ///   - gate: asked before each request starts; told when an answer closes the quota.
+    ///   - answered: told each body's final answer as soon as it has it (not one about to be sent
+    ///     again), from the connection's event loop.
+    @discardableResult
     func postAll(
-        path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate? = nil
+        path: String, authorization: String, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate? = nil,
+        answered: Answered? = nil
     ) async -> [Result<UpstreamClient.Answer, any Error>] {
         let head = HPACKHeaders([
             (":method", "POST"), (":scheme", "https"), (":authority", authority),
@@ -83,10 +91,16 @@ final class HTTP2Upstream: Sendable {
         var unsent = Array(bodies.indices)
         for round in 0...Self.resendRounds {
             let left = end - .now
-            let answers =
-                left > .zero
-                ? await post(head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left, gate: gate)
-                : unsent.map { _ in .failure(NoAnswerInTime(timeout: timeout)) }
+            let final = Self.finalAnswers(answered, at: unsent, resentLater: round < Self.resendRounds)
+            let answers: [Result<UpstreamClient.Answer, any Error>]
+            if left > .zero {
+                answers = await post(
+                    head: head, bodies: unsent.map { bodies[$0] }, window: window, timeout: left, gate: gate,
+                    answered: final)
+            } else {
+                answers = unsent.map { _ in .failure(NoAnswerInTime(timeout: timeout)) }
+                for (index, answer) in answers.enumerated() { final?(index, answer) }
+            }
             var again: [Int] = []
             for (index, answer) in zip(unsent, answers) {
                 results[index] = answer
@@ -100,25 +114,38 @@ final class HTTP2Upstream: Sendable {
         return results.map { $0! }
     }
 
+    /// `answered` for a part of the bodies (at `positions`), told nothing of a request that will be
+    /// sent again in a later round.
+    private static func finalAnswers(_ answered: Answered?, at positions: [Int], resentLater: Bool) -> Answered? {
+        guard let answered else { return nil }
+        return { index, answer in
+            if resentLater, case .failure(let error) = answer, error is NotProcessed { return }
+            answered(positions[index], answer)
+        }
+    }
+
     /// One round of `postAll`: the bodies split in contiguous parts, one per lane, each posted on
     /// its lane's connection with its share of the window.
-    private func post(head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate?) async
-        -> [Result<UpstreamClient.Answer, any Error>]
-    {
+    private func post(
+        head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate?, answered: Answered?
+    ) async -> [Result<UpstreamClient.Answer, any Error>] {
         let laneCount = max(1, min(lanes.count, bodies.count / Self.requestsPerLane))
         guard laneCount > 1 else {
-            return await post(head: head, bodies: bodies, lane: 0, window: window, timeout: timeout, gate: gate)
+            return await post(
+                head: head, bodies: bodies, lane: 0, window: window, timeout: timeout, gate: gate, answered: answered)
         }
         let share = (bodies.count + laneCount - 1) / laneCount
         return await withTaskGroup(of: (Int, [Result<UpstreamClient.Answer, any Error>]).self) { group in
             for lane in 0..<laneCount {
-                let part = Array(bodies[min(bodies.count, lane * share)..<min(bodies.count, (lane + 1) * share)])
+                let first = min(bodies.count, lane * share)
+                let part = Array(bodies[first..<min(bodies.count, (lane + 1) * share)])
+                let partAnswered = Self.finalAnswers(answered, at: Array(first..<first + part.count), resentLater: false)
                 group.addTask {
                     (
                         lane,
                         await self.post(
                             head: head, bodies: part, lane: lane, window: max(1, window / laneCount), timeout: timeout,
-                            gate: gate)
+                            gate: gate, answered: partAnswered)
                     )
                 }
             }
@@ -130,16 +157,19 @@ final class HTTP2Upstream: Sendable {
 
     /// A part of a page on one lane's connection.
     private func post(
-        head: HPACKHeaders, bodies: [[UInt8]], lane: Int, window: Int, timeout: Duration, gate: SendGate?
+        head: HPACKHeaders, bodies: [[UInt8]], lane: Int, window: Int, timeout: Duration, gate: SendGate?,
+        answered: Answered?
     ) async -> [Result<UpstreamClient.Answer, any Error>] {
         let open: Connection
         do {
             open = try await connected(lane: lane)
         } catch {
-            return bodies.map { _ in .failure(error) }
+            let failed = bodies.map { _ in Result<UpstreamClient.Answer, any Error>.failure(error) }
+            for (index, answer) in failed.enumerated() { answered?(index, answer) }
+            return failed
         }
         let loop = open.channel.eventLoop
-        let page = PageOfStreams(head: head, bodies: bodies, loop: loop, gate: gate)
+        let page = PageOfStreams(head: head, bodies: bodies, loop: loop, gate: gate, answered: answered)
         let channel = open.channel
         let exchanges = open.exchanges
         loop.execute {
@@ -150,8 +180,13 @@ final class HTTP2Upstream: Sendable {
             page.all.futureResult.whenComplete { _ in deadline.cancel() }
             exchanges.run(page, window: window)
         }
-        let results: [Result<UpstreamClient.Answer, any Error>] =
-            (try? await page.all.futureResult.get()) ?? bodies.map { _ in .failure(ChannelError.ioOnClosedChannel) }
+        let results: [Result<UpstreamClient.Answer, any Error>]
+        if let all = try? await page.all.futureResult.get() {
+            results = all
+        } else {
+            results = bodies.map { _ in .failure(ChannelError.ioOnClosedChannel) }
+            for (index, answer) in results.enumerated() { answered?(index, answer) }
+        }
         if results.contains(where: { if case .failure = $0 { true } else { false } }) {
             dropIfClosed(open.channel, lane: lane)
         }
@@ -246,6 +281,8 @@ final class PageOfStreams: @unchecked Sendable {
     let head: HPACKHeaders
     let bodies: [[UInt8]]
     let gate: SendGate?
+    /// Told each answer as it comes.
+    let answered: HTTP2Upstream.Answered?
     private var results: [Result<UpstreamClient.Answer, any Error>?]
     private var next = 0
     private var done = 0
@@ -262,10 +299,14 @@ final class PageOfStreams: @unchecked Sendable {
     /// A stall is this many times the page's median answer time.
     static let stallFactor = 10
 
-    init(head: HPACKHeaders, bodies: [[UInt8]], loop: any EventLoop, gate: SendGate? = nil) {
+    init(
+        head: HPACKHeaders, bodies: [[UInt8]], loop: any EventLoop, gate: SendGate? = nil,
+        answered: HTTP2Upstream.Answered? = nil
+    ) {
         self.head = head
         self.bodies = bodies
         self.gate = gate
+        self.answered = answered
         results = Array(repeating: nil, count: bodies.count)
         self.loop = loop
         all = loop.makePromise()
@@ -307,6 +348,7 @@ final class PageOfStreams: @unchecked Sendable {
         guard results[index] == nil else { return nil }
         results[index] = result
         done += 1
+        answered?(index, result)
         // Only answers tell how long the upstream takes; a 429 comes back at once and says nothing of it.
         if let took, case .success(let answer) = result, answer.status != 429 { answerTimes.append(took) }
         if halted {
@@ -314,6 +356,7 @@ final class PageOfStreams: @unchecked Sendable {
                 let skipped = take()
                 results[skipped] = .failure(NotSent())
                 done += 1
+                answered?(skipped, .failure(NotSent()))
             }
         }
         if done == results.count { all.succeed(results.map { $0! }) }

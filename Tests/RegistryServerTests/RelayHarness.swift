@@ -37,10 +37,13 @@ struct RelayHarness: Sendable {
         return options
     }
 
-    /// - Parameter sendingTo: an upstream for the sends other than the emulator (a scripted HTTP/2
-    ///   server); the emulator still grants the access tokens.
+    /// - Parameters:
+    ///   - sendingTo: an upstream for the sends other than the emulator (a scripted HTTP/2 server);
+    ///     the emulator still grants the access tokens.
+    ///   - channel: the engine's channel in place of FCM's (a scripted one).
     static func run(
         options: RelayOptions = testOptions, sendingTo sendUpstream: String? = nil,
+        channel: (any DeliveryChannel)? = nil,
         _ body: @escaping @Sendable (RelayHarness) async throws -> Void
     ) async throws {
         let upstream = try await Fixture.make()
@@ -59,7 +62,8 @@ struct RelayHarness: Sendable {
             _ = try await relay.setRelay(
                 projectId: "relay-app", serviceAccountJSON: serviceAccount, upstream: upstreamURL)
             let worker = DeliveryWorker(
-                registry: relay, channel: try FCMChannel(options: options, logger: Logger(label: "relay")), options: options,
+                registry: relay, channel: try channel ?? FCMChannel(options: options, logger: Logger(label: "relay")),
+                options: options,
                 handoff: handoff, logger: Logger(label: "relay"))
             let group = ServiceGroup(services: [worker], logger: Logger(label: "relay"))
             var settings = HTTPSettings()
