@@ -234,7 +234,7 @@ public final class DeliveryWorker: Service, Sendable {
             }
             // This page goes out; meanwhile the one before it is recorded, the next one read, and
             // this one's outcomes recorded as they arrive.
-            let inFlight = PageInFlight(page, smallestSlice: options.concurrency / 4)
+            let inFlight = PageInFlight(page)
             let previous = unrecorded
             async let recordedAndRead = recordWhileSending(previous, inFlight, of: job, in: project)
             do {

@@ -22,9 +22,12 @@ final class PageInFlight: Sendable {
     let page: AttemptPage
     /// The outcomes of `page.alreadyGone`: failed `UNREGISTERED` without a request.
     private let gone: [DeliveryOutcome]
-    /// The fewest outcomes a slice is worth a transaction for, before the page ends.
-    private let smallestSlice: Int
     private let state: Mutex<State>
+
+    /// How long outcomes wait to be taken in a slice, so that answers arriving close together
+    /// share one transaction: at a high rate a slice holds a few milliseconds' answers; at a low one
+    /// the lag a `kill -9` can find unrecorded stays as short.
+    static let sliceInterval: Duration = .milliseconds(5)
 
     private struct State: ~Copyable {
         var arrivals: [Arrival?]
@@ -34,22 +37,32 @@ final class PageInFlight: Sendable {
         var taken = 0
         /// The cursor of the last slice handed out; gone recipients up to it went with it.
         var takenCursor = Int64.min
+        /// Since when outcomes have waited to be taken.
+        var waitingSince: ContinuousClock.Instant?
         /// Whether some request of the page has an answer.
         var proven = false
         var ended = false
         var waiter: CheckedContinuation<Void, Never>?
 
-        /// Whether a slice may go out now: some answer came, and `smallest` outcomes in a row (or
-        /// the page's last ones) wait to be taken.
-        func sliceIsReady(smallest: Int) -> Bool {
-            proven && contiguous > taken && (contiguous - taken >= smallest || contiguous == arrivals.count)
+        /// Whether outcomes wait to be taken: some answer came, and some outcomes in a row are in.
+        var hasOutcomes: Bool { proven && contiguous > taken }
+
+        /// Whether a slice goes out now: outcomes have waited `sliceInterval`, or the page's last
+        /// ones are in (a direct send's sender waits for them).
+        func sliceIsDue(at now: ContinuousClock.Instant) -> Bool {
+            guard hasOutcomes else { return false }
+            return contiguous == arrivals.count || waitingSince.map { now - $0 >= PageInFlight.sliceInterval } ?? true
+        }
+
+        mutating func takeWaiter() -> CheckedContinuation<Void, Never>? {
+            defer { waiter = nil }
+            return waiter
         }
     }
 
-    init(_ page: AttemptPage, smallestSlice: Int) {
+    init(_ page: AttemptPage) {
         self.page = page
         gone = page.goneOutcomes
-        self.smallestSlice = max(1, smallestSlice)
         state = Mutex(State(arrivals: Array(repeating: nil, count: page.attempts.count)))
     }
 
@@ -57,47 +70,66 @@ final class PageInFlight: Sendable {
     func arrived(_ index: Int, _ outcome: DeliveryOutcome, answer: ChannelAnswer) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard index < state.arrivals.count, state.arrivals[index] == nil else { return nil }
+            let had = state.hasOutcomes
             state.arrivals[index] = Arrival(outcome: outcome, answer: answer)
             if case .answered = answer { state.proven = true }
             while state.contiguous < state.arrivals.count, state.arrivals[state.contiguous] != nil {
                 state.contiguous += 1
             }
-            guard state.sliceIsReady(smallest: smallestSlice), let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return waiter
+            guard state.hasOutcomes else { return nil }
+            if !had { state.waitingSince = .now }
+            // The slice's wait starts now, or the page's last outcomes are in.
+            return !had || state.contiguous == state.arrivals.count ? state.takeWaiter() : nil
         }
         waiter?.resume()
     }
 
     /// Every request has its answer, or will never have one.
     func end() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state in
             state.ended = true
-            defer { state.waiter = nil }
-            return state.waiter
+            return state.takeWaiter()
         }
         waiter?.resume()
     }
 
-    /// The next slice to record while the page is in flight: waits for `smallestSlice` outcomes in
-    /// a row (or the page's last ones). `nil` once the page has ended: what is left is `rest()`'s.
+    /// The next slice to record while the page is in flight, once it is due (`sliceIsDue`). `nil`
+    /// once the page has ended: what is left is `rest()`'s.
     func nextSlice() async -> SentPage? {
         while true {
-            let taken = state.withLock { state -> SentPage?? in
-                if state.ended { return .some(nil) }
-                guard state.sliceIsReady(smallest: smallestSlice) else { return nil }
-                return slice(&state, to: state.contiguous)
+            let step = state.withLock { state -> Step in
+                if state.ended { return .ended }
+                if state.sliceIsDue(at: .now) { return .slice(slice(&state, to: state.contiguous)) }
+                return .wait(until: state.hasOutcomes ? state.waitingSince.map { $0 + Self.sliceInterval } : nil)
             }
-            if let taken { return taken }
-            await withCheckedContinuation { continuation in
-                let wake = state.withLock { state -> Bool in
-                    guard !state.ended, !state.sliceIsReady(smallest: smallestSlice) else { return true }
-                    state.waiter = continuation
-                    return false
+            switch step {
+            case .ended: return nil
+            case .slice(let slice): return slice
+            case .wait(let deadline):
+                let timer = deadline.map { deadline in
+                    Task { [self] in
+                        try? await Task.sleep(until: deadline)
+                        state.withLock { $0.takeWaiter() }?.resume()
+                    }
                 }
-                if wake { continuation.resume() }
+                await withCheckedContinuation { continuation in
+                    let now = state.withLock { state -> Bool in
+                        guard !state.ended, !state.sliceIsDue(at: .now) else { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+                timer?.cancel()
             }
         }
+    }
+
+    private enum Step {
+        case ended
+        case slice(SentPage)
+        /// Until the deadline, or until something arrives (`nil`).
+        case wait(until: ContinuousClock.Instant?)
     }
 
     /// Every attempt's arrival, in order, once the page has ended.
@@ -129,6 +161,7 @@ final class PageInFlight: Sendable {
         let outcomes = goneHere + state.arrivals[state.taken..<end].map { $0!.outcome }
         state.taken = end
         state.takenCursor = cursor
+        state.waitingSince = nil
         return SentPage(
             page: AttemptPage(attempts: attempts, alreadyGone: goneHere.map(\.attempt), cursor: cursor, walked: walked),
             outcomes: outcomes)

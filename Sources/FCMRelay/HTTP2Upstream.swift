@@ -124,8 +124,10 @@ final class HTTP2Upstream: Sendable {
         }
     }
 
-    /// One round of `postAll`: the bodies split in contiguous parts, one per lane, each posted on
-    /// its lane's connection with its share of the window.
+    /// One round of `postAll`: the bodies dealt out to the lanes in turn (the first to lane 0, the
+    /// second to lane 1, …), each lane's part posted on its connection with its share of the
+    /// window. Dealt, not cut in blocks, so that the answers come back in about the page's order,
+    /// and the engine can record the page's beginning while its end is still out.
     private func post(
         head: HPACKHeaders, bodies: [[UInt8]], window: Int, timeout: Duration, gate: SendGate?, answered: Answered?
     ) async -> [Result<UpstreamClient.Answer, any Error>] {
@@ -134,12 +136,11 @@ final class HTTP2Upstream: Sendable {
             return await post(
                 head: head, bodies: bodies, lane: 0, window: window, timeout: timeout, gate: gate, answered: answered)
         }
-        let share = (bodies.count + laneCount - 1) / laneCount
         return await withTaskGroup(of: (Int, [Result<UpstreamClient.Answer, any Error>]).self) { group in
             for lane in 0..<laneCount {
-                let first = min(bodies.count, lane * share)
-                let part = Array(bodies[first..<min(bodies.count, (lane + 1) * share)])
-                let partAnswered = Self.finalAnswers(answered, at: Array(first..<first + part.count), resentLater: false)
+                let positions = Array(stride(from: lane, to: bodies.count, by: laneCount))
+                let part = positions.map { bodies[$0] }
+                let partAnswered = Self.finalAnswers(answered, at: positions, resentLater: false)
                 group.addTask {
                     (
                         lane,
@@ -149,9 +150,11 @@ final class HTTP2Upstream: Sendable {
                     )
                 }
             }
-            var parts = [[Result<UpstreamClient.Answer, any Error>]](repeating: [], count: laneCount)
-            for await (lane, answers) in group { parts[lane] = answers }
-            return parts.flatMap { $0 }
+            var results = [Result<UpstreamClient.Answer, any Error>?](repeating: nil, count: bodies.count)
+            for await (lane, answers) in group {
+                for (turn, answer) in answers.enumerated() { results[lane + turn * laneCount] = answer }
+            }
+            return results.map { $0! }
         }
     }
 
