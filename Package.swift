@@ -176,7 +176,6 @@ let package = Package(
         .target(
             name: "Delivery",
             dependencies: [
-                "FCMWire",
                 "Registry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -5,6 +5,10 @@ import Registry
 /// round of one job's recipients and says what each answer means. FCM HTTP v1 (`FCMChannel`, in
 /// `FCMRelay`) is the first.
 public protocol DeliveryChannel: Sendable {
+    /// What the channel sends for a message, made once when the message is accepted and kept with
+    /// its outbox job (FCM's: the v1 `message` object without `token`).
+    static func template(of message: AcceptedMessage) -> String
+
     /// Sends one request per attempt, in order, each started only while `gate` is open, and tells
     /// `gate` when an answer closes the project's quota.
     ///

@@ -17,9 +17,8 @@ public struct RelayOptions: Sendable, Hashable {
     /// Requests to FCM in flight at once for one message (HTTP/2 streams, shared among the
     /// connections of `HTTP2Upstream`).
     public var concurrency = 200
-    /// Recipients read, sent and recorded together: after `kill -9`, at most two pages per
-    /// message being worked (the one in flight, and the one sent before it and not yet
-    /// recorded) are sent again.
+    /// Recipients read and sent together (their outcomes are recorded as they arrive): the
+    /// quota's slow start and a fan-out's turn are counted in pages.
     public var pageSize = 500
     /// How often the outbox is looked at for work another server left or a retry that fell due.
     public var pollInterval: Duration = .seconds(1)

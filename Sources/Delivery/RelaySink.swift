@@ -1,4 +1,3 @@
-import FCMWire
 import Foundation
 import Registry
 
@@ -15,14 +14,20 @@ public struct RelaySink: MessageSink {
     let options: RelayOptions
     let handoff: RelayHandoff
     let settings: RelaySettingsCache
+    let channel: any DeliveryChannel.Type
 
-    public init(store: any RegistryBackend, limits: Limits, options: RelayOptions, handoff: RelayHandoff) {
+    /// - Parameter channel: the channel the worker delivers through, which words the template.
+    public init(
+        store: any RegistryBackend, limits: Limits, options: RelayOptions, handoff: RelayHandoff,
+        channel: any DeliveryChannel.Type
+    ) {
         outbox = store
         log = StoreMessageLog(log: store, limits: limits)
         self.limits = limits
         self.options = options
         self.handoff = handoff
         settings = RelaySettingsCache(outbox: store)
+        self.channel = channel
     }
 
     public func relays(_ project: Project) async throws -> Bool {
@@ -31,7 +36,7 @@ public struct RelaySink: MessageSink {
 
     public func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes {
         guard try await relays(message.project) else { return try await log.accept(message) }
-        let template = V1Outgoing.template(message.message, via: message.via, now: message.receivedAt)
+        let template = channel.template(of: message)
         let direct = message.directTokens
         let claimant = direct != nil && handoff.isAttached ? handoff.serverID : nil
         let deadline = message.receivedAt.addingTimeInterval(Self.retryWindow(message.message, options: options))

@@ -101,6 +101,10 @@ public final class FCMChannel: DeliveryChannel {
         }
     }
 
+    public static func template(of message: AcceptedMessage) -> String {
+        V1Outgoing.template(message.message, via: message.via, now: message.receivedAt)
+    }
+
     public func refusal(_ code: String, token: String) -> MessageProblem {
         FCMAnswers.problem(for: code, token: token, retryAfter: nil)
     }

@@ -38,7 +38,9 @@ public enum Serve {
         let mirror = try GoogleGroupMirror(options: configuration.relay, logger: logger)
         let registry = try await RegistryService(
             store: store, limits: configuration.limits,
-            sink: RelaySink(store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff),
+            sink: RelaySink(
+                store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff,
+                channel: FCMChannel.self),
             checkpoint: configuration.storage.resolvedCheckpointPath, mirror: mirror)
         // 4. The audience index.
         let startup = try await registry.startAudience()

@@ -322,7 +322,7 @@ extension ServerConfiguration {
         ) { $1.relay.concurrency = $0 },
         integer(
             "relay-page-size", "FCM_REGISTRY_RELAY_PAGE_SIZE",
-            "Recipients sent and recorded together (after a crash, at most two pages per message are sent again).", 500,
+            "Recipients read and sent together; their outcomes are recorded as they arrive.", 500,
             1...10_000
         ) { $1.relay.pageSize = $0 },
         duration(

@@ -142,6 +142,10 @@ final class ScriptedChannel: DeliveryChannel {
         for (index, answer) in later { answered(index, answer) }
     }
 
+    static func template(of message: AcceptedMessage) -> String {
+        "{}"
+    }
+
     func refusal(_ code: String, token: String) -> MessageProblem {
         .notRegistered(token)
     }

@@ -37,7 +37,8 @@ struct ProjectBudgetTests {
         let direct = try await store.takeSendBudget(project: project.rowID, slice: 3, rate: 50, overdraw: true)
         #expect(direct.granted == 3)
         let after = try await store.takeSendBudget(project: project.rowID, slice: 7, rate: 50, overdraw: false)
-        if after.second == direct.second { #expect(after.granted == 0) }
+        // (Only when all three fell in one second: a loaded machine may cross into the next.)
+        if direct.second == second, after.second == second { #expect(after.granted == 0) }
     }
 
     /// Two servers' budgets over one database, sending as fast as their budget lets them for a

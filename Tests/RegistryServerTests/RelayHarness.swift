@@ -52,7 +52,10 @@ struct RelayHarness: Sendable {
             let store = try await TestBackend.makeStore()
             let handoff = RelayHandoff()
             let relay = try await RegistryService(
-                store: store, sink: RelaySink(store: store, limits: Limits(), options: options, handoff: handoff))
+                store: store,
+                sink: RelaySink(
+                    store: store, limits: Limits(), options: options, handoff: handoff,
+                    channel: channel.map { type(of: $0) } ?? FCMChannel.self))
             try await relay.startAudience()
             let (project, key) = try await relay.createProject(projectId: "relay-app", senderId: "222000222000")
             let (_, file) = try await upstream.registry.createServiceAccount(
