@@ -291,21 +291,21 @@ public final class DeliveryWorker: Service, Sendable {
             of: job, after: inFlight.page, now: Date(), limit: await roundSize(of: job))
         while let slice = await inFlight.nextSlice() {
             // A slice never finishes the job: what follows it in the page is still pending.
-            guard try await recordAndApply(slice.outcomes, page: slice.page, of: job, in: project) != nil else {
-                return nil
-            }
+            guard try await recordAndApply(slice.outcomes, page: slice.page, of: job, in: project, mayFinish: false) != nil
+            else { return nil }
         }
         return next
     }
 
     /// Records a page's outcomes, then applies them beyond the outbox. `nil` when another server
     /// holds the job now (nothing recorded).
-    private func recordAndApply(_ outcomes: [DeliveryOutcome], page: AttemptPage, of job: OutboxJob, in project: Project)
-        async throws -> JobProgress?
-    {
+    private func recordAndApply(
+        _ outcomes: [DeliveryOutcome], page: AttemptPage, of job: OutboxJob, in project: Project, mayFinish: Bool = true
+    ) async throws -> JobProgress? {
         guard
             let progress = try await registry.outbox.record(
-                outcomes, of: job, page: page, claimant: handoff.serverID, leaseUntil: leaseEnd(), now: Date())
+                outcomes, of: job, page: page, claimant: handoff.serverID, leaseUntil: leaseEnd(), now: Date(),
+                mayFinish: mayFinish)
         else { return nil }
         await apply(outcomes, of: job, in: project)
         return progress
@@ -377,6 +377,14 @@ public final class DeliveryWorker: Service, Sendable {
         await channel.send(going, of: job, with: relay, gate: gate) { [self] index, answer in
             guard index < going.count else { return }
             inFlight.arrived(index, outcome(of: answer, for: going[index], of: job), answer: answer)
+        }
+        // A channel that returned without telling some answer: those requests count as unanswered.
+        let untold = inFlight.missing(below: going.count)
+        if !untold.isEmpty {
+            logger.warning("relay: the channel left requests without an answer", metadata: ["requests": "\(untold.count)"])
+            for index in untold {
+                inFlight.arrived(index, outcome(of: .unanswered, for: going[index], of: job), answer: .unanswered)
+            }
         }
         var delivered = 0
         var quotaClosed = false

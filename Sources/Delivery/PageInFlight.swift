@@ -9,6 +9,9 @@ import Synchronization
 /// cursor can only move past recipients whose outcomes are written. Its cursor stops just before
 /// the first walked recipient left out, and it carries the recipients found gone up to there.
 ///
+/// A slice never ends with requests that never went out (held back or refused by the quota): if
+/// nothing sent follows them, `rest()` leaves them to be read again after the pause.
+///
 /// No slice is handed out before one request of the page has an answer. A page that no one
 /// answered (an outage) is then recorded by nobody, and costs its recipients no attempt.
 final class PageInFlight: Sendable {
@@ -33,6 +36,9 @@ final class PageInFlight: Sendable {
         var arrivals: [Arrival?]
         /// `arrivals[..<contiguous]` have all arrived.
         var contiguous = 0
+        /// The end of `arrivals[..<contiguous]` without its trailing requests that never went out
+        /// (those wait for `rest()`, which leaves them to be read again).
+        var recordable = 0
         /// `arrivals[..<taken]` went out in slices.
         var taken = 0
         /// The cursor of the last slice handed out; gone recipients up to it went with it.
@@ -45,13 +51,18 @@ final class PageInFlight: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
 
         /// Whether outcomes wait to be taken: some answer came, and some outcomes in a row are in.
-        var hasOutcomes: Bool { proven && contiguous > taken }
+        var hasOutcomes: Bool { proven && recordable > taken }
 
         /// Whether a slice goes out now: outcomes have waited `sliceInterval`, or the page's last
         /// ones are in (a direct send's sender waits for them).
         func sliceIsDue(at now: ContinuousClock.Instant) -> Bool {
             guard hasOutcomes else { return false }
             return contiguous == arrivals.count || waitingSince.map { now - $0 >= PageInFlight.sliceInterval } ?? true
+        }
+
+        /// Until when a slice waits: `nil` while no outcome waits (until one arrives).
+        var wakeUp: ContinuousClock.Instant? {
+            hasOutcomes ? waitingSince.map { $0 + PageInFlight.sliceInterval } : nil
         }
 
         mutating func takeWaiter() -> CheckedContinuation<Void, Never>? {
@@ -73,8 +84,9 @@ final class PageInFlight: Sendable {
             let had = state.hasOutcomes
             state.arrivals[index] = Arrival(outcome: outcome, answer: answer)
             if case .answered = answer { state.proven = true }
-            while state.contiguous < state.arrivals.count, state.arrivals[state.contiguous] != nil {
+            while state.contiguous < state.arrivals.count, let next = state.arrivals[state.contiguous] {
                 state.contiguous += 1
+                if next.outcome.sent { state.recordable = state.contiguous }
             }
             guard state.hasOutcomes else { return nil }
             if !had { state.waitingSince = .now }
@@ -99,8 +111,8 @@ final class PageInFlight: Sendable {
         while true {
             let step = state.withLock { state -> Step in
                 if state.ended { return .ended }
-                if state.sliceIsDue(at: .now) { return .slice(slice(&state, to: state.contiguous)) }
-                return .wait(until: state.hasOutcomes ? state.waitingSince.map { $0 + Self.sliceInterval } : nil)
+                if state.sliceIsDue(at: .now) { return .slice(slice(&state, to: state.recordable)) }
+                return .wait(until: state.wakeUp)
             }
             switch step {
             case .ended: return nil
@@ -108,13 +120,14 @@ final class PageInFlight: Sendable {
             case .wait(let deadline):
                 let timer = deadline.map { deadline in
                     Task { [self] in
-                        try? await Task.sleep(until: deadline)
+                        guard (try? await Task.sleep(until: deadline)) != nil else { return }
                         state.withLock { $0.takeWaiter() }?.resume()
                     }
                 }
                 await withCheckedContinuation { continuation in
                     let now = state.withLock { state -> Bool in
-                        guard !state.ended, !state.sliceIsDue(at: .now) else { return true }
+                        // Something arrived since the wait was planned (its deadline changed): plan again.
+                        guard !state.ended, !state.sliceIsDue(at: .now), state.wakeUp == deadline else { return true }
                         state.waiter = continuation
                         return false
                     }
@@ -130,6 +143,11 @@ final class PageInFlight: Sendable {
         case slice(SentPage)
         /// Until the deadline, or until something arrives (`nil`).
         case wait(until: ContinuousClock.Instant?)
+    }
+
+    /// The indexes below `count` that have had no arrival.
+    func missing(below count: Int) -> [Int] {
+        state.withLock { state in (0..<min(count, state.arrivals.count)).filter { state.arrivals[$0] == nil } }
     }
 
     /// Every attempt's arrival, in order, once the page has ended.

@@ -51,9 +51,11 @@ public protocol OutboxStore: Sendable {
         -> AttemptPage
     /// Records a page's outcomes, moves the cursor, renews the lease; finishes the job when
     /// nothing is left pending. `nil` when `claimant` no longer holds the claim (nothing written).
+    /// - Parameter mayFinish: `false` for a slice of a page still in flight, which cannot finish
+    ///   the job: the pending rows are then not counted (and `nextRetryAt` is `nil`).
     func record(
         _ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, claimant: String, leaseUntil: Date,
-        now: Date
+        now: Date, mayFinish: Bool
     ) async throws -> JobProgress?
     /// Extends the claim while a page is in flight; `false` when `claimant` no longer holds it.
     func renew(_ job: OutboxJob, claimant: String, leaseUntil: Date) async throws -> Bool
@@ -76,6 +78,14 @@ public protocol OutboxStore: Sendable {
 }
 
 extension OutboxStore {
+    /// Records a whole page, which may finish the job.
+    public func record(
+        _ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, claimant: String, leaseUntil: Date,
+        now: Date
+    ) async throws -> JobProgress? {
+        try await record(outcomes, of: job, page: page, claimant: claimant, leaseUntil: leaseUntil, now: now, mayFinish: true)
+    }
+
     /// Claims jobs of any project.
     public func claim(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws -> [OutboxJob] {
         try await claim(claimant, leaseUntil: leaseUntil, now: now, limit: limit, skipping: [])

@@ -59,8 +59,9 @@ public protocol OutboxDriver: Sendable {
     /// The tokens of a walk's ids, in id order (an id whose token is gone has none).
     func walkTokens(_ ids: [UInt32]) async throws -> [WalkedToken]
     /// In one transaction, and only while `page.claimant` holds the unfinished job's claim (else
-    /// `nil`, nothing written): writes the delivery rows in order, reads the job's pending rows,
-    /// asks `finishes` whether that finishes the job, updates the job (walk, counts, lease; a
+    /// `nil`, nothing written): writes the delivery rows in order, reads the job's pending rows
+    /// (when `page.countsPending`; else the job does not finish), asks `finishes` whether that
+    /// finishes the job, updates the job (walk, counts, lease; a
     /// finished one gets `finishedAt = page.now` and loses its claim) and the relay's counters.
     /// - Returns: whether the job finished, and the earliest pending row's `nextAttemptAt`.
     func recordPage(_ page: PageWrites, finishes: @escaping @Sendable (_ pending: Int) -> Bool) async throws
@@ -140,6 +141,9 @@ public struct PageWrites: Sendable {
     public var leaseUntil: Int64
     /// What the page adds to the job's counts and the relay's (with its last error).
     public var tally: RelayChange
+    /// Whether the job's pending rows are counted (to tell whether it finishes): not for a slice
+    /// of a page still in flight, which cannot finish it.
+    public var countsPending: Bool
 }
 
 /// A change of a `relay` row: counters added, a pause set, an error remembered.

@@ -91,7 +91,7 @@ extension OutboxStore where Self: OutboxDriver {
 
     public func record(
         _ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, claimant: String, leaseUntil: Date,
-        now: Date
+        now: Date, mayFinish: Bool
     ) async throws -> JobProgress? {
         var rows: [DeliveryRowWrite] = []
         var tally = RelayChange()
@@ -113,7 +113,8 @@ extension OutboxStore where Self: OutboxDriver {
         }
         let writes = PageWrites(
             job: job.id, project: job.project, claimant: claimant, now: EpochMilliseconds.milliseconds(now), rows: rows,
-            cursor: page.cursor, walked: page.walked, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), tally: tally)
+            cursor: page.cursor, walked: page.walked, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), tally: tally,
+            countsPending: mayFinish)
         // Finished once every recipient is walked and none waits for a retry.
         let walked = page.walked
         return try await recordPage(writes) { pending in walked && pending == 0 }.map { recorded in

@@ -221,11 +221,13 @@ extension PostgresStore: OutboxStore, OutboxDriver {
                 holder == page.claimant
             else { return nil }
             try await connection.writeDeliveries(page.rows, of: page.job, now: page.now)
-            let (pending, nextRetry) = try await connection.first(
-                #"""
-                SELECT COUNT(*)::bigint, MIN("nextAttemptAt") FROM delivery WHERE "messageId" = \#(page.job) AND state = 'pending'
-                """#, as: (Int64, Int64?).self) ?? (Int64(0), nil)
-            let finished = finishes(Int(pending))
+            let (pending, nextRetry) =
+                page.countsPending
+                ? try await connection.first(
+                    #"""
+                    SELECT COUNT(*)::bigint, MIN("nextAttemptAt") FROM delivery WHERE "messageId" = \#(page.job) AND state = 'pending'
+                    """#, as: (Int64, Int64?).self) ?? (Int64(0), nil) : (Int64(0), nil)
+            let finished = page.countsPending && finishes(Int(pending))
             try await connection.run(
                 #"""
                 UPDATE outbox SET cursor = \#(page.cursor), walked = \#(page.walked ? Int64(1) : 0),

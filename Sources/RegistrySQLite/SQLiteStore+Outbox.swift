@@ -238,11 +238,13 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
                     ])
                 }
             }
-            let waiting = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT COUNT(*), MIN(nextAttemptAt) FROM delivery WHERE messageId = ? AND state = 'pending'"),
-                arguments: [page.job])
-            let finished = finishes(waiting?[0] ?? 0)
+            let waiting =
+                page.countsPending
+                ? try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT COUNT(*), MIN(nextAttemptAt) FROM delivery WHERE messageId = ? AND state = 'pending'"),
+                    arguments: [page.job]) : nil
+            let finished = page.countsPending && finishes(waiting?[0] ?? 0)
             try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET cursor = ?, walked = ?, delivered = delivered + ?, failed = failed + ?,
