@@ -140,6 +140,8 @@ public struct PageWrites: Sendable {
     public var leaseUntil: Int64
     /// What the page adds to the job's counts and the relay's (with its last error).
     public var tally: RelayChange
+    /// The events the page causes for the project's webhooks (`appendWebhookEvents` of each store).
+    public var webhookEvents = WebhookEventBatch()
 }
 
 /// A change of a `relay` row: counters added, a pause set, an error remembered.
