@@ -217,7 +217,7 @@ struct WebhookDeliveryTests {
                 Self.delivery(port: port, secret: WebhookRules.makeSecret()))
             #expect(result == .failed("HTTP 503: ok"))
         }
-        try await Self.receiver(delay: .seconds(5)) { port, _ in
+        try await Self.receiver(delay: .seconds(3)) { port, _ in
             let started = ContinuousClock.now
             let result = await HTTPWebhookChannel(options: Self.options()).send(
                 Self.delivery(port: port, secret: WebhookRules.makeSecret()))
@@ -225,7 +225,7 @@ struct WebhookDeliveryTests {
                 Issue.record("a stalled answer counted: \(result)")
                 return
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < .seconds(3))
         }
     }
 

@@ -140,8 +140,11 @@ public indirect enum WebhookJSON: Sendable, Hashable {
 
     /// RFC 3339 in UTC with milliseconds: `2026-11-27T01:23:45.678Z`.
     static func timestamp(_ milliseconds: Int64) -> String {
-        let date = EpochMilliseconds.date(milliseconds)
-        return date.formatted(
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC")!))
+        let seconds = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let (whole, fraction) = seconds.remainder < 0 ? (seconds.quotient - 1, seconds.remainder + 1000) : seconds
+        let date = Date(timeIntervalSince1970: TimeInterval(whole))
+        let text = date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+        let millis = String(fraction)
+        return String(text.dropLast()) + "." + String(repeating: "0", count: 3 - millis.count) + millis + "Z"
     }
 }
