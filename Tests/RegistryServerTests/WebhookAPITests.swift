@@ -241,29 +241,25 @@ struct WebhookDeliveryTests {
         func shutdown() async {}
     }
 
-    @Test("The worker sends every queued event, retries a failure on the schedule, and gives its claims back on SIGTERM")
+    /// A channel whose attempts take `delay`, then deliver.
+    final class SlowChannel: WebhookChannel {
+        let delay: Duration
+        let started = Mutex<[String]>([])
+
+        init(delay: Duration) { self.delay = delay }
+
+        func send(_ delivery: WebhookDelivery) async -> WebhookAttemptResult {
+            started.withLock { $0.append(delivery.eventID) }
+            try? await Task.sleep(for: delay)
+            return .delivered
+        }
+
+        func shutdown() async {}
+    }
+
+    @Test("The worker sends every queued event, retries a failure on the schedule, and stops cleanly")
     func worker() async throws {
-        let registry = try await RegistryService(store: TestBackend.makeStore())
-        let (project, _) = try await registry.createProject(projectId: "p", senderId: "123456789012")
-        let store = try #require(registry.store as? any RegistryBackend)
-        _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
-        try await store.setRelay(
-            RelaySettings(
-                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k", tokenURI: "https://o/t",
-                upstream: "https://u"), for: project)
-        _ = try await store.createWebhook(
-            project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16, now: Date())
-        let message = AcceptedMessage(
-            id: "m1", project: project, via: .legacy, message: Message(target: .topic("news")),
-            recipients: RoaringBitmap([1, 2]), receivedAt: Date())
-        _ = try await store.enqueue(
-            message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
-            leaseUntil: Date(), bounds: OutboxBounds(outboxMessages: 10, logEntries: 10, logBytes: 1 << 20))
-        let job = try #require(try await store.claim("a", leaseUntil: Date().addingTimeInterval(30), now: Date(), limit: 1).first)
-        let page = try await store.nextAttempts(of: job, after: nil, now: Date(), limit: 10)
-        _ = try await store.record(
-            page.attempts.map { DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil) },
-            of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
+        let (registry, project, store) = try await Self.queuedEvents()
         // Two prunes, two failures, the completion.
         var options = Self.options()
         options.retrySchedule = WebhookRetrySchedule(waits: [.milliseconds(100)])
@@ -287,5 +283,55 @@ struct WebhookDeliveryTests {
         let shown = try #require(try await registry.webhooks(in: project).first)
         #expect((shown.sent, shown.failed, shown.backlog) == (5, 0, 0))
         #expect(shown.failingSince == nil)
+    }
+
+    @Test("On SIGTERM the attempts in flight end and are recorded, and nothing stays claimed")
+    func gracefulStop() async throws {
+        let (registry, project, store) = try await Self.queuedEvents()
+        var options = Self.options()
+        options.concurrency = 2
+        let channel = SlowChannel(delay: .milliseconds(700))
+        let worker = WebhookWorker(
+            registry: registry, channel: channel, options: options, serverID: "s1", keepsItsName: true,
+            logger: Logger(label: "webhooks"))
+        let group = ServiceGroup(services: [worker], logger: Logger(label: "webhooks"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            while channel.started.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        // The two in flight were delivered and recorded; the other three wait, claimable by anyone now.
+        let shown = try #require(try await registry.webhooks(in: project).first)
+        #expect((shown.sent, shown.backlog) == (2, 3))
+        let now = Date()
+        #expect(try await store.claimWebhookEvents("s2", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).count == 3)
+    }
+
+    /// A project with one webhook for every event type, and the five events of a topic send to
+    /// two dead tokens queued.
+    static func queuedEvents() async throws -> (RegistryService, Project, any RegistryBackend) {
+        let registry = try await RegistryService(store: TestBackend.makeStore())
+        let (project, _) = try await registry.createProject(projectId: "p", senderId: "123456789012")
+        let store = try #require(registry.store as? any RegistryBackend)
+        _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
+        try await store.setRelay(
+            RelaySettings(
+                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k", tokenURI: "https://o/t",
+                upstream: "https://u"), for: project)
+        _ = try await store.createWebhook(
+            project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16, now: Date())
+        let message = AcceptedMessage(
+            id: "m1", project: project, via: .legacy, message: Message(target: .topic("news")),
+            recipients: RoaringBitmap([1, 2]), receivedAt: Date())
+        _ = try await store.enqueue(
+            message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
+            leaseUntil: Date(), bounds: OutboxBounds(outboxMessages: 10, logEntries: 10, logBytes: 1 << 20))
+        let job = try #require(try await store.claim("a", leaseUntil: Date().addingTimeInterval(30), now: Date(), limit: 1).first)
+        let page = try await store.nextAttempts(of: job, after: nil, now: Date(), limit: 10)
+        _ = try await store.record(
+            page.attempts.map { DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil) },
+            of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
+        return (registry, project, store)
     }
 }

@@ -202,6 +202,9 @@ def test_a_topic_send_with_dead_tokens_gives_signed_events(server):
     shown = ok(requests.get(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY))
     assert "secret" not in shown
     assert eventually(lambda: ok(requests.get(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY))["sent"] == 5)
+    # Per-webhook metrics, from the database every 5 s.
+    line = f'fcm_registry_webhook_sent{{webhook="{hook["id"]}",project="hooks-app"}} 5'
+    eventually(lambda: line in requests.get(f"{RELAY_URL}/metrics").text, timeout=20)
     receiver.down()
     ok(requests.delete(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY), 204)
 
