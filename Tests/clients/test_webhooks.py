@@ -49,6 +49,13 @@ def ok(reply, status=200):
     return reply.json() if reply.content else None
 
 
+def healthy(base):
+    try:
+        return requests.get(f"{base}/health", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def token(label):
     return f"{label}{uuid.uuid4().hex[:12]}:APA91b" + "Q" * 40
 
@@ -69,13 +76,7 @@ class Server:
              "--server-id", "hooks-1", "--relay-poll-interval", "200ms", "--webhook-allow-private-networks",
              "--webhook-retry-schedule", RETRY_SCHEDULE],
             stdout=subprocess.DEVNULL, stderr=log)
-        eventually(lambda: self._healthy(), timeout=30)
-
-    def _healthy(self):
-        try:
-            return requests.get(f"{RELAY_URL}/health", timeout=1).status_code == 200
-        except requests.RequestException:
-            return False
+        eventually(lambda: healthy(RELAY_URL), timeout=30)
 
     def stop(self, sig=signal.SIGTERM):
         self.process.send_signal(sig)
@@ -263,7 +264,25 @@ def test_a_rotated_secret_signs_beside_the_new_one(server):
     ok(requests.delete(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY), 204)
 
 
-def test_a_private_address_is_refused_without_the_flag():
-    """The server of these tests allows private networks; a fresh one with the defaults does not."""
-    out = subprocess.run([BINARY, "serve", "--help"], capture_output=True, text=True)
-    assert "--webhook-allow-private-networks" in out.stdout + out.stderr
+def test_a_private_address_is_refused_without_the_flag(server):
+    """A second server on the same database, with the default rules, refuses what the first allows."""
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    log = open(os.path.join(WORK, "strict.log"), "w")
+    strict = subprocess.Popen([BINARY, "serve", "--db", RELAY_DB, "--port", str(port), "--xmpp-port", "off"],
+                              stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        eventually(lambda: healthy(base) if strict.poll() is None else pytest.fail("the second server stopped"),
+                   timeout=30)
+        for url in ["http://127.0.0.1:9/e", "https://127.0.0.1/e", "https://localhost/e", "https://169.254.169.254/e",
+                    "https://[::ffff:192.168.0.1]/e"]:
+            reply = requests.post(f"{base}/api/webhooks", headers=RELAY, json={"url": url, "events": ["delivery.failed"]})
+            assert reply.status_code == 400, (url, reply.text)
+            assert reply.json()["error"]["code"] == "invalid_argument"
+    finally:
+        strict.terminate()
+        strict.wait(timeout=30)
