@@ -36,16 +36,25 @@ public struct HTTPWebhookChannel: WebhookChannel {
         } catch {
             return .failed(error.refusalText)
         }
-        // The first address checked: every one of them was, so none is a way in.
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(Int64(options.timeout.components.seconds)), read: .seconds(Int64(options.timeout.components.seconds))))
-        configuration.dnsOverride = [target.host: addresses[0]]
-        configuration.decompression = .disabled
-        configuration.httpVersion = .http1Only
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let result = await post(delivery, with: client, deadline: deadline)
-        try? await client.shutdown()
+        // Each address checked, in the resolver's order, until one answers: every one of them
+        // passed the rules, so none is a way in.
+        var result = WebhookAttemptResult.failed("no address")
+        for address in addresses where ContinuousClock.now < deadline {
+            var configuration = HTTPClient.Configuration(
+                tlsConfiguration: tls, redirectConfiguration: .disallow,
+                timeout: .init(
+                    connect: .seconds(Int64(options.timeout.components.seconds)),
+                    read: .seconds(Int64(options.timeout.components.seconds))))
+            configuration.dnsOverride = [target.host: address]
+            configuration.decompression = .disabled
+            configuration.httpVersion = .http1Only
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            result = await post(delivery, with: client, deadline: deadline)
+            try? await client.shutdown()
+            // An answer, whatever it says, ends the attempt; only a connection that failed tries the next address.
+            if case .failed(let words) = result, !words.hasPrefix("HTTP ") { continue }
+            return result
+        }
         return result
     }
 
