@@ -21,7 +21,9 @@ extension RegistryService {
 
     /// - Throws: `RegistryError.webhookNotFound` (also for another project's webhook).
     public func webhook(_ id: String, in project: Project) async throws -> Webhook {
-        guard let webhook = try await webhooks.webhook(id, of: project.rowID) else { throw RegistryError.webhookNotFound }
+        guard let webhook = try await webhooks.webhook(id, of: project.rowID) else {
+            throw RegistryError.webhookNotFound
+        }
         return webhook
     }
 

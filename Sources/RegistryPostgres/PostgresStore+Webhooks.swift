@@ -7,14 +7,17 @@ import Registry
 /// send one event at once. Their rules, and with them `WebhookStore`, come from `Registry`.
 extension PostgresStore: WebhookStore, WebhookDriver {
     typealias WebhookColumns = (
-        String, Int64, String, Int64, Int64, Int64, Int64, Int64, Int64, Int64?, String?, Int64?, Int64?, String?, Int64?
+        String, Int64, String, Int64, Int64, Int64, Int64, Int64, Int64, Int64?, String?, Int64?, Int64?, String?,
+        Int64?
     )
 
     static func webhook(_ c: WebhookColumns) -> Webhook {
         Webhook(
-            id: c.0, project: c.1, url: c.2, events: WebhookEventType.types(in: c.3), createdAt: EpochMilliseconds.date(c.4),
+            id: c.0, project: c.1, url: c.2, events: WebhookEventType.types(in: c.3),
+            createdAt: EpochMilliseconds.date(c.4),
             backlog: Int(c.5), sent: Int(c.6), failed: Int(c.7), dropped: Int(c.8),
-            lastAttemptAt: c.9.map(EpochMilliseconds.date), lastError: c.10, failingSince: c.11.map(EpochMilliseconds.date),
+            lastAttemptAt: c.9.map(EpochMilliseconds.date), lastError: c.10,
+            failingSince: c.11.map(EpochMilliseconds.date),
             disabledAt: c.12.map(EpochMilliseconds.date), disabledReason: c.13,
             previousSecretUntil: c.14.map(EpochMilliseconds.date))
     }
@@ -26,7 +29,9 @@ extension PostgresStore: WebhookStore, WebhookDriver {
             // The project's row, locked: two servers adding a webhook at once count one after the other.
             try await connection.run(#"SELECT id FROM project WHERE id = \#(new.project) FOR UPDATE"#)
             try admit(
-                Int(try await connection.one(#"SELECT COUNT(*)::bigint FROM webhook WHERE "projectId" = \#(new.project)"#, as: Int64.self)))
+                Int(
+                    try await connection.one(
+                        #"SELECT COUNT(*)::bigint FROM webhook WHERE "projectId" = \#(new.project)"#, as: Int64.self)))
             try await connection.run(
                 #"""
                 INSERT INTO webhook ("publicId", "projectId", url, events, secret, "createdAt")
@@ -92,7 +97,8 @@ extension PostgresStore: WebhookStore, WebhookDriver {
             {
                 claimed.append(
                     WebhookDelivery(
-                        id: id, webhook: webhook, webhookID: webhookID, project: project, eventID: eventID, type: type, payload: payload,
+                        id: id, webhook: webhook, webhookID: webhookID, project: project, eventID: eventID, type: type,
+                        payload: payload,
                         attempts: Int(attempts), url: url, secret: secret, previousSecret: previous))
             }
             return claimed
@@ -140,7 +146,8 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                 let reason = disable(since)
             else { return (true, nil) }
             try await connection.run(
-                #"UPDATE webhook SET "disabledAt" = \#(write.now), "disabledReason" = \#(reason) WHERE id = \#(write.webhook)"#)
+                #"UPDATE webhook SET "disabledAt" = \#(write.now), "disabledReason" = \#(reason) WHERE id = \#(write.webhook)"#
+            )
             return (true, reason)
         }
     }

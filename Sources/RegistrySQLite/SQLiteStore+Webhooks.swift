@@ -17,7 +17,8 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             backlog: row["backlog"], sent: row["sent"], failed: row["failed"], dropped: row["dropped"],
             lastAttemptAt: (row["lastAttemptAt"] as Int64?).map(EpochMilliseconds.date), lastError: row["lastError"],
             failingSince: (row["failingSince"] as Int64?).map(EpochMilliseconds.date),
-            disabledAt: (row["disabledAt"] as Int64?).map(EpochMilliseconds.date), disabledReason: row["disabledReason"],
+            disabledAt: (row["disabledAt"] as Int64?).map(EpochMilliseconds.date),
+            disabledReason: row["disabledReason"],
             previousSecretUntil: (row["previousSecretUntil"] as Int64?).map(EpochMilliseconds.date))
     }
 
@@ -25,7 +26,9 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
         async throws -> Webhook
     {
         try await write { db, _ in
-            try admit(Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook WHERE projectId = ?", arguments: [new.project]) ?? 0)
+            try admit(
+                Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook WHERE projectId = ?", arguments: [new.project]) ?? 0
+            )
             try db.execute(
                 sql: """
                     INSERT INTO webhook (publicId, projectId, url, events, secret, createdAt) VALUES (?, ?, ?, ?, ?, ?)
@@ -81,14 +84,16 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             ORDER BY webhookEvent.nextAttemptAt, webhookEvent.id LIMIT ?
             """
         // A look first, from a reader: an idle queue, polled every second, costs no write.
-        guard try await read({ db in try Int64.fetchOne(db.cachedStatement(sql: due), arguments: [now, now, 1]) }) != nil
+        guard
+            try await read({ db in try Int64.fetchOne(db.cachedStatement(sql: due), arguments: [now, now, 1]) }) != nil
         else { return [] }
         return try await write { db, _ in
             let ids = try Int64.fetchAll(db.cachedStatement(sql: due), arguments: [now, now, limit])
             guard !ids.isEmpty else { return [] }
             let list = Self.jsonList(ids)
             try db.execute(
-                sql: "UPDATE webhookEvent SET claimedBy = ?, leaseUntil = ? WHERE id IN (SELECT value FROM json_each(?))",
+                sql:
+                    "UPDATE webhookEvent SET claimedBy = ?, leaseUntil = ? WHERE id IN (SELECT value FROM json_each(?))",
                 arguments: [claimant, leaseUntil, list])
             return try Row.fetchAll(
                 db,
@@ -102,7 +107,8 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     """, arguments: [now, list]
             ).map { row in
                 WebhookDelivery(
-                    id: row["id"], webhook: row["webhookId"], webhookID: row["publicId"], project: row["projectId"], eventID: row["eventId"],
+                    id: row["id"], webhook: row["webhookId"], webhookID: row["publicId"], project: row["projectId"],
+                    eventID: row["eventId"],
                     type: row["type"], payload: row["payload"], attempts: row["attempts"], url: row["url"],
                     secret: row["secret"], previousSecret: row["previousSecret"])
             }
@@ -115,7 +121,8 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
         try await self.write { db, _ in
             guard
                 try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT claimedBy FROM webhookEvent WHERE id = ?"), arguments: [write.event])
+                    db.cachedStatement(sql: "SELECT claimedBy FROM webhookEvent WHERE id = ?"), arguments: [write.event]
+                )
                     == write.claimant
             else { return (false, nil) }
             if write.delivered || write.nextAttemptAt == nil {
@@ -162,7 +169,8 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
     public func releaseWebhookRows(claimedBy claimant: String) async throws {
         try await write { db, _ in
             try db.execute(
-                sql: "UPDATE webhookEvent SET claimedBy = NULL, leaseUntil = NULL WHERE claimedBy = ?", arguments: [claimant])
+                sql: "UPDATE webhookEvent SET claimedBy = NULL, leaseUntil = NULL WHERE claimedBy = ?",
+                arguments: [claimant])
         }
     }
 
@@ -200,13 +208,17 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     """), arguments: [page.project])
         guard let projectID = targets.first?["projectId"] as String? else { return }
         var counts: (delivered: Int, failed: Int)?
-        if finished, let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT delivered, failed FROM outbox WHERE messageId = ?"), arguments: [page.job])
+        if finished,
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT delivered, failed FROM outbox WHERE messageId = ?"),
+                arguments: [page.job])
         {
             counts = (row[0], row[1])
         }
         let (rows, dropped) = batch.rows(
-            for: targets.map { WebhookEventBatch.Target(rowID: $0["id"], events: $0["events"], backlog: $0["backlog"]) },
+            for: targets.map {
+                WebhookEventBatch.Target(rowID: $0["id"], events: $0["events"], backlog: $0["backlog"])
+            },
             projectID: projectID, finished: finished, counts: counts)
         let insert = try db.cachedStatement(
             sql: """

@@ -61,7 +61,9 @@ struct WebhookAPITests {
             let other = "key=\(otherKey)"
             #expect(try await client.call(.get, "/api/webhooks/\(id)", auth: .some(other)).status == .notFound)
             #expect(try await client.call(.delete, "/api/webhooks/\(id)", auth: .some(other)).status == .notFound)
-            #expect(try await client.call(.post, "/api/webhooks/\(id):rotateSecret", auth: .some(other)).status == .notFound)
+            #expect(
+                try await client.call(.post, "/api/webhooks/\(id):rotateSecret", auth: .some(other)).status == .notFound
+            )
             #expect(try await client.call(.get, "/api/webhooks", auth: .some(other)).json?["webhooks"] == [])
             #expect(try await client.call(.get, "/api/webhooks/\(id)").status == .ok)
         }
@@ -93,7 +95,9 @@ struct WebhookAPITests {
     func limit() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            for _ in 0..<16 { #expect(try await client.call(.post, "/api/webhooks", body: Self.create).status == .created) }
+            for _ in 0..<16 {
+                #expect(try await client.call(.post, "/api/webhooks", body: Self.create).status == .created)
+            }
             let refused = try await client.call(.post, "/api/webhooks", body: Self.create)
             #expect(refused.status == .badRequest)
             #expect(refused.json?["error"]?["message"]?.string?.contains("16") == true)
@@ -305,7 +309,9 @@ struct WebhookDeliveryTests {
         let shown = try #require(try await registry.webhooks(in: project).first)
         #expect((shown.sent, shown.backlog) == (2, 3))
         let now = Date()
-        #expect(try await store.claimWebhookEvents("s2", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).count == 3)
+        #expect(
+            try await store.claimWebhookEvents("s2", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).count
+                == 3)
     }
 
     /// A project with one webhook for every event type, and the five events of a topic send to
@@ -317,20 +323,25 @@ struct WebhookDeliveryTests {
         _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
         try await store.setRelay(
             RelaySettings(
-                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k", tokenURI: "https://o/t",
+                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
+                tokenURI: "https://o/t",
                 upstream: "https://u"), for: project)
         _ = try await store.createWebhook(
-            project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16, now: Date())
+            project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16,
+            now: Date())
         let message = AcceptedMessage(
             id: "m1", project: project, via: .legacy, message: Message(target: .topic("news")),
             recipients: RoaringBitmap([1, 2]), receivedAt: Date())
         _ = try await store.enqueue(
             message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
             leaseUntil: Date(), bounds: OutboxBounds(outboxMessages: 10, logEntries: 10, logBytes: 1 << 20))
-        let job = try #require(try await store.claim("a", leaseUntil: Date().addingTimeInterval(30), now: Date(), limit: 1).first)
+        let job = try #require(
+            try await store.claim("a", leaseUntil: Date().addingTimeInterval(30), now: Date(), limit: 1).first)
         let page = try await store.nextAttempts(of: job, after: nil, now: Date(), limit: 10)
         _ = try await store.record(
-            page.attempts.map { DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil) },
+            page.attempts.map {
+                DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
+            },
             of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
         return (registry, project, store)
     }

@@ -1,8 +1,9 @@
-@testable import AudienceEngine
 import Foundation
-@testable import Registry
 import TestBackends
 import Testing
+
+@testable import AudienceEngine
+@testable import Registry
 
 /// Webhooks in the store: events queued in the outbox's own transaction for the webhooks that
 /// asked for them, the queue's claims, leases, retries and give-up, disabling, secrets.
@@ -26,7 +27,8 @@ struct WebhookTests {
         var created: [CreatedWebhook] = []
         for events in hooks {
             created.append(
-                try await store.createWebhook(project: project.rowID, url: Self.url, events: events, limit: 16, now: Date()))
+                try await store.createWebhook(
+                    project: project.rowID, url: Self.url, events: events, limit: 16, now: Date()))
         }
         let message = AcceptedMessage(
             id: "m1", project: project, via: .legacy, message: Message(target: .topic("news")),
@@ -35,7 +37,8 @@ struct WebhookTests {
             message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
             leaseUntil: Date(), bounds: OutboxBounds(outboxMessages: 10, logEntries: 100, logBytes: 1 << 20))
         let now = Date()
-        let job = try #require(try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
+        let job = try #require(
+            try await store.claim("a", leaseUntil: now.addingTimeInterval(30), now: now, limit: 1).first)
         let page = try await store.nextAttempts(of: job, after: nil, now: now, limit: count + 1)
         return (store, project, job, page, created)
     }
@@ -64,10 +67,12 @@ struct WebhookTests {
             4, hooks: [Self.everything, [.messageCompleted], [.deliveryFailed]])
         let a = page.attempts
         let outcomes = [
-            outcome(a[0], .delivered), outcome(a[1], .failed, "UNREGISTERED"), outcome(a[2], .failed, "SENDER_ID_MISMATCH"),
+            outcome(a[0], .delivered), outcome(a[1], .failed, "UNREGISTERED"),
+            outcome(a[2], .failed, "SENDER_ID_MISMATCH"),
             outcome(a[3], .failed, "INVALID_ARGUMENT"),
         ]
-        let progress = try await store.record(outcomes, of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
+        let progress = try await store.record(
+            outcomes, of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
         #expect(progress?.finished == true)
         let events = try await queued(store)
         let byHook = Dictionary(grouping: events, by: \.webhookID)
@@ -79,9 +84,15 @@ struct WebhookTests {
         let unregistered = try first.filter { $0.type == "token.unregistered" }.map { try data($0) }
         #expect(Set(unregistered.compactMap { $0["reason"] as? String }) == ["UNREGISTERED", "SENDER_ID_MISMATCH"])
         #expect(Set(unregistered.compactMap { $0["token"] as? String }) == [a[1].token, a[2].token])
-        #expect(unregistered.allSatisfy { $0["projectId"] as? String == project.projectId && $0["messageId"] as? String == "m1" })
+        #expect(
+            unregistered.allSatisfy {
+                $0["projectId"] as? String == project.projectId && $0["messageId"] as? String == "m1"
+            })
         let failed = try first.filter { $0.type == "delivery.failed" }.map { try data($0) }
-        #expect(Set(failed.compactMap { $0["error"] as? String }) == ["UNREGISTERED", "SENDER_ID_MISMATCH", "INVALID_ARGUMENT"])
+        #expect(
+            Set(failed.compactMap { $0["error"] as? String }) == [
+                "UNREGISTERED", "SENDER_ID_MISMATCH", "INVALID_ARGUMENT",
+            ])
         let completed = try #require(first.first { $0.type == "message.completed" })
         let counts = try data(completed)
         #expect(counts["delivered"] as? Int == 1)
@@ -98,12 +109,16 @@ struct WebhookTests {
         // No webhook: the page records, nothing is queued.
         let (bare, _, bareJob, barePage, _) = try await claimedSend(2, hooks: [])
         let failing = barePage.attempts.map { outcome($0, .failed, "UNREGISTERED") }
-        #expect(try await bare.record(failing, of: bareJob, page: barePage, claimant: "a", leaseUntil: Date(), now: Date()) != nil)
+        #expect(
+            try await bare.record(failing, of: bareJob, page: barePage, claimant: "a", leaseUntil: Date(), now: Date())
+                != nil)
         #expect(try await TestBackend.rowCount("webhookEvent", in: bare) == 0)
         // A webhook, but the page recorded by a server that does not hold the job: nothing at all.
         let (store, _, job, page, _) = try await claimedSend(2, hooks: [Self.everything])
         let outcomes = page.attempts.map { outcome($0, .failed, "UNREGISTERED") }
-        #expect(try await store.record(outcomes, of: job, page: page, claimant: "b", leaseUntil: Date(), now: Date()) == nil)
+        #expect(
+            try await store.record(outcomes, of: job, page: page, claimant: "b", leaseUntil: Date(), now: Date()) == nil
+        )
         #expect(try await TestBackend.rowCount("webhookEvent", in: store) == 0)
         // A page that does not finish its message and has no failure: nothing either.
         let delivered = [outcome(page.attempts[0], .delivered)]
@@ -118,7 +133,9 @@ struct WebhookTests {
         gone.attempts = []
         gone.alreadyGone = [page.attempts[1]]
         let goneOutcome = [outcome(page.attempts[1], .failed, "UNREGISTERED")]
-        #expect(try await store.record(goneOutcome, of: job, page: gone, claimant: "a", leaseUntil: Date(), now: Date()) != nil)
+        #expect(
+            try await store.record(goneOutcome, of: job, page: gone, claimant: "a", leaseUntil: Date(), now: Date())
+                != nil)
         #expect(try await queued(store).map(\.type).sorted() == ["delivery.failed", "message.completed"])
     }
 
@@ -126,14 +143,20 @@ struct WebhookTests {
     func claimsAndLeases() async throws {
         let (store, _, job, page, _) = try await claimedSend(1, hooks: [[.deliveryFailed]])
         _ = try await store.record(
-            [outcome(page.attempts[0], .failed, "INVALID_ARGUMENT")], of: job, page: page, claimant: "a", leaseUntil: Date(),
+            [outcome(page.attempts[0], .failed, "INVALID_ARGUMENT")], of: job, page: page, claimant: "a",
+            leaseUntil: Date(),
             now: Date())
         let now = Date()
-        #expect(try await store.claimWebhookEvents("a", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).count == 1)
-        #expect(try await store.claimWebhookEvents("b", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).isEmpty)
+        #expect(
+            try await store.claimWebhookEvents("a", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).count
+                == 1)
+        #expect(
+            try await store.claimWebhookEvents("b", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10).isEmpty
+        )
         // "a" dies: after its lease, "b" takes the event over, and "a" may not record it any more.
         let later = now.addingTimeInterval(61)
-        let taken = try await store.claimWebhookEvents("b", leaseUntil: later.addingTimeInterval(60), now: later, limit: 10)
+        let taken = try await store.claimWebhookEvents(
+            "b", leaseUntil: later.addingTimeInterval(60), now: later, limit: 10)
         #expect(taken.count == 1)
         let event = try #require(taken.first)
         let stale = try await store.recordWebhookAttempt(
@@ -141,7 +164,8 @@ struct WebhookTests {
         #expect(stale == .notHeld)
         // "b" starts again under its name: its claims are free at once.
         try await store.releaseWebhookEvents(claimedBy: "b")
-        let again = try await store.claimWebhookEvents("c", leaseUntil: later.addingTimeInterval(60), now: later, limit: 10)
+        let again = try await store.claimWebhookEvents(
+            "c", leaseUntil: later.addingTimeInterval(60), now: later, limit: 10)
         #expect(again.map(\.eventID) == [event.eventID])
     }
 
@@ -156,7 +180,9 @@ struct WebhookTests {
         let events = try await queued(store, at: now)
         #expect(events.count == 2)
         // The first is delivered at once.
-        #expect(try await store.recordWebhookAttempt(events[0], .delivered, claimant: "w", schedule: schedule, now: now) == .delivered)
+        #expect(
+            try await store.recordWebhookAttempt(events[0], .delivered, claimant: "w", schedule: schedule, now: now)
+                == .delivered)
         // The second fails: tried again after 5 s, then 300 s, then given up.
         var event = events[1]
         for wait in [5.0, 300.0] {
@@ -169,7 +195,9 @@ struct WebhookTests {
             #expect(event.eventID == events[1].eventID)
         }
         #expect(event.attempts == 2)
-        #expect(try await store.recordWebhookAttempt(event, .failed("HTTP 500"), claimant: "w", schedule: schedule, now: now) == .gaveUp)
+        #expect(
+            try await store.recordWebhookAttempt(
+                event, .failed("HTTP 500"), claimant: "w", schedule: schedule, now: now) == .gaveUp)
         #expect(try await queued(store, at: now.addingTimeInterval(1000)).isEmpty)
         let shown = try #require(try await store.webhook(hooks[0].webhook.id, of: project.rowID))
         #expect((shown.sent, shown.failed, shown.backlog) == (1, 1, 0))
@@ -189,8 +217,12 @@ struct WebhookTests {
     func disabledAfterThreeDays() async throws {
         let (store, project, job, page, hooks) = try await claimedSend(3, hooks: [[.deliveryFailed]])
         _ = try await store.record(
-            [outcome(page.attempts[0], .failed, "INVALID_ARGUMENT"), outcome(page.attempts[1], .failed, "INVALID_ARGUMENT")],
-            of: job, page: AttemptPage(attempts: Array(page.attempts.prefix(2)), alreadyGone: [], cursor: 2, walked: false),
+            [
+                outcome(page.attempts[0], .failed, "INVALID_ARGUMENT"),
+                outcome(page.attempts[1], .failed, "INVALID_ARGUMENT"),
+            ],
+            of: job,
+            page: AttemptPage(attempts: Array(page.attempts.prefix(2)), alreadyGone: [], cursor: 2, walked: false),
             claimant: "a", leaseUntil: Date().addingTimeInterval(30), now: Date())
         let start = Date()
         let events = try await queued(store, at: start)
@@ -214,7 +246,8 @@ struct WebhookTests {
         #expect(try await queued(store, at: later.addingTimeInterval(86_400)).isEmpty)
         let rest = AttemptPage(attempts: [page.attempts[2]], alreadyGone: [], cursor: 3, walked: true)
         _ = try await store.record(
-            [outcome(page.attempts[2], .failed, "INVALID_ARGUMENT")], of: job, page: rest, claimant: "a", leaseUntil: later,
+            [outcome(page.attempts[2], .failed, "INVALID_ARGUMENT")], of: job, page: rest, claimant: "a",
+            leaseUntil: later,
             now: later)
         #expect(try await store.webhook(hooks[0].webhook.id, of: project.rowID)?.backlog == 2)
     }
@@ -226,10 +259,12 @@ struct WebhookTests {
         #expect(secret.hasPrefix("whsec_"))
         #expect(Data(base64Encoded: String(secret.dropFirst(6)))?.count == 32)
         #expect(hooks[0].webhook.id.hasPrefix("wh_"))
-        let rotated = try #require(try await store.rotateWebhookSecret(hooks[0].webhook.id, of: project.rowID, now: Date()))
+        let rotated = try #require(
+            try await store.rotateWebhookSecret(hooks[0].webhook.id, of: project.rowID, now: Date()))
         #expect(rotated.secret != secret)
         _ = try await store.record(
-            [outcome(page.attempts[0], .delivered)], of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
+            [outcome(page.attempts[0], .delivered)], of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date()
+        )
         let event = try #require(try await queued(store).first)
         #expect(event.secret == rotated.secret)
         #expect(event.previousSecret == secret)
@@ -246,10 +281,14 @@ struct WebhookTests {
         let store = try #require(registry.store as? any RegistryBackend)
         var ids: [String] = []
         for _ in 0..<16 {
-            ids.append(try await store.createWebhook(project: project.rowID, url: Self.url, events: [.deliveryFailed], limit: 16, now: Date()).webhook.id)
+            ids.append(
+                try await store.createWebhook(
+                    project: project.rowID, url: Self.url, events: [.deliveryFailed], limit: 16, now: Date()
+                ).webhook.id)
         }
         await #expect(throws: RegistryError.tooManyWebhooks(limit: 16)) {
-            _ = try await store.createWebhook(project: project.rowID, url: Self.url, events: [.deliveryFailed], limit: 16, now: Date())
+            _ = try await store.createWebhook(
+                project: project.rowID, url: Self.url, events: [.deliveryFailed], limit: 16, now: Date())
         }
         #expect(try await store.webhooks(of: project.rowID).map(\.id) == ids)
         #expect(try await store.webhooks(of: other.rowID).isEmpty)
@@ -271,7 +310,9 @@ struct WebhookRuleTests {
         batch.failed("t1", error: "INVALID_ARGUMENT", gone: false)
         batch.failed("t2", error: "INVALID_ARGUMENT", gone: false)
         let targets = [
-            WebhookEventBatch.Target(rowID: 1, events: WebhookEventType.mask(WebhookEventType.allCases), backlog: WebhookRules.backlogPerWebhook - 1),
+            WebhookEventBatch.Target(
+                rowID: 1, events: WebhookEventType.mask(WebhookEventType.allCases),
+                backlog: WebhookRules.backlogPerWebhook - 1),
             WebhookEventBatch.Target(rowID: 2, events: WebhookEventType.deliveryFailed.bit, backlog: 0),
         ]
         let (rows, dropped) = batch.rows(for: targets, projectID: "p", finished: false, counts: nil)
@@ -283,9 +324,16 @@ struct WebhookRuleTests {
     @Test("Only https, with a host, no credentials; http with private networks allowed")
     func urlShapes() throws {
         let strict = WebhookURLPolicy()
-        #expect(try strict.target(of: "https://example.com/hooks?x=1") == .init(isHTTPS: true, host: "example.com", port: 443))
-        #expect(try strict.target(of: "https://[2606:2800:220:1::1]:8443/") == .init(isHTTPS: true, host: "2606:2800:220:1::1", port: 8443))
-        for bad in ["http://example.com/", "ftp://example.com/", "https:///x", "example.com", "https://u:p@example.com/", "https://example.com/#f", ""] {
+        #expect(
+            try strict.target(of: "https://example.com/hooks?x=1")
+                == .init(isHTTPS: true, host: "example.com", port: 443))
+        #expect(
+            try strict.target(of: "https://[2606:2800:220:1::1]:8443/")
+                == .init(isHTTPS: true, host: "2606:2800:220:1::1", port: 8443))
+        for bad in [
+            "http://example.com/", "ftp://example.com/", "https:///x", "example.com", "https://u:p@example.com/",
+            "https://example.com/#f", "",
+        ] {
             #expect(throws: RegistryError.self, "\(bad)") { try strict.target(of: bad) }
         }
         let open = WebhookURLPolicy(allowPrivateNetworks: true)
@@ -297,14 +345,17 @@ struct WebhookRuleTests {
         arguments: [
             "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
             "100.100.100.200", "0.0.0.0", "224.0.0.1", "255.255.255.255", "192.0.2.1", "198.18.0.1", "::1", "::",
-            "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
+            "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe", "2002:7f00:1::1", "2001:db8::1", "::127.0.0.1",
         ])
     func privateAddresses(_ text: String) throws {
         #expect(try #require(IPAddress(text)).isPublic == false)
     }
 
-    @Test("Public addresses pass", arguments: ["93.184.215.14", "8.8.8.8", "2606:2800:220:1::1", "::ffff:8.8.8.8", "172.32.0.1"])
+    @Test(
+        "Public addresses pass",
+        arguments: ["93.184.215.14", "8.8.8.8", "2606:2800:220:1::1", "::ffff:8.8.8.8", "172.32.0.1"])
     func publicAddresses(_ text: String) throws {
         #expect(try #require(IPAddress(text)).isPublic)
     }
@@ -312,8 +363,12 @@ struct WebhookRuleTests {
     @Test("A name is resolved and every address checked: loopback refused, unless private networks are allowed")
     func resolvedAddresses() async throws {
         let strict = WebhookURLPolicy()
-        for url in ["https://localhost/h", "https://127.0.0.1/h", "https://[::1]/h", "https://2130706433/h", "https://0x7f.1/h"] {
-            await #expect(throws: RegistryError.self, "\(url)") { _ = try await strict.addresses(of: try strict.target(of: url)) }
+        for url in [
+            "https://localhost/h", "https://127.0.0.1/h", "https://[::1]/h", "https://2130706433/h", "https://0x7f.1/h",
+        ] {
+            await #expect(throws: RegistryError.self, "\(url)") {
+                _ = try await strict.addresses(of: try strict.target(of: url))
+            }
         }
         #expect(try await strict.addresses(of: strict.target(of: "https://93.184.215.14/h")) == ["93.184.215.14"])
         let open = WebhookURLPolicy(allowPrivateNetworks: true)
@@ -325,10 +380,12 @@ struct WebhookRuleTests {
         // From the reference libraries' tests (standard-webhooks, svix).
         let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
         let signature = WebhookSignature.sign(
-            id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: #"{"test": 2432232314}"#, secret: secret)
+            id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: #"{"test": 2432232314}"#, secret: secret
+        )
         #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         let both = WebhookSignature.header(
-            id: "msg_1", timestamp: 1, body: "{}", secrets: [secret, "whsec_" + Data("another key".utf8).base64EncodedString()])
+            id: "msg_1", timestamp: 1, body: "{}",
+            secrets: [secret, "whsec_" + Data("another key".utf8).base64EncodedString()])
         #expect(both.split(separator: " ").count == 2)
         #expect(both.hasPrefix(WebhookSignature.sign(id: "msg_1", timestamp: 1, body: "{}", secret: secret)! + " v1,"))
     }
@@ -340,7 +397,8 @@ struct WebhookRuleTests {
         batch.now = 1_700_000_000_123
         batch.failed("a\"b\\c", error: "UNREGISTERED", gone: true)
         let (rows, _) = batch.rows(
-            for: [.init(rowID: 1, events: WebhookEventType.mask(WebhookEventType.allCases), backlog: 0)], projectID: "p",
+            for: [.init(rowID: 1, events: WebhookEventType.mask(WebhookEventType.allCases), backlog: 0)],
+            projectID: "p",
             finished: false, counts: nil)
         #expect(rows.count == 2)
         for row in rows {

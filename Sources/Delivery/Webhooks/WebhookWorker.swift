@@ -80,7 +80,8 @@ public final class WebhookWorker: Service, Sendable {
             do {
                 try await queue.releaseWebhookEvents(claimedBy: serverID)
             } catch {
-                logger.warning("webhooks: cannot take back this server's earlier claims", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "webhooks: cannot take back this server's earlier claims", metadata: ["error": "\(error)"])
             }
         }
         await withGracefulShutdownHandler {
@@ -134,7 +135,8 @@ public final class WebhookWorker: Service, Sendable {
         } catch {
             // Not recorded: the lease runs out and the event is sent again, with the same id.
             logger.warning(
-                "webhooks: cannot record an attempt", metadata: ["webhook.id": "\(delivery.webhookID)", "error": "\(error)"])
+                "webhooks: cannot record an attempt",
+                metadata: ["webhook.id": "\(delivery.webhookID)", "error": "\(error)"])
             return
         }
         let metadata: Logger.Metadata = [

@@ -63,7 +63,9 @@ public struct Webhook: Sendable, Hashable {
         (self.id, self.project, self.url, self.events, self.createdAt) = (id, project, url, events, createdAt)
         (self.backlog, self.sent, self.failed, self.dropped) = (backlog, sent, failed, dropped)
         (self.lastAttemptAt, self.lastError, self.failingSince) = (lastAttemptAt, lastError, failingSince)
-        (self.disabledAt, self.disabledReason, self.previousSecretUntil) = (disabledAt, disabledReason, previousSecretUntil)
+        (self.disabledAt, self.disabledReason, self.previousSecretUntil) = (
+            disabledAt, disabledReason, previousSecretUntil
+        )
     }
 }
 

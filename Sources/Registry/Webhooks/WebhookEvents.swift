@@ -30,7 +30,9 @@ public struct WebhookEventBatch: Sendable {
         let walkedGone = page.alreadyGone.isEmpty ? [] : Set(page.alreadyGone.map(\.token))
         for outcome in outcomes where outcome.state == .failed {
             let error = outcome.error ?? "UNKNOWN"
-            let gone = (error == "UNREGISTERED" || error == "SENDER_ID_MISMATCH") && !walkedGone.contains(outcome.attempt.token)
+            let gone =
+                (error == "UNREGISTERED" || error == "SENDER_ID_MISMATCH")
+                && !walkedGone.contains(outcome.attempt.token)
             failed(outcome.attempt.token, error: error, gone: gone)
         }
     }
@@ -86,14 +88,18 @@ public struct WebhookEventBatch: Sendable {
         }
         if finished && mayComplete, let counts {
             events.append(
-                (.messageCompleted, [
-                    "projectId": .string(projectID), "messageId": .string(messageID),
-                    "delivered": .number(counts.delivered), "failed": .number(counts.failed),
-                ]))
+                (
+                    .messageCompleted,
+                    [
+                        "projectId": .string(projectID), "messageId": .string(messageID),
+                        "delivered": .number(counts.delivered), "failed": .number(counts.failed),
+                    ]
+                ))
         }
         var rows: [Row] = []
         var dropped: [Int64: Int] = [:]
-        var room = Dictionary(uniqueKeysWithValues: targets.map { ($0.rowID, WebhookRules.backlogPerWebhook - $0.backlog) })
+        var room = Dictionary(
+            uniqueKeysWithValues: targets.map { ($0.rowID, WebhookRules.backlogPerWebhook - $0.backlog) })
         let timestamp = WebhookJSON.timestamp(now)
         for event in events {
             let subscribed = targets.filter { $0.events & event.type.bit != 0 }
@@ -127,7 +133,8 @@ public indirect enum WebhookJSON: Sendable, Hashable {
         switch self {
         case .string(let value):
             // JSONSerialization escapes as JSON requires; a fragment of one string.
-            let data = (try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])) ?? Data("\"\"".utf8)
+            let data =
+                (try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed])) ?? Data("\"\"".utf8)
             return String(decoding: data, as: UTF8.self)
         case .number(let value):
             return String(value)

@@ -39,7 +39,8 @@ public struct WebhookRetrySchedule: Sendable, Hashable {
     public var waits: [Duration]
 
     public static let standard = WebhookRetrySchedule(waits: [
-        .seconds(5), .seconds(300), .seconds(1800), .seconds(7200), .seconds(18_000), .seconds(36_000), .seconds(36_000),
+        .seconds(5), .seconds(300), .seconds(1800), .seconds(7200), .seconds(18_000), .seconds(36_000),
+        .seconds(36_000),
     ])
 
     public init(waits: [Duration]) {

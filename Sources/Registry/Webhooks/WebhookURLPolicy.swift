@@ -42,7 +42,9 @@ public struct WebhookURLPolicy: Sendable, Hashable {
         }
         guard scheme == "https" || (scheme == "http" && allowPrivateNetworks) else {
             throw .invalidWebhookURL(
-                allowPrivateNetworks ? "url must be https or http" : "url must be https (http only with --webhook-allow-private-networks)")
+                allowPrivateNetworks
+                    ? "url must be https or http"
+                    : "url must be https (http only with --webhook-allow-private-networks)")
         }
         guard components.user == nil, components.password == nil else {
             throw .invalidWebhookURL("url must not carry a user or password")
@@ -68,7 +70,8 @@ public struct WebhookURLPolicy: Sendable, Hashable {
         guard !addresses.isEmpty else { throw .invalidWebhookURL("url's host \(target.host) does not resolve") }
         if !allowPrivateNetworks, let refused = addresses.first(where: { !$0.isPublic }) {
             throw .invalidWebhookURL(
-                "url's host \(target.host) resolves to \(refused), which is not a public address (loopback, private, link-local, shared or reserved)")
+                "url's host \(target.host) resolves to \(refused), which is not a public address (loopback, private, link-local, shared or reserved)"
+            )
         }
         return addresses.map(\.description)
     }

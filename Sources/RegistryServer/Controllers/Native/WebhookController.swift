@@ -46,7 +46,9 @@ struct WebhookController {
             (id, url, events, createdAt) = (webhook.id, webhook.url, webhook.events.map(\.rawValue), webhook.createdAt)
             (backlog, sent, failed, dropped) = (webhook.backlog, webhook.sent, webhook.failed, webhook.dropped)
             (lastAttemptAt, lastError, failingSince) = (webhook.lastAttemptAt, webhook.lastError, webhook.failingSince)
-            (disabled, disabledAt, disabledReason) = (webhook.disabledAt != nil, webhook.disabledAt, webhook.disabledReason)
+            (disabled, disabledAt, disabledReason) = (
+                webhook.disabledAt != nil, webhook.disabledAt, webhook.disabledReason
+            )
             previousSecretExpiresAt = webhook.previousSecretUntil.flatMap { $0 > Date() ? $0 : nil }
         }
     }
@@ -93,7 +95,8 @@ struct WebhookController {
     /// `GET /api/webhooks/{id}`.
     @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> ShownOne {
         let project = try context.requireProject()
-        return ShownOne(webhook: Shown(try await registry.webhook(try request.pathValue("id", context: context), in: project)))
+        return ShownOne(
+            webhook: Shown(try await registry.webhook(try request.pathValue("id", context: context), in: project)))
     }
 
     /// `DELETE /api/webhooks/{id}` → 204.
