@@ -4,7 +4,7 @@ import Foundation
 /// transaction finds that the project has webhooks: a project without any pays for one indexed
 /// read when a page has a failure or finishes its message, and never for a payload.
 ///
-/// The store calls `rows(for:finished:counts:)` inside the page's transaction, with the project's
+/// The store calls `rows(for:projectID:finished:counts:)` inside the page's transaction, with the project's
 /// enabled webhooks; the events go into the queue in that transaction, so none is written for an
 /// outcome that was not, and none is lost once it was.
 public struct WebhookEventBatch: Sendable {
@@ -17,16 +17,14 @@ public struct WebhookEventBatch: Sendable {
 
     public var messageID: String = ""
     public var facts: [Fact] = []
-    /// The page may finish its message: then `message.completed` goes with it.
-    public var mayComplete = false
     public var now: Int64 = 0
 
     public init() {}
 
-    /// The events of a page's outcomes: each failed recipient's, and the message's completion
-    /// when the page walks its last recipients.
+    /// The events of a page's outcomes: each failed recipient's; the message's completion is
+    /// added in the transaction, when it finds that the page finished the job.
     public init(_ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, now: Int64) {
-        (messageID, self.now, mayComplete) = (job.messageID, now, page.walked)
+        (messageID, self.now) = (job.messageID, now)
         let walkedGone = page.alreadyGone.isEmpty ? [] : Set(page.alreadyGone.map(\.token))
         for outcome in outcomes where outcome.state == .failed {
             let error = outcome.error ?? "UNKNOWN"
@@ -38,7 +36,7 @@ public struct WebhookEventBatch: Sendable {
     }
 
     /// Whether the page's transaction need look for webhooks at all.
-    public func isEmpty(finished: Bool) -> Bool { facts.isEmpty && !(finished && mayComplete) }
+    public func isEmpty(finished: Bool) -> Bool { facts.isEmpty && !finished }
 
     /// A failed recipient: `delivery.failed`, and `token.unregistered` when the channel said the
     /// token is gone (not when the walk found it unregistered already: that was told before).
@@ -86,7 +84,7 @@ public struct WebhookEventBatch: Sendable {
             }
             return (fact.type, data)
         }
-        if finished && mayComplete, let counts {
+        if finished, let counts {
             events.append(
                 (
                     .messageCompleted,
