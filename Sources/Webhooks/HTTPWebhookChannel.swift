@@ -48,6 +48,9 @@ public struct HTTPWebhookChannel: WebhookChannel {
             configuration.dnsOverride = [target.host: address]
             configuration.decompression = .disabled
             configuration.httpVersion = .http1Only
+            // A refused connection is this attempt's failure at once: the schedule retries it, and
+            // the next address gets its turn.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             result = await post(delivery, with: client, deadline: deadline)
             try? await client.shutdown()
