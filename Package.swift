@@ -205,6 +205,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        /// Webhooks over HTTP: the `WebhookChannel` that posts each event, signed, to an address
+        /// it resolved and checked itself.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "Delivery",
+                "Registry",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
         /// The composition root: the configuration and its option table, the store factory, and
         /// the one service group every long-running part of `serve` is a peer in.
         .target(
@@ -217,6 +231,7 @@ let package = Package(
                 "RegistryPostgres",
                 "RegistrySQLite",
                 "RegistryServer",
+                "Webhooks",
                 "XMPPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -293,6 +308,7 @@ let package = Package(
                 "RegistrySQLite",
                 "RegistryServer",
                 "TestBackends",
+                "Webhooks",
                 "XMPP",
                 "XMPPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -67,6 +67,11 @@ extension RegistryError {
             RefusalWording(.invalid, "the server holds \(limit) faults already: delete some first")
         case .storeBusy:
             RefusalWording(.unavailable, "the database is locked by another process; try again shortly")
+        case .webhookNotFound: RefusalWording(.notFound, "no webhook has this id in the project")
+        case .tooManyWebhooks(let limit):
+            RefusalWording(.invalid, "the project has \(limit) webhooks already: delete one first")
+        case .invalidWebhookURL(let message): RefusalWording(.invalid, message, field: "url")
+        case .invalidWebhookEvents(let message): RefusalWording(.invalid, message, field: "events")
         }
     }
 }

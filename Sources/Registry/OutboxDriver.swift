@@ -144,6 +144,8 @@ public struct PageWrites: Sendable {
     /// Whether the job's pending rows are counted (to tell whether it finishes): not for a slice
     /// of a page still in flight, which cannot finish it.
     public var countsPending: Bool
+    /// The events the page causes for the project's webhooks (`appendWebhookEvents` of each store).
+    public var webhookEvents = WebhookEventBatch()
 }
 
 /// A change of a `relay` row: counters added, a pause set, an error remembered.

@@ -111,10 +111,12 @@ extension OutboxStore where Self: OutboxDriver {
             }
             if let error = outcome.error { tally.lastError = error }
         }
-        let writes = PageWrites(
+        var writes = PageWrites(
             job: job.id, project: job.project, claimant: claimant, now: EpochMilliseconds.milliseconds(now), rows: rows,
             cursor: page.cursor, walked: page.walked, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), tally: tally,
             countsPending: mayFinish)
+        // The webhooks' events, written by `recordPage` in the page's own transaction.
+        writes.webhookEvents = WebhookEventBatch(outcomes, of: job, page: page, now: writes.now)
         // Finished once every recipient is walked and none waits for a retry.
         let walked = page.walked
         return try await recordPage(writes) { pending in walked && pending == 0 }.map { recorded in

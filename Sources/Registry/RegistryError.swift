@@ -38,4 +38,12 @@ public enum RegistryError: Error, Sendable, Hashable {
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy
+    /// No webhook has this id in the project.
+    case webhookNotFound
+    /// The project has as many webhooks as it may.
+    case tooManyWebhooks(limit: Int)
+    /// A webhook URL the server refuses: why, in words.
+    case invalidWebhookURL(String)
+    /// A webhook's `events` that are not a list of known event types.
+    case invalidWebhookEvents(String)
 }

@@ -19,6 +19,10 @@ public struct RegistryService: Sendable {
     /// Upstream messages and receipts on their way to an XMPP session on any server; front ends
     /// reach them through `RegistryService+Upstream`.
     package let upstream: any UpstreamStore
+    /// Each project's webhooks and the queue of their events.
+    package let webhooks: any WebhookStore
+    /// Which webhook URLs may be registered (`--webhook-allow-private-networks`).
+    public let webhookPolicy: WebhookURLPolicy
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -51,7 +55,7 @@ public struct RegistryService: Sendable {
     ///     its cursor) and to save it to with `saveCheckpoint`; see `AudienceCheckpoint`.
     public init(
         store: any RegistryBackend, limits: Limits = Limits(), sink: (any MessageSink)? = nil,
-        checkpoint: String? = nil, mirror: (any GroupMirror)? = nil
+        checkpoint: String? = nil, mirror: (any GroupMirror)? = nil, webhookPolicy: WebhookURLPolicy = WebhookURLPolicy()
     ) async throws {
         self.mirror = mirror
         self.store = store
@@ -61,6 +65,8 @@ public struct RegistryService: Sendable {
         outbox = store
         sendBudget = store
         upstream = store
+        webhooks = store
+        self.webhookPolicy = webhookPolicy
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

@@ -18,6 +18,7 @@ public struct Committed<Value: Sendable>: Sendable {
 /// relay's outbox and the upstream messages on their way to XMPP sessions.
 public typealias RegistryBackend =
     ArchiveStore & ChangeFeed & MessageLogStore & OutboxStore & RegistryStore & SendBudgetStore & UpstreamStore
+    & WebhookStore
 
 /// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
 /// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.

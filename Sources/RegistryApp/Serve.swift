@@ -41,7 +41,8 @@ public enum Serve {
             sink: RelaySink(
                 store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff,
                 channel: FCMChannel.self),
-            checkpoint: configuration.storage.resolvedCheckpointPath, mirror: mirror)
+            checkpoint: configuration.storage.resolvedCheckpointPath, mirror: mirror,
+            webhookPolicy: configuration.webhooks.urlPolicy)
         // 4. The audience index.
         let startup = try await registry.startAudience()
         logger.info("audience index loaded", metadata: loadedMetadata(registry, startup, since: started))

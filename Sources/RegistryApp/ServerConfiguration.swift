@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var xmpp = XMPPConfiguration()
     /// Delivery through FCM HTTP v1, for the projects `project relay` turned it on for.
     public var relay = RelayOptions()
+    /// Webhooks: their retry schedule and which URLs they may reach.
+    public var webhooks = WebhookOptions()
     /// How often the server reads the change feed for other processes' writes, when nothing
     /// rings its doorbell sooner.
     public var feedInterval = Duration.milliseconds(10)
@@ -333,6 +335,29 @@ extension ServerConfiguration {
             "relay-ca-file", "FCM_REGISTRY_RELAY_CA_FILE",
             "PEM CA certificates trusted besides the system's, for a proxy or an emulator upstream.", ""
         ) { $1.relay.caFile = $0.isEmpty ? nil : $0 },
+        ConfigurationOption(
+            flag: "webhook-allow-private-networks", variable: "FCM_REGISTRY_WEBHOOK_ALLOW_PRIVATE_NETWORKS",
+            help:
+                "Let webhooks reach loopback, private, link-local and other non-public addresses, and use http: for a receiver on this host or network only.",
+            apply: { value, configuration in
+                guard let flag = parseSwitch(value) else { return "true or false" }
+                configuration.webhooks.allowPrivateNetworks = flag
+                return nil
+            }, defaultValue: "false", isSwitch: true),
+        ConfigurationOption(
+            flag: "webhook-retry-schedule", variable: "FCM_REGISTRY_WEBHOOK_RETRY_SCHEDULE",
+            help:
+                "The waits between a webhook event's attempts, comma-separated; once spent, the event fails (the default retries for about 27 h).",
+            apply: { value, configuration in
+                let waits = value.split(separator: ",", omittingEmptySubsequences: false).map {
+                    parseDuration(String($0.filter { $0 != " " }))
+                }
+                guard (1...50).contains(waits.count), waits.allSatisfy({ $0 != nil }) else {
+                    return "1 to 50 durations separated by commas, such as 5s,5m,30m,2h,5h,10h,10h"
+                }
+                configuration.webhooks.retrySchedule = WebhookRetrySchedule(waits: waits.compactMap { $0 })
+                return nil
+            }, defaultValue: "5s,5m,30m,2h,5h,10h,10h"),
     ]
 
     /// The option with this flag (without dashes), for commands that take one of `serve`'s options.

@@ -8,13 +8,14 @@ import Registry
 import RegistryServer
 import ServiceLifecycle
 import UnixSignals
+import Webhooks
 import XMPPServer
 
 /// Every peer `serve` runs, as `configuration` says: the plain HTTP listener (unless `--port off`),
 /// the TLS listener speaking HTTP/2 and HTTP/1.1 by ALPN (with `--tls-cert` and `--tls-key`), the
 /// XMPP connection server (with TLS, or `--xmpp-plaintext`), the feed follower, and the checkpoint
-/// writer (unless checkpoints are off), and the relay's worker (with `relay`, the handoff its
-/// registry's sink shares).
+/// writer (unless checkpoints are off), and the relay's and the webhooks' workers (with `relay`,
+/// the handoff its registry's sink shares).
 public func buildServices(
     registry: RegistryService, configuration: ServerConfiguration, logger: Logger,
     metrics: PrometheusCollectorRegistry, relay: RelayHandoff? = nil
@@ -33,6 +34,11 @@ public func buildServices(
             DeliveryWorker(
                 registry: registry, channel: try FCMChannel(options: configuration.relay, logger: logger),
                 options: configuration.relay, handoff: relay, logger: logger))
+        services.append(
+            WebhookWorker(
+                registry: registry,
+                channel: HTTPWebhookChannel(options: configuration.webhooks, caFile: configuration.relay.caFile),
+                options: configuration.webhooks, serverID: relay.serverID, keepsItsName: relay.keepsItsName, logger: logger))
     }
     if registry.checkpointPath != nil {
         services.append(

@@ -237,6 +237,7 @@ extension PostgresStore: OutboxStore, OutboxDriver {
                 WHERE "messageId" = \#(page.job)
                 """#)
             try await connection.updateRelay(of: page.project, page.tally)
+            try await connection.appendWebhookEvents(page, finished: finished)
             return (finished, nextRetry)
         }
     }

@@ -43,6 +43,9 @@ enum Migrations {
         migrator.registerMigration("v10 send budget", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v10)
         }
+        migrator.registerMigration("v13 webhooks", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v13)
+        }
         return migrator
     }
 
@@ -388,5 +391,53 @@ enum Migrations {
           second INTEGER NOT NULL DEFAULT 0,
           used INTEGER NOT NULL DEFAULT 0
         );
+        """
+
+    /// Each project's webhooks (`/api/webhooks`) and the queue of their events: one row per event
+    /// and webhook, written in the outbox's transaction that caused it, deleted once the webhook
+    /// took it or its retries are spent. `events` is a bit set of `WebhookEventType`; `backlog`
+    /// counts the webhook's queued rows, so that its bound costs no count.
+    private static let v13 = """
+        CREATE TABLE webhook (
+          id INTEGER PRIMARY KEY,
+          publicId TEXT NOT NULL UNIQUE,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          url TEXT NOT NULL,
+          events INTEGER NOT NULL,
+          secret TEXT NOT NULL,
+          previousSecret TEXT,
+          previousSecretUntil INTEGER,
+          backlog INTEGER NOT NULL DEFAULT 0,
+          sent INTEGER NOT NULL DEFAULT 0,
+          failed INTEGER NOT NULL DEFAULT 0,
+          dropped INTEGER NOT NULL DEFAULT 0,
+          lastAttemptAt INTEGER,
+          lastError TEXT,
+          failingSince INTEGER,
+          disabledAt INTEGER,
+          disabledReason TEXT,
+          createdAt INTEGER NOT NULL
+        );
+        CREATE INDEX webhook_project ON webhook(projectId);
+        CREATE TABLE webhookEvent (
+          id INTEGER PRIMARY KEY,
+          webhookId INTEGER NOT NULL REFERENCES webhook(id) ON DELETE CASCADE,
+          eventId TEXT NOT NULL,
+          type TEXT NOT NULL,
+          payload TEXT NOT NULL,
+          attempts INTEGER NOT NULL DEFAULT 0,
+          nextAttemptAt INTEGER NOT NULL,
+          claimedBy TEXT,
+          leaseUntil INTEGER,
+          lastError TEXT,
+          createdAt INTEGER NOT NULL
+        );
+        CREATE INDEX webhookEvent_due ON webhookEvent(nextAttemptAt);
+        CREATE INDEX webhookEvent_webhook ON webhookEvent(webhookId);
+        CREATE VIEW webhookQueue AS
+          SELECT project.projectId AS project, webhook.publicId AS webhook, webhook.url, webhookEvent.eventId,
+            webhookEvent.type, webhookEvent.attempts, datetime(webhookEvent.nextAttemptAt / 1000, 'unixepoch') AS nextAttempt,
+            webhookEvent.lastError
+          FROM webhookEvent JOIN webhook ON webhook.id = webhookEvent.webhookId JOIN project ON project.id = webhook.projectId;
         """
 }

@@ -256,6 +256,7 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
                 finished ? page.now : nil, finished, page.job,
             ])
             try Self.updateRelay(of: page.project, page.tally, db)
+            try Self.appendWebhookEvents(page, finished: finished, db)
             return (finished, waiting?[1] as Int64?)
         }
     }

@@ -136,6 +136,7 @@ func routing(
     DeliveryController(registry: registry).addRoutes(to: routes)
     XMPPController(registry: registry, hub: sessions).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
+    WebhookController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return (router, open.recorded + routes.recorded)
 }

@@ -1,4 +1,6 @@
+import Delivery
 import Logging
+import Registry
 import RegistryApp
 import RegistryServer
 import Testing
@@ -43,6 +45,9 @@ struct ConfigurationTests {
             (["xmpp-port": "5235x"], [:], "--xmpp-port"),
             ([:], ["FCM_REGISTRY_XMPP_PLAINTEXT": "maybe"], "FCM_REGISTRY_XMPP_PLAINTEXT"),
             (["xmpp-plaintext": "true", "xmpp-port": "off"], [:], "--xmpp-plaintext"),
+            ([:], ["FCM_REGISTRY_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "perhaps"], "FCM_REGISTRY_WEBHOOK_ALLOW_PRIVATE_NETWORKS"),
+            (["webhook-retry-schedule": "5s,,5m"], [:], "--webhook-retry-schedule"),
+            (["webhook-retry-schedule": "5s,48h"], [:], "--webhook-retry-schedule"),
         ] as [([String: String], [String: String], String)])
     func badValues(flags: [String: String], environment: [String: String], named: String) {
         #expect {
@@ -66,6 +71,21 @@ struct ConfigurationTests {
         #expect(debugging.xmppListening && debugging.xmpp.plaintext && debugging.xmpp.port == 15235)
         let noHTTP = try ServerConfiguration.resolve(flags: ["port": "off", "tls-cert": "c", "tls-key": "k"], environment: [:])
         #expect(noHTTP.http == nil)
+    }
+
+    @Test("Webhooks: public https URLs and Svix's schedule by default; the flag or its variable allows private networks")
+    func webhookOptions() throws {
+        let defaults = try ServerConfiguration.resolve(flags: [:], environment: [:])
+        #expect(defaults.webhooks.urlPolicy == WebhookURLPolicy(allowPrivateNetworks: false))
+        #expect(defaults.webhooks.retrySchedule == .standard)
+        let flagged = try ServerConfiguration.resolve(flags: ["webhook-allow-private-networks": "true"], environment: [:])
+        #expect(flagged.webhooks.allowPrivateNetworks)
+        let variable = try ServerConfiguration.resolve(
+            flags: [:], environment: ["FCM_REGISTRY_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "1"])
+        #expect(variable.webhooks.allowPrivateNetworks)
+        let schedule = try ServerConfiguration.resolve(
+            flags: ["webhook-retry-schedule": "1s, 2s,250ms"], environment: [:])
+        #expect(schedule.webhooks.retrySchedule.waits == [.seconds(1), .seconds(2), .milliseconds(250)])
     }
 
     @Test("Every option has a flag, a variable and help, and no two share a name")

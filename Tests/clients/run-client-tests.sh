@@ -3,7 +3,8 @@
 # over plain HTTP with the SDK's URLs pointed at the server, then (run-unmodified-sdk.sh) with only a
 # service-account file under Google's host names, then (run-xmpp-client.sh) XMPP client libraries
 # (aiofcm, slixmpp) against the XMPP connection server, then (run-relay.sh) a relaying server
-# delivering to an emulator under Google's host names, with firebase-admin and pyfcm sending through it. Needs a built .build/debug/fcm-registry,
+# delivering to an emulator under Google's host names, with firebase-admin and pyfcm sending through it, then
+# (run-webhooks.sh) webhooks verified by a real receiver with the standardwebhooks package. Needs a built .build/debug/fcm-registry,
 # python3, curl, and root for the last two parts; installs the clients in a private venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,7 @@ python3 -m venv "$work/venv"
 # aiofcm and slixmpp are the XMPP clients of run-xmpp-client.sh. aioxmpp imports pytz without
 # declaring it, and calls pyOpenSSL's X509.get_extension (gone in 26.2).
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check "firebase-admin==7.7.0" "pyfcm==2.1.1" pytest \
-  "aiofcm==1.4" "aioxmpp==0.13.3" "pyOpenSSL==24.2.1" "pytz==2025.2" "slixmpp==1.17.0"
+  "aiofcm==1.4" "aioxmpp==0.13.3" "pyOpenSSL==24.2.1" "pytz==2025.2" "slixmpp==1.17.0" "standardwebhooks==1.1.0"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 .build/debug/fcm-registry serve --db "$(registry_db "$work" sdk_urls)" --port "$port" > "$work/first-start.json" 2> "$work/server.log" &
@@ -50,3 +51,6 @@ CLIENT_VENV="$work/venv" bash Tests/clients/run-xmpp-client.sh
 # Then the relay: a relaying server delivers to an emulator of FCM under Google's host names, and
 # firebase-admin and pyfcm (installed above for this part) send through it.
 CLIENT_VENV="$work/venv" bash Tests/clients/run-relay.sh
+
+# Then webhooks: a real receiver verifies every event with the standardwebhooks package.
+CLIENT_VENV="$work/venv" bash Tests/clients/run-webhooks.sh

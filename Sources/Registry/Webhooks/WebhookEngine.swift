@@ -1,0 +1,90 @@
+import Foundation
+
+/// The webhooks' rules, once, for every store that drives them: a store conforms to
+/// `WebhookDriver` (its statements) and gets `WebhookStore` from here.
+extension WebhookStore where Self: WebhookDriver {
+    public func createWebhook(
+        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date
+    ) async throws -> CreatedWebhook {
+        let secret = WebhookRules.makeSecret()
+        let row = NewWebhookRow(
+            publicID: WebhookRules.makeID(prefix: "wh_"), project: project, url: url,
+            events: WebhookEventType.mask(events), secret: secret, createdAt: EpochMilliseconds.milliseconds(now))
+        let webhook = try await insertWebhook(row) { existing in
+            guard existing < limit else { throw RegistryError.tooManyWebhooks(limit: limit) }
+        }
+        return CreatedWebhook(webhook: webhook, secret: secret)
+    }
+
+    public func webhooks(of project: Int64) async throws -> [Webhook] {
+        try await webhookRows(of: project, id: nil)
+    }
+
+    public func webhook(_ id: String, of project: Int64) async throws -> Webhook? {
+        try await webhookRows(of: project, id: id).first
+    }
+
+    public func deleteWebhook(_ id: String, of project: Int64) async throws -> Bool {
+        try await deleteWebhookRow(id, of: project)
+    }
+
+    public func rotateWebhookSecret(_ id: String, of project: Int64, now: Date) async throws -> CreatedWebhook? {
+        let secret = WebhookRules.makeSecret()
+        let until = EpochMilliseconds.milliseconds(now.addingTimeInterval(WebhookRules.rotationOverlap))
+        return try await replaceWebhookSecret(id, of: project, with: secret, previousUntil: until).map {
+            CreatedWebhook(webhook: $0, secret: secret)
+        }
+    }
+
+    public func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws
+        -> [WebhookDelivery]
+    {
+        try await claimWebhookRows(
+            claimant, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), now: EpochMilliseconds.milliseconds(now),
+            limit: limit)
+    }
+
+    public func recordWebhookAttempt(
+        _ delivery: WebhookDelivery, _ result: WebhookAttemptResult, claimant: String, schedule: WebhookRetrySchedule,
+        now: Date
+    ) async throws -> WebhookAttemptOutcome {
+        let millis = EpochMilliseconds.milliseconds(now)
+        var write = WebhookAttemptWrite(
+            event: delivery.id, webhook: delivery.webhook, claimant: claimant, now: millis, delivered: false,
+            nextAttemptAt: nil, error: nil)
+        var outcome: WebhookAttemptOutcome
+        switch result {
+        case .delivered:
+            write.delivered = true
+            outcome = .delivered
+        case .failed(let error):
+            write.error = error
+            if let wait = schedule.wait(afterAttempts: delivery.attempts + 1) {
+                let next = now.addingTimeInterval(
+                    Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+                write.nextAttemptAt = EpochMilliseconds.milliseconds(next)
+                outcome = .retried(at: next)
+            } else {
+                outcome = .gaveUp
+            }
+        }
+        let limit = EpochMilliseconds.milliseconds(.seconds(WebhookRules.disableAfter))
+        let lastError = write.error ?? ""
+        let recorded = try await finishWebhookAttempt(write) { failingSince in
+            guard millis - failingSince >= limit else { return nil }
+            let since = WebhookJSON.timestamp(failingSince)
+            return "every attempt failed since \(since) (3 days); last error: \(lastError)"
+        }
+        guard recorded.held else { return .notHeld }
+        if let reason = recorded.disabled { outcome = .disabled(reason: reason) }
+        return outcome
+    }
+
+    public func releaseWebhookEvents(claimedBy claimant: String) async throws {
+        try await releaseWebhookRows(claimedBy: claimant)
+    }
+
+    public func webhookTallies() async throws -> [WebhookTally] {
+        try await webhookTallyRows()
+    }
+}
