@@ -286,3 +286,21 @@ CREATE TABLE sendBudget (
   second INTEGER NOT NULL DEFAULT 0,
   used INTEGER NOT NULL DEFAULT 0
 );
+
+CREATE TABLE idempotencyKey (
+  id INTEGER PRIMARY KEY,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  messageId TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  headers TEXT NOT NULL,
+  body BLOB NOT NULL,
+  complete INTEGER NOT NULL,
+  createdAt INTEGER NOT NULL,
+  lockedUntil INTEGER NOT NULL,
+  expiresAt INTEGER NOT NULL,
+  UNIQUE (projectId, key)
+);
+
+CREATE INDEX idempotencyKey_expiresAt ON idempotencyKey(expiresAt);

@@ -25,6 +25,8 @@ public struct RelaySink: MessageSink {
         settings = RelaySettingsCache(outbox: store)
     }
 
+    public var answerWait: Duration { options.answerTimeout }
+
     public func relays(_ project: Project) async throws -> Bool {
         try await settings.settings()[project.rowID] != nil
     }

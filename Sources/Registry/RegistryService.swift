@@ -19,6 +19,8 @@ public struct RegistryService: Sendable {
     /// Upstream messages and receipts on their way to an XMPP session on any server; front ends
     /// reach them through `RegistryService+Upstream`.
     package let upstream: any UpstreamStore
+    /// The sends' `Idempotency-Key`s and their answers (`Idempotency.swift`).
+    package let idempotency: any IdempotencyStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -61,6 +63,7 @@ public struct RegistryService: Sendable {
         outbox = store
         sendBudget = store
         upstream = store
+        idempotency = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint
