@@ -1,4 +1,5 @@
 import Logging
+import Registry
 import RegistryApp
 import RegistryServer
 import Testing

@@ -28,7 +28,7 @@ struct V1SendController {
             [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
         let keyed = key.map {
             IdempotentRequest(
-                key: $0, route: "POST /v1/projects/\(named)/messages:send", canonicalBody: IdempotentRequest.canonical(body))
+                key: $0, route: "POST /v1/projects/{p}/messages:send", canonicalBody: IdempotentRequest.canonical(body))
         }
         return try await IdempotentSends.answer(keyed, family: .v1, project: project, registry: registry) { keyed in
             let message = try Self.message(body)
