@@ -234,7 +234,7 @@ struct IdempotencyTests {
     @Test("A key is kept for the retention, then free again")
     func retention() async throws {
         var limits = Limits()
-        limits.idempotencyRetention = .seconds(1)
+        limits.idempotencyRetention = .seconds(3)
         let registry = try await RegistryService(store: TestBackend.makeStore(), limits: limits)
         try await registry.startAudience()
         let (project, key) = try await registry.createProject(projectId: "test-app", senderId: "123456789012")
@@ -242,7 +242,7 @@ struct IdempotencyTests {
             let body = #"{"to":"/topics/news","data":{"a":"1"}}"#
             _ = try await Self.send(client, body, key: "short")
             #expect(try await Self.send(client, body, key: "short").replayed == "true")
-            try await Task.sleep(for: .milliseconds(1200))
+            try await Task.sleep(for: .milliseconds(3200))
             let later = try await Self.send(client, body, key: "short")
             #expect(later.replayed == nil)
             #expect(try await Self.logged(client) == 2)
@@ -262,7 +262,10 @@ struct IdempotentRelayTests {
             try harness.fault(.unavailable, times: 2, retryAfter: 1, token: device)
             let body = #"{"to":"\#(device)","data":{"a":"b"}}"#
             let first = Task { try await IdempotencyTests.send(harness.client, body, key: "retry-me") }
-            try await Task.sleep(for: .milliseconds(700))
+            // The message and its key are written in one transaction: once it is logged, the key is taken.
+            while try await harness.relay.loggedMessages(.all, in: harness.project, after: nil, limit: 1).items.isEmpty {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let during = try await IdempotencyTests.send(harness.client, body, key: "retry-me")
             #expect(during.status == .conflict)
             #expect(during.headers[.retryAfter] == "1")

@@ -13,10 +13,9 @@ struct IdempotencyStoreTests {
     /// A topic message to `news` carrying `key`, held `hold` seconds from now when not `complete`.
     static func message(
         _ project: Project, key: String?, complete: Bool = true, hold: TimeInterval = 0, expiresIn: TimeInterval = 3600,
-        body: String = "{}"
+        body: String = "{}", at now: Date = Date()
     ) -> AcceptedMessage {
         let id = "m\(Int.random(in: 0...Int.max))"
-        let now = Date()
         let record = key.map {
             IdempotencyRecord(
                 key: $0, fingerprint: "f", messageID: id,
@@ -114,23 +113,31 @@ struct IdempotencyStoreTests {
     func expiryAndPurge() async throws {
         let (registry, project) = try await makeRegistry()
         let store = try #require(registry.store as? any RegistryBackend)
+        let now = Date()
         for n in 0..<20 {
             try await store.appendMessage(
-                Self.message(project, key: "old\(n)", expiresIn: 2), body: "{}", entries: 100, bytes: 1 << 20)
+                Self.message(project, key: "old\(n)", expiresIn: 60 + Double(n), at: now), body: "{}", entries: 100, bytes: 1 << 20)
         }
         #expect(try await TestBackend.rowCount("idempotencyKey", in: store) == 20)
-        try await Task.sleep(for: .milliseconds(2100))
-        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.now()) == nil)
-        guard case .new = try await registry.idempotencyVerdict(Self.request("old19"), in: project) else {
+        // Two minutes on, they have expired.
+        let later = now.addingTimeInterval(120)
+        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later)) == nil)
+        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
+        guard case .new = try await registry.idempotencyVerdict(Self.request("old19"), in: project, now: later) else {
             Issue.record("an expired key is free")
             return
         }
         // One keyed send deletes a batch of expired keys, not all of them.
-        try await store.appendMessage(Self.message(project, key: "fresh"), body: "{}", entries: 100, bytes: 1 << 20)
+        try await store.appendMessage(
+            Self.message(project, key: "fresh", at: later), body: "{}", entries: 100, bytes: 1 << 20)
         #expect(try await TestBackend.rowCount("idempotencyKey", in: store) == 20 - IdempotencyRecord.purgeBatch + 1)
-        // An expired key still in the table gives way to a new message under it.
-        try await store.appendMessage(Self.message(project, key: "old19"), body: "{}", entries: 100, bytes: 1 << 20)
-        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.now()) != nil)
+        // The oldest went first; an expired key still in the table gives way to a new message under it.
+        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
+        #expect(try await store.idempotencyKey("old0", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) == nil)
+        try await store.appendMessage(
+            Self.message(project, key: "old19", body: #"{"new":1}"#, at: later), body: "{}", entries: 100, bytes: 1 << 20)
+        let renewed = try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later))
+        #expect(renewed.map { String(decoding: $0.answer.body, as: UTF8.self) } == #"{"new":1}"#)
     }
 
     @Test(
