@@ -156,7 +156,9 @@ public struct IdempotencyRecord: Sendable {
         lockedUntil: Int64, expiresAt: Int64
     ) {
         (self.key, self.fingerprint, self.messageID, self.answer) = (key, fingerprint, messageID, answer)
-        (self.complete, self.createdAt, self.lockedUntil, self.expiresAt) = (complete, createdAt, lockedUntil, expiresAt)
+        (self.complete, self.createdAt, self.lockedUntil, self.expiresAt) = (
+            complete, createdAt, lockedUntil, expiresAt
+        )
     }
 }
 

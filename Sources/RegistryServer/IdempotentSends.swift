@@ -135,7 +135,9 @@ enum IdempotentSends {
 
     /// A form body's canonical form: its `name=value` pairs in order of their bytes.
     static func canonicalForm(_ body: String) -> [UInt8] {
-        Array(body.split(separator: "&", omittingEmptySubsequences: true).map(String.init).sorted().joined(separator: "&").utf8)
+        Array(
+            body.split(separator: "&", omittingEmptySubsequences: true).map(String.init).sorted().joined(separator: "&")
+                .utf8)
     }
 }
 
@@ -147,7 +149,8 @@ extension StoredAnswer {
             if let name = HTTPField.Name(pair[0]) { fields.append(HTTPField(name: name, value: pair[1])) }
         }
         return Response(
-            status: HTTPResponse.Status(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            status: HTTPResponse.Status(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body))
+        )
     }
 
     init(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8]) {

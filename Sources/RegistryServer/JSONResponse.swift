@@ -29,7 +29,8 @@ enum JSONResponse {
     /// `any`'s answer as bytes, to be kept for an `Idempotency-Key`.
     static func anyAnswer(_ value: [String: Any], status: HTTPResponse.Status = .ok) throws -> StoredAnswer {
         let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
-        return StoredAnswer(status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: Array(data))
+        return StoredAnswer(
+            status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: Array(data))
     }
 
     /// `make`'s answer as bytes, to be kept for an `Idempotency-Key`.

@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import Logging
 import Registry
@@ -219,7 +219,9 @@ struct IdempotencyTests {
                 let two = Fixture.Client(client: other, key: one.key)
                 let body = #"{"to":"/topics/news","data":{"a":"1"}}"#
                 let answers = try await withThrowingTaskGroup(of: Raw.self) { group in
-                    for n in 0..<8 { group.addTask { try await Self.send(n % 2 == 0 ? one : two, body, key: "shared") } }
+                    for n in 0..<8 {
+                        group.addTask { try await Self.send(n % 2 == 0 ? one : two, body, key: "shared") }
+                    }
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
                 // Each is the one answer, or (while it was being written) asked to come back.
@@ -263,7 +265,8 @@ struct IdempotentRelayTests {
             let body = #"{"to":"\#(device)","data":{"a":"b"}}"#
             let first = Task { try await IdempotencyTests.send(harness.client, body, key: "retry-me") }
             // The message and its key are written in one transaction: once it is logged, the key is taken.
-            while try await harness.relay.loggedMessages(.all, in: harness.project, after: nil, limit: 1).items.isEmpty {
+            while try await harness.relay.loggedMessages(.all, in: harness.project, after: nil, limit: 1).items.isEmpty
+            {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let during = try await IdempotencyTests.send(harness.client, body, key: "retry-me")

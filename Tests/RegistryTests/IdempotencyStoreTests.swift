@@ -1,8 +1,9 @@
-@testable import AudienceEngine
 import Foundation
-@testable import Registry
 import TestBackends
 import Testing
+
+@testable import AudienceEngine
+@testable import Registry
 
 /// The keys of idempotent sends as the stores keep them: with their message or not at all, held
 /// while a direct send waits, answered from what was written once the hold passed, expired and purged.
@@ -19,7 +20,8 @@ struct IdempotencyStoreTests {
         let record = key.map {
             IdempotencyRecord(
                 key: $0, fingerprint: "f", messageID: id,
-                answer: StoredAnswer(status: 200, headers: [["Content-Type", "application/json"]], body: Array(body.utf8)),
+                answer: StoredAnswer(
+                    status: 200, headers: [["Content-Type", "application/json"]], body: Array(body.utf8)),
                 complete: complete, createdAt: EpochMilliseconds.milliseconds(now),
                 lockedUntil: EpochMilliseconds.milliseconds(now.addingTimeInterval(hold)),
                 expiresAt: EpochMilliseconds.milliseconds(now.addingTimeInterval(expiresIn)))
@@ -58,14 +60,17 @@ struct IdempotencyStoreTests {
         try await store.setRelay(OutboxTests.settings, for: project)
         func enqueue(_ message: AcceptedMessage, outbox: Int) async throws {
             _ = try await store.enqueue(
-                message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil, claimant: nil,
+                message, body: "{}", template: "{}", deadline: Date().addingTimeInterval(60), direct: nil,
+                claimant: nil,
                 leaseUntil: Date(), bounds: OutboxBounds(outboxMessages: outbox, logEntries: 100, logBytes: 1 << 20))
         }
         await #expect(throws: OutboxFull.self) { try await enqueue(Self.message(project, key: "k"), outbox: 0) }
         #expect(try await store.idempotencyKey("k", in: project.rowID, now: EpochMilliseconds.now()) == nil)
         #expect(try await TestBackend.rowCount("message", in: store) == 0)
         try await enqueue(Self.message(project, key: "k"), outbox: 10)
-        await #expect(throws: IdempotencyKeyTaken.self) { try await enqueue(Self.message(project, key: "k"), outbox: 10) }
+        await #expect(throws: IdempotencyKeyTaken.self) {
+            try await enqueue(Self.message(project, key: "k"), outbox: 10)
+        }
         #expect(try await TestBackend.rowCount("outbox", in: store) == 1)
         #expect(try await TestBackend.rowCount("message", in: store) == 1)
     }
@@ -84,7 +89,8 @@ struct IdempotencyStoreTests {
         // written with the message, and is never stuck.
         let orphan = Self.message(project, key: "orphan", complete: false, hold: -1, body: #"{"provisional":2}"#)
         try await store.appendMessage(orphan, body: "{}", entries: 100, bytes: 1 << 20)
-        guard case .replay(let answer) = try await registry.idempotencyVerdict(Self.request("orphan"), in: project) else {
+        guard case .replay(let answer) = try await registry.idempotencyVerdict(Self.request("orphan"), in: project)
+        else {
             Issue.record("a key whose hold passed replays")
             return
         }
@@ -93,7 +99,8 @@ struct IdempotencyStoreTests {
         // The sender that lives on completes it, once.
         let final = StoredAnswer(status: 404, headers: [], body: Array(#"{"final":1}"#.utf8))
         _ = try await registry.completeIdempotentSend(try #require(held.idempotency), in: project, answer: final)
-        guard case .replay(let completed) = try await registry.idempotencyVerdict(Self.request("held"), in: project) else {
+        guard case .replay(let completed) = try await registry.idempotencyVerdict(Self.request("held"), in: project)
+        else {
             Issue.record("a completed key replays")
             return
         }
@@ -101,8 +108,9 @@ struct IdempotencyStoreTests {
         #expect(
             try await !store.completeIdempotencyKey(
                 "held", in: project.rowID, messageID: try #require(held.idempotency).messageID, answer: final))
-        guard case .mismatch = try await registry.idempotencyVerdict(
-            IdempotentRequest(key: IdempotencyKey(header: "held"), route: "other", canonicalBody: []), in: project)
+        guard
+            case .mismatch = try await registry.idempotencyVerdict(
+                IdempotentRequest(key: IdempotencyKey(header: "held"), route: "other", canonicalBody: []), in: project)
         else {
             Issue.record("another request under the key is a mismatch")
             return
@@ -116,13 +124,17 @@ struct IdempotencyStoreTests {
         let now = Date()
         for n in 0..<20 {
             try await store.appendMessage(
-                Self.message(project, key: "old\(n)", expiresIn: 60 + Double(n), at: now), body: "{}", entries: 100, bytes: 1 << 20)
+                Self.message(project, key: "old\(n)", expiresIn: 60 + Double(n), at: now), body: "{}", entries: 100,
+                bytes: 1 << 20)
         }
         #expect(try await TestBackend.rowCount("idempotencyKey", in: store) == 20)
         // Two minutes on, they have expired.
         let later = now.addingTimeInterval(120)
-        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later)) == nil)
-        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
+        #expect(
+            try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later))
+                == nil)
+        #expect(
+            try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
         guard case .new = try await registry.idempotencyVerdict(Self.request("old19"), in: project, now: later) else {
             Issue.record("an expired key is free")
             return
@@ -132,11 +144,15 @@ struct IdempotencyStoreTests {
             Self.message(project, key: "fresh", at: later), body: "{}", entries: 100, bytes: 1 << 20)
         #expect(try await TestBackend.rowCount("idempotencyKey", in: store) == 20 - IdempotencyRecord.purgeBatch + 1)
         // The oldest went first; an expired key still in the table gives way to a new message under it.
-        #expect(try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
-        #expect(try await store.idempotencyKey("old0", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) == nil)
+        #expect(
+            try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) != nil)
+        #expect(
+            try await store.idempotencyKey("old0", in: project.rowID, now: EpochMilliseconds.milliseconds(now)) == nil)
         try await store.appendMessage(
-            Self.message(project, key: "old19", body: #"{"new":1}"#, at: later), body: "{}", entries: 100, bytes: 1 << 20)
-        let renewed = try await store.idempotencyKey("old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later))
+            Self.message(project, key: "old19", body: #"{"new":1}"#, at: later), body: "{}", entries: 100,
+            bytes: 1 << 20)
+        let renewed = try await store.idempotencyKey(
+            "old19", in: project.rowID, now: EpochMilliseconds.milliseconds(later))
         #expect(renewed.map { String(decoding: $0.answer.body, as: UTF8.self) } == #"{"new":1}"#)
     }
 
@@ -152,7 +168,9 @@ struct IdempotencyStoreTests {
 
     @Test(
         "Empty, longer than 255, or not printable ASCII: refused",
-        arguments: ["", #""""#, String(repeating: "k", count: 256), "tab\there", "clé", "nul\u{0}", #""a"b""#, #""a\x""#])
+        arguments: [
+            "", #""""#, String(repeating: "k", count: 256), "tab\there", "clé", "nul\u{0}", #""a"b""#, #""a\x""#,
+        ])
     func invalidKeys(header: String) {
         #expect(throws: IdempotencyKeyInvalid.self) { try IdempotencyKey(header: header) }
     }
@@ -160,10 +178,12 @@ struct IdempotencyStoreTests {
     @Test("The fingerprint does not depend on spacing or key order, and tells routes and bodies apart")
     func fingerprints() throws {
         let key = try IdempotencyKey(header: "k")
-        let a = try JSONDecoder().decode([String: JSONValue].self, from: Data(#"{"to":"x","data":{"a":1,"b":"2"}}"#.utf8))
+        let a = try JSONDecoder().decode(
+            [String: JSONValue].self, from: Data(#"{"to":"x","data":{"a":1,"b":"2"}}"#.utf8))
         let b = try JSONDecoder().decode(
             [String: JSONValue].self, from: Data(" { \"data\" : { \"b\":\"2\", \"a\":1.0 }, \"to\":\"x\" } ".utf8))
-        let c = try JSONDecoder().decode([String: JSONValue].self, from: Data(#"{"to":"x","data":{"a":2,"b":"2"}}"#.utf8))
+        let c = try JSONDecoder().decode(
+            [String: JSONValue].self, from: Data(#"{"to":"x","data":{"a":2,"b":"2"}}"#.utf8))
         let route = "POST /fcm/send"
         #expect(
             IdempotentRequest(key: key, route: route, canonicalBody: IdempotentRequest.canonical(a))

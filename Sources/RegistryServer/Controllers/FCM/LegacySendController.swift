@@ -22,7 +22,8 @@ struct LegacySendController {
         if contentType.hasPrefix("application/x-www-form-urlencoded") || contentType.hasPrefix("text/plain") {
             let body = String(decoding: buffer.readableBytesView, as: UTF8.self)
             let keyed = key.map {
-                IdempotentRequest(key: $0, route: "POST /fcm/send form", canonicalBody: IdempotentSends.canonicalForm(body))
+                IdempotentRequest(
+                    key: $0, route: "POST /fcm/send form", canonicalBody: IdempotentSends.canonicalForm(body))
             }
             return try await sendPlainText(body, project: project, keyed: keyed)
         }
@@ -82,7 +83,9 @@ struct LegacySendController {
         case .topic, .condition:
             if let problem = result.problem { return try JSONResponse.anyAnswer(["error": problem.wording.legacy]) }
             // The logged entry's id, as a number: FCM's legacy topic answer.
-            return try JSONResponse.anyAnswer(["message_id": message.options.dryRun ? -1 : Int64(result.messageID) ?? -1])
+            return try JSONResponse.anyAnswer([
+                "message_id": message.options.dryRun ? -1 : Int64(result.messageID) ?? -1
+            ])
         case .token, .notificationKey, .registrationIDs:
             var problems = result.tokenProblems
             if problems.isEmpty, let problem = result.problem { problems = [problem] }
