@@ -287,49 +287,20 @@ CREATE TABLE sendBudget (
   used INTEGER NOT NULL DEFAULT 0
 );
 
-CREATE TABLE webhook (
+CREATE TABLE idempotencyKey (
   id INTEGER PRIMARY KEY,
-  publicId TEXT NOT NULL UNIQUE,
   projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
-  url TEXT NOT NULL,
-  events INTEGER NOT NULL,
-  secret TEXT NOT NULL,
-  previousSecret TEXT,
-  previousSecretUntil INTEGER,
-  backlog INTEGER NOT NULL DEFAULT 0,
-  sent INTEGER NOT NULL DEFAULT 0,
-  failed INTEGER NOT NULL DEFAULT 0,
-  dropped INTEGER NOT NULL DEFAULT 0,
-  lastAttemptAt INTEGER,
-  lastError TEXT,
-  failingSince INTEGER,
-  disabledAt INTEGER,
-  disabledReason TEXT,
-  createdAt INTEGER NOT NULL
+  key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+  fingerprint TEXT NOT NULL,
+  messageId TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  headers TEXT NOT NULL,
+  body BLOB NOT NULL CHECK (length(body) <= 262144),
+  complete INTEGER NOT NULL,
+  createdAt INTEGER NOT NULL,
+  lockedUntil INTEGER NOT NULL,
+  expiresAt INTEGER NOT NULL,
+  UNIQUE (projectId, key)
 );
 
-CREATE INDEX webhook_project ON webhook(projectId);
-
-CREATE TABLE webhookEvent (
-  id INTEGER PRIMARY KEY,
-  webhookId INTEGER NOT NULL REFERENCES webhook(id) ON DELETE CASCADE,
-  eventId TEXT NOT NULL,
-  type TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  nextAttemptAt INTEGER NOT NULL,
-  claimedBy TEXT,
-  leaseUntil INTEGER,
-  lastError TEXT,
-  createdAt INTEGER NOT NULL
-);
-
-CREATE INDEX webhookEvent_due ON webhookEvent(nextAttemptAt);
-
-CREATE INDEX webhookEvent_webhook ON webhookEvent(webhookId);
-
-CREATE VIEW webhookQueue AS
-  SELECT project.projectId AS project, webhook.publicId AS webhook, webhook.url, webhookEvent.eventId,
-    webhookEvent.type, webhookEvent.attempts, datetime(webhookEvent.nextAttemptAt / 1000, 'unixepoch') AS nextAttempt,
-    webhookEvent.lastError
-  FROM webhookEvent JOIN webhook ON webhook.id = webhookEvent.webhookId JOIN project ON project.id = webhook.projectId;
+CREATE INDEX idempotencyKey_expiresAt ON idempotencyKey(expiresAt);

@@ -30,6 +30,8 @@ public struct RelaySink: MessageSink {
         self.channel = channel
     }
 
+    public var answerWait: Duration { options.answerTimeout }
+
     public func relays(_ project: Project) async throws -> Bool {
         try await settings.settings()[project.rowID] != nil
     }

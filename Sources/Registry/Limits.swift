@@ -23,6 +23,8 @@ public struct Limits: Sendable, Hashable {
     /// Entries of the change feed kept for followers that fell behind; older ones are pruned and
     /// a follower that missed them reloads its index.
     public var feedRetention = 100_000
+    /// How long a send's `Idempotency-Key` is kept, with its answer (Stripe's 24 hours).
+    public var idempotencyRetention = Duration.seconds(86_400)
 
     public init() {}
 }

@@ -26,6 +26,9 @@ public struct SendResult: Sendable {
     /// A direct send through the relay: the recipients FCM had not answered for when the answer
     /// timeout passed (accepted, still being delivered). An XMPP delivery receipt waits for FCM.
     public var undecided: Set<String> = []
+    /// A keyed send's key as written with the message; `nil` when nothing was written (a refusal,
+    /// a dry run, a send that reached no one), and then the key was not taken.
+    public var idempotency: IdempotencyRecord?
 }
 
 /// Where accepted messages go: the message log, or the relay to FCM, which logs them too.
@@ -38,6 +41,13 @@ public protocol MessageSink: Sendable {
     /// - Returns: what FCM said of a direct send's recipients so far; `.none` otherwise.
     /// - Throws: `MessageProblem.outboxFull` when the relay's outbox is full.
     func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes
+    /// The longest `accept` waits for FCM's outcomes of a direct send: how long a keyed send's key
+    /// is held in progress, at least.
+    var answerWait: Duration { get }
+}
+
+extension MessageSink {
+    public var answerWait: Duration { .zero }
 }
 
 /// What FCM said of a direct send's recipients by the time the sender is answered.
@@ -68,11 +78,15 @@ public struct AcceptedMessage: Sendable {
     /// recipient token, each once, the registry's own and those only FCM knows. `nil` otherwise.
     public var directTokens: [String]?
     public var receivedAt: Date
+    /// A keyed send's key and answer, which the store writes in the message's transaction; it
+    /// throws `IdempotencyKeyTaken`, writing nothing, when the key is already taken.
+    public var idempotency: IdempotencyRecord?
 
     public init(
         id: String, project: Project, via: MessageProtocol, message: Message, recipients: RoaringBitmap,
-        directTokens: [String]? = nil, receivedAt: Date
+        directTokens: [String]? = nil, receivedAt: Date, idempotency: IdempotencyRecord? = nil
     ) {
+        self.idempotency = idempotency
         self.id = id
         self.project = project
         self.via = via
@@ -94,9 +108,14 @@ extension RegistryService {
     /// Checks, in order: the target (missing, malformed topic or condition, too many tokens, a
     /// `notification_key` this project did not issue), then the content (data keys, time to live,
     /// payload size), then each recipient.
-    public func send(_ message: Message, via protocolName: MessageProtocol, in project: Project) async throws
-        -> SendResult
-    {
+    ///
+    /// With `idempotency`, the key and the answer `idempotency.answer` words are written in the
+    /// message's own transaction (see `IdempotencyRecord`); a send that writes no message takes no
+    /// key. Check the key first with `idempotencyVerdict`.
+    /// - Throws: `IdempotencyKeyTaken` when another request took the key first (nothing was sent).
+    public func send(
+        _ message: Message, via protocolName: MessageProtocol, in project: Project, idempotency: IdempotentSend? = nil
+    ) async throws -> SendResult {
         let id =
             message.options.dryRun
             ? "fake_message_id" : message.isToTopics ? Self.newTopicMessageID() : Self.newMessageID()
@@ -182,14 +201,25 @@ extension RegistryService {
             let reachesAnyone = !recipients.isEmpty || !(direct ?? []).isEmpty
             if !message.options.dryRun && (message.isToTopics || reachesAnyone) {
                 let outcomes: DirectOutcomes
+                let now = Date()
+                if let idempotency {
+                    // A direct send through the relay is answered once FCM has spoken: until then the
+                    // key holds the answer given when FCM says nothing in time.
+                    var provisional = result
+                    if let direct { provisional.undecided = Set(direct) }
+                    result.idempotency = try idempotencyRecord(
+                        idempotency, messageID: id, answer: idempotency.answer(provisional), complete: direct == nil,
+                        now: now)
+                }
                 do {
                     outcomes = try await sink.accept(
                         AcceptedMessage(
                             id: id, project: project, via: protocolName, message: message, recipients: recipients,
-                            directTokens: direct, receivedAt: Date()))
+                            directTokens: direct, receivedAt: now, idempotency: result.idempotency))
                 } catch let problem as MessageProblem {
                     // The outbox is full: every recipient of a multicast is answered so.
                     result.tokenProblems = result.tokenProblems.map { $0 ?? problem }
+                    result.idempotency = nil
                     throw problem
                 }
                 result.undecided = outcomes.undecided

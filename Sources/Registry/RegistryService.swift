@@ -23,6 +23,8 @@ public struct RegistryService: Sendable {
     package let webhooks: any WebhookStore
     /// Which webhook URLs may be registered (`--webhook-allow-private-networks`).
     public let webhookPolicy: WebhookURLPolicy
+    /// The sends' `Idempotency-Key`s and their answers (`Idempotency.swift`).
+    package let idempotency: any IdempotencyStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -67,6 +69,7 @@ public struct RegistryService: Sendable {
         upstream = store
         webhooks = store
         self.webhookPolicy = webhookPolicy
+        idempotency = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

@@ -15,10 +15,10 @@ public struct Committed<Value: Sendable>: Sendable {
 }
 
 /// A whole backend: the registry's tables, the change feed over them, the message log, the
-/// relay's outbox and the upstream messages on their way to XMPP sessions.
+/// relay's outbox, the upstream messages on their way to XMPP sessions, and the sends' idempotency keys.
 public typealias RegistryBackend =
-    ArchiveStore & ChangeFeed & MessageLogStore & OutboxStore & RegistryStore & SendBudgetStore & UpstreamStore
-    & WebhookStore
+    ArchiveStore & ChangeFeed & IdempotencyStore & MessageLogStore & OutboxStore & RegistryStore & SendBudgetStore
+    & UpstreamStore & WebhookStore
 
 /// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
 /// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.

@@ -198,6 +198,16 @@ extension ServerConfiguration {
             "feed-retention", "FCM_REGISTRY_FEED_RETENTION", "Change-feed entries kept for servers that fall behind.",
             100_000, 1000...100_000_000
         ) { $1.limits.feedRetention = $0 },
+        ConfigurationOption(
+            flag: "idempotency-retention", variable: "FCM_REGISTRY_IDEMPOTENCY_RETENTION",
+            help: "How long a send's Idempotency-Key is kept, with its answer (1s to 30d).",
+            apply: { value, configuration in
+                guard let duration = parseDuration(value, upTo: 30 * 86_400_000), duration >= .seconds(1) else {
+                    return "a duration such as 90m, 24h or 7d, from 1s to 30d"
+                }
+                configuration.limits.idempotencyRetention = duration
+                return nil
+            }, defaultValue: "24h"),
         duration(
             "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
             "10ms"
@@ -490,13 +500,13 @@ extension ServerConfiguration {
         }
     }
 
-    /// `250ms`, `10s`, `2m`, `1h`: a whole number and a unit, 1 ms to 24 h.
-    static func parseDuration(_ text: String) -> Duration? {
-        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+    /// `250ms`, `10s`, `2m`, `1h`, `7d`: a whole number and a unit, 1 ms to `maximum` milliseconds (24 h).
+    static func parseDuration(_ text: String, upTo maximum: Int64 = 86_400_000) -> Duration? {
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
         for (unit, milliseconds) in units where text.hasSuffix(unit) {
             guard let number = Int64(text.dropLast(unit.count)), number > 0 else { return nil }
             let total = number.multipliedReportingOverflow(by: milliseconds)
-            guard !total.overflow, total.partialValue <= 86_400_000 else { return nil }
+            guard !total.overflow, total.partialValue <= maximum else { return nil }
             return .milliseconds(total.partialValue)
         }
         return nil

@@ -16,6 +16,7 @@ enum PostgresMigrations {
     /// `(name, statements)`, in order.
     static let all: [(name: String, statements: [String])] = [
         ("v1-registry", v1), ("v2-concurrent-writes", v2), ("v3-mirror", v3), ("v4-send-budget", v4),
+        ("v6-idempotency", v6),
         ("v7-webhooks", v7),
     ]
 
@@ -438,6 +439,28 @@ enum PostgresMigrations {
           used bigint NOT NULL DEFAULT 0
         )
         """
+    ]
+
+    /// Each keyed send's `Idempotency-Key`, written in the transaction of its message: SQLite's v12.
+    static let v6: [String] = [
+        """
+        CREATE TABLE "idempotencyKey" (
+          id bigserial PRIMARY KEY,
+          "projectId" bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          key text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+          fingerprint text NOT NULL,
+          "messageId" text NOT NULL,
+          status integer NOT NULL,
+          headers text NOT NULL,
+          body bytea NOT NULL CHECK (length(body) <= 262144),
+          complete boolean NOT NULL,
+          "createdAt" bigint NOT NULL,
+          "lockedUntil" bigint NOT NULL,
+          "expiresAt" bigint NOT NULL,
+          UNIQUE ("projectId", key)
+        )
+        """,
+        #"CREATE INDEX "idempotencyKey_expiresAt" ON "idempotencyKey"("expiresAt")"#,
     ]
 
     /// The mirror of Google's device groups (`project mirror`), and whether a group may have

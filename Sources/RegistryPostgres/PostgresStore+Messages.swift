@@ -100,6 +100,7 @@ extension PostgresConnection {
     ) async throws -> Int64 {
         let size = Int64(body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count })
         let project = message.project.rowID
+        if let key = message.idempotency { try await takeIdempotencyKey(key, in: project) }
         // The project's counter first: its row lock orders the project's appends across servers.
         guard
             var (count, used) = try await first(

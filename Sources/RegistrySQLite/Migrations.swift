@@ -43,6 +43,9 @@ enum Migrations {
         migrator.registerMigration("v10 send budget", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v10)
         }
+        migrator.registerMigration("v12 idempotency keys", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v12)
+        }
         migrator.registerMigration("v13 webhooks", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v13)
         }
@@ -391,6 +394,30 @@ enum Migrations {
           second INTEGER NOT NULL DEFAULT 0,
           used INTEGER NOT NULL DEFAULT 0
         );
+        """
+
+    /// Each keyed send's `Idempotency-Key`, written in the transaction of its message, with the
+    /// request's fingerprint and the answer given (`status`, `headers` as a JSON array of
+    /// `[name, value]` pairs, `body`). `complete` is 0 while a direct send waits for FCM: the
+    /// answer then is the one given if FCM says nothing in time, and the sending server holds the
+    /// key until `lockedUntil`. Expired keys are deleted a few at a time by later keyed sends.
+    private static let v12 = """
+        CREATE TABLE idempotencyKey (
+          id INTEGER PRIMARY KEY,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+          fingerprint TEXT NOT NULL,
+          messageId TEXT NOT NULL,
+          status INTEGER NOT NULL,
+          headers TEXT NOT NULL,
+          body BLOB NOT NULL CHECK (length(body) <= 262144),
+          complete INTEGER NOT NULL,
+          createdAt INTEGER NOT NULL,
+          lockedUntil INTEGER NOT NULL,
+          expiresAt INTEGER NOT NULL,
+          UNIQUE (projectId, key)
+        );
+        CREATE INDEX idempotencyKey_expiresAt ON idempotencyKey(expiresAt);
         """
 
     /// Each project's webhooks (`/api/webhooks`) and the queue of their events: one row per event

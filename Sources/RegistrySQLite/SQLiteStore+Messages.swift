@@ -13,7 +13,9 @@ extension SQLiteStore: MessageLogStore {
         }
     }
 
-    /// Logs a message, evicting the project's oldest while the log is over a bound.
+    /// Logs a message, with its idempotency key when it has one, evicting the project's oldest
+    /// while the log is over a bound.
+    /// - Throws: `IdempotencyKeyTaken` when the key is already taken.
     /// - Returns: the message row's id.
     static func insertMessage(
         _ message: AcceptedMessage, body: String, chunks: [(chunk: Int64, ids: Data)], entries: Int, bytes: Int,
@@ -21,6 +23,7 @@ extension SQLiteStore: MessageLogStore {
     ) throws -> Int64 {
         let size = body.utf8.count + chunks.reduce(0) { $0 + $1.ids.count }
         let project = message.project.rowID
+        if let key = message.idempotency { try takeIdempotencyKey(key, in: project, db) }
         try db.cachedStatement(
             sql: """
                 INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, recipients, bytes, receivedAt)

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Registry
 
 /// JSON responses, encoded the same way everywhere.
 enum JSONResponse {
@@ -22,17 +23,31 @@ enum JSONResponse {
 
     /// A response from loosely typed JSON (the legacy protocol's mixed shapes).
     static func any(_ value: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+        try anyAnswer(value, status: status).response
+    }
+
+    /// `any`'s answer as bytes, to be kept for an `Idempotency-Key`.
+    static func anyAnswer(_ value: [String: Any], status: HTTPResponse.Status = .ok) throws -> StoredAnswer {
         let data = try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
-        return Response(
+        return StoredAnswer(
+            status: status, headers: [.contentType: "application/json; charset=UTF-8"], body: Array(data))
+    }
+
+    /// `make`'s answer as bytes, to be kept for an `Idempotency-Key`.
+    static func answer(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> StoredAnswer {
+        StoredAnswer(
             status: status, headers: [.contentType: "application/json; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            body: Array(try encoder().encode(value)))
     }
 
     /// `text/plain`, the answer of the legacy protocol's plain-text requests.
     static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "text/plain; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(string: text)))
+        textAnswer(text, status: status).response
+    }
+
+    /// `text`'s answer as bytes, to be kept for an `Idempotency-Key`.
+    static func textAnswer(_ text: String, status: HTTPResponse.Status = .ok) -> StoredAnswer {
+        StoredAnswer(status: status, headers: [.contentType: "text/plain; charset=UTF-8"], body: Array(text.utf8))
     }
 
     /// `{}`, FCM's empty success.

@@ -57,6 +57,25 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("--idempotency-retention keeps keys 24 h unless told, from 1 s to 30 days, from the flag or the environment")
+    func idempotencyRetention() throws {
+        #expect(try ServerConfiguration.resolve(flags: [:], environment: [:]).limits.idempotencyRetention == .seconds(86_400))
+        let flag = try ServerConfiguration.resolve(flags: ["idempotency-retention": "7d"], environment: [:])
+        #expect(flag.limits.idempotencyRetention == .seconds(7 * 86_400))
+        let variable = try ServerConfiguration.resolve(
+            flags: [:], environment: ["FCM_REGISTRY_IDEMPOTENCY_RETENTION": "90m"])
+        #expect(variable.limits.idempotencyRetention == .seconds(5400))
+        for bad in ["31d", "0s", "500ms", "1x", "", "-1h"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                _ = try ServerConfiguration.resolve(flags: [:], environment: ["FCM_REGISTRY_IDEMPOTENCY_RETENTION": bad])
+            }
+        }
+        // Other durations keep their 24 h ceiling.
+        #expect(throws: ConfigurationError.self) {
+            _ = try ServerConfiguration.resolve(flags: ["relay-deadline": "2d"], environment: [:])
+        }
+    }
+
     @Test("The XMPP listener runs with TLS or --xmpp-plaintext, on its port, unless --xmpp-port off")
     func xmppListener() throws {
         let plain = try ServerConfiguration.resolve(flags: [:], environment: [:])

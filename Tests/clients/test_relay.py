@@ -492,6 +492,39 @@ def test_pyfcm_topic_send_and_unregistered_token(pyfcm_client):
 # MARK: - Turning it off (last: the project stops relaying)
 
 
+def curl_send(body, key):
+    """`curl -i` as an app server's retry would send it: the answer's status, headers and body bytes."""
+    out = subprocess.run(
+        ["curl", "-s", "-i", "--max-time", "30", "-H", f"Authorization: key={RELAY_KEY}",
+         "-H", "Content-Type: application/json", "-H", f"Idempotency-Key: {key}",
+         f"{RELAY_URL}/fcm/send", "--data-binary", body],
+        check=True, capture_output=True).stdout.decode()
+    head, _, payload = out.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, payload
+
+
+def test_two_identical_sends_with_one_idempotency_key_are_delivered_once():
+    """A retried send (the first answer lost on the way) reaches FCM once, and is answered the same."""
+    tok = token("idem")
+    register_upstream(tok)
+    key = f"order-{uuid.uuid4()}"
+    first = curl_send(json.dumps({"to": tok, "data": {"order": "4711"}}), key)
+    # The retry, spaced and ordered otherwise: the same request.
+    again = curl_send('{ "data": {"order": "4711"},\n  "to": "%s" }' % tok, key)
+    assert first[0] == again[0] == 200, (first, again)
+    assert json.loads(first[2])["success"] == 1, first
+    assert again[2] == first[2]
+    assert "idempotent-replayed" not in first[1]
+    assert again[1]["idempotent-replayed"] == "true"
+    assert [m["payload"]["data"] for m in received_upstream(tok)] == [{"order": "4711"}]
+    # Another message under the key is refused, and sends nothing either.
+    other = curl_send(json.dumps({"to": tok, "data": {"order": "4712"}}), key)
+    assert other[0] == 422, other
+    assert len(received_upstream(tok)) == 1
+
+
 def test_relay_off_stops_delivery():
     """After `project relay --off`, sends are only logged again: nothing reaches the upstream."""
     tok = token("off")

@@ -15,53 +15,77 @@ struct LegacySendController {
 
     @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
+        let key = try IdempotentSends.key(of: request, family: .legacy)
         var request = request
         let buffer = try await request.collectBody(upTo: registry.limits.requestBodyBytes)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         if contentType.hasPrefix("application/x-www-form-urlencoded") || contentType.hasPrefix("text/plain") {
-            return try await sendPlainText(String(decoding: buffer.readableBytesView, as: UTF8.self), project: project)
+            let body = String(decoding: buffer.readableBytesView, as: UTF8.self)
+            let keyed = key.map {
+                IdempotentRequest(
+                    key: $0, route: "POST /fcm/send form", canonicalBody: IdempotentSends.canonicalForm(body))
+            }
+            return try await sendPlainText(body, project: project, keyed: keyed)
         }
         let fields = try JSONBody.object(buffer)
-        let message: Message
-        do {
-            message = try LegacyCodec.message(json: fields)
-        } catch {
-            throw Self.refusal(error)
+        let keyed = key.map {
+            IdempotentRequest(key: $0, route: "POST /fcm/send", canonicalBody: IdempotentRequest.canonical(fields))
         }
-        let result = try await registry.send(message, via: .legacy, in: project)
-        var response = try Self.answer(result, to: message)
+        return try await IdempotentSends.answer(keyed, family: .legacy, project: project, registry: registry) { keyed in
+            let message = try Self.message(fields)
+            let wording: IdempotentSends.Wording = { try Self.jsonAnswer($0, to: message) }
+            let result = try await registry.send(
+                message, via: .legacy, in: project, idempotency: IdempotentSends.keyed(keyed, wording))
+            return (result, wording)
+        }
+    }
+
+    /// A JSON request's message, or the 400 FCM answers for it.
+    static func message(_ fields: [String: JSONValue]) throws(APIError) -> Message {
+        do {
+            return try LegacyCodec.message(json: fields)
+        } catch {
+            throw refusal(error)
+        }
+    }
+
+    /// The answer to a JSON request: tables 5 and 6, with FCM's headers.
+    static func jsonAnswer(_ result: SendResult, to message: Message) throws -> StoredAnswer {
+        var answer = try Self.answer(result, to: message)
         // An Unavailable or rate-exceeded result asks the sender to wait, as FCM does, in a header.
         let waits = (result.tokenProblems + [result.problem]).compactMap { $0?.retryAfter }
-        if let seconds = waits.max() { response.headers[.retryAfter] = String(seconds) }
+        if let seconds = waits.max() { answer.headers.append(["Retry-After", String(seconds)]) }
         // A relay whose outbox is full took nothing: the request itself is refused, as a 503.
-        if case .outboxFull? = result.problem { response.status = .serviceUnavailable }
-        return response
+        if case .outboxFull? = result.problem { answer.status = 503 }
+        return answer
     }
 
     /// Tables 5 and 6 for JSON requests; 400 `InvalidParameters` for a request FCM could not take.
-    static func answer(_ result: SendResult, to message: Message) throws -> Response {
+    static func answer(_ result: SendResult, to message: Message) throws -> StoredAnswer {
         if let problem = result.problem, problem.wording.legacyRefusesRequest { throw refusal(problem) }
         if result.isDeviceGroup {
             guard let problem = result.problem else {
                 guard !result.failedMembers.isEmpty else {
-                    return try JSONResponse.any(["success": result.recipientCount, "failure": 0])
+                    return try JSONResponse.anyAnswer(["success": result.recipientCount, "failure": 0])
                 }
                 // Through the relay: the members FCM refused, as FCM's own partial answer.
-                return try JSONResponse.any([
+                return try JSONResponse.anyAnswer([
                     "success": result.recipientCount, "failure": result.failedMembers.count,
                     "failed_registration_ids": result.failedMembers,
                 ])
             }
-            return try JSONResponse.any([
+            return try JSONResponse.anyAnswer([
                 "success": 0, "failure": result.refusedMembers.count,
                 "failed_registration_ids": result.refusedMembers, "error": problem.wording.legacy,
             ])
         }
         switch message.target {
         case .topic, .condition:
-            if let problem = result.problem { return try JSONResponse.any(["error": problem.wording.legacy]) }
+            if let problem = result.problem { return try JSONResponse.anyAnswer(["error": problem.wording.legacy]) }
             // The logged entry's id, as a number: FCM's legacy topic answer.
-            return try JSONResponse.any(["message_id": message.options.dryRun ? -1 : Int64(result.messageID) ?? -1])
+            return try JSONResponse.anyAnswer([
+                "message_id": message.options.dryRun ? -1 : Int64(result.messageID) ?? -1
+            ])
         case .token, .notificationKey, .registrationIDs:
             var problems = result.tokenProblems
             if problems.isEmpty, let problem = result.problem { problems = [problem] }
@@ -70,12 +94,12 @@ struct LegacySendController {
     }
 
     /// Table 5: one result per recipient, in order.
-    private static func multicast(_ problems: [MessageProblem?], messageID: String) throws -> Response {
+    private static func multicast(_ problems: [MessageProblem?], messageID: String) throws -> StoredAnswer {
         let results: [[String: String]] = problems.map { problem in
             problem.map { ["error": $0.wording.legacy] } ?? ["message_id": messageID]
         }
         let failures = problems.filter { $0 != nil }.count
-        return try JSONResponse.any([
+        return try JSONResponse.anyAnswer([
             "multicast_id": Int64.random(in: 1...Int64.max), "success": problems.count - failures, "failure": failures,
             "canonical_ids": 0, "results": results,
         ])
@@ -98,7 +122,7 @@ struct LegacySendController {
     // MARK: - Plain text
 
     /// Table 3 in, tables 7 and 8 out: `id=…` or `Error=…`.
-    private func sendPlainText(_ body: String, project: Project) async throws -> Response {
+    private func sendPlainText(_ body: String, project: Project, keyed: IdempotentRequest?) async throws -> Response {
         let message: Message
         do {
             message = try LegacyCodec.message(form: body)
@@ -108,10 +132,16 @@ struct LegacySendController {
         guard case .token(let token) = message.target, !token.isEmpty else {
             return JSONResponse.text("Error=MissingRegistration")
         }
-        let result = try await registry.send(message, via: .legacy, in: project)
-        if let problem = result.tokenProblems.first ?? nil ?? result.problem {
-            return JSONResponse.text("Error=\(problem.wording.legacy)")
+        return try await IdempotentSends.answer(keyed, family: .legacy, project: project, registry: registry) { keyed in
+            let wording: IdempotentSends.Wording = { result in
+                if let problem = result.tokenProblems.first ?? nil ?? result.problem {
+                    return JSONResponse.textAnswer("Error=\(problem.wording.legacy)")
+                }
+                return JSONResponse.textAnswer("id=\(result.messageID)")
+            }
+            let result = try await registry.send(
+                message, via: .legacy, in: project, idempotency: IdempotentSends.keyed(keyed, wording))
+            return (result, wording)
         }
-        return JSONResponse.text("id=\(result.messageID)")
     }
 }

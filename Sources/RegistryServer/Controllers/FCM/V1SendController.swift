@@ -13,27 +13,42 @@ struct V1SendController {
     }
 
     /// `{"name":"projects/{p}/messages/{id}"}`, v1's answer to an accepted send.
-    struct SendResponse: ResponseEncodable {
+    struct SendResponse: Encodable {
         var name: String
     }
 
-    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> SendResponse {
+    @Sendable func send(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let named = try request.pathValue("project", context: context)
         guard project.isNamed(named) else {
             throw ErrorEnvelope.projectMismatch
         }
+        let key = try IdempotentSends.key(of: request, family: .v1)
         let body = try await JSONBody.decode(
             [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
-        let message: Message
-        do {
-            message = try V1Codec.message(body)
-        } catch {
-            throw Self.invalid(error.description, field: error.field)
+        let keyed = key.map {
+            IdempotentRequest(
+                key: $0, route: "POST /v1/projects/{p}/messages:send", canonicalBody: IdempotentRequest.canonical(body))
         }
-        let result = try await registry.send(message, via: .v1, in: project)
-        if let problem = result.tokenProblems.first ?? nil ?? result.problem { throw Self.refusal(problem) }
-        return SendResponse(name: "projects/\(named)/messages/\(result.messageID)")
+        return try await IdempotentSends.answer(keyed, family: .v1, project: project, registry: registry) { keyed in
+            let message = try Self.message(body)
+            let wording: IdempotentSends.Wording = { result in
+                if let problem = result.tokenProblems.first ?? nil ?? result.problem { throw Self.refusal(problem) }
+                return try JSONResponse.answer(SendResponse(name: "projects/\(named)/messages/\(result.messageID)"))
+            }
+            let result = try await registry.send(
+                message, via: .v1, in: project, idempotency: IdempotentSends.keyed(keyed, wording))
+            return (result, wording)
+        }
+    }
+
+    /// The request's message, or v1's 400 for it.
+    static func message(_ body: [String: JSONValue]) throws(APIError) -> Message {
+        do {
+            return try V1Codec.message(body)
+        } catch {
+            throw invalid(error.description, field: error.field)
+        }
     }
 
     static func invalid(_ description: String, field: String) -> APIError {
