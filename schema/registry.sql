@@ -286,3 +286,15 @@ CREATE TABLE sendBudget (
   second INTEGER NOT NULL DEFAULT 0,
   used INTEGER NOT NULL DEFAULT 0
 );
+
+CREATE TABLE minuteStat (
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  minute INTEGER NOT NULL,
+  accepted INTEGER NOT NULL DEFAULT 0,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  pruned INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (projectId, minute)
+) WITHOUT ROWID;
+
+CREATE INDEX minuteStat_minute ON minuteStat(minute);

@@ -43,6 +43,9 @@ enum Migrations {
         migrator.registerMigration("v10 send budget", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v10)
         }
+        migrator.registerMigration("v14 minute stats", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v14)
+        }
         return migrator
     }
 
@@ -388,5 +391,21 @@ enum Migrations {
           second INTEGER NOT NULL DEFAULT 0,
           used INTEGER NOT NULL DEFAULT 0
         );
+        """
+
+    /// Each project's counts a minute (`GET /api/stats`): messages accepted, deliveries that ended
+    /// delivered or failed, tokens pruned. Written in the transactions of what they count, kept
+    /// about a day (`MinuteStats.retention`). `minute` is the minute's start in milliseconds.
+    private static let v14 = """
+        CREATE TABLE minuteStat (
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          minute INTEGER NOT NULL,
+          accepted INTEGER NOT NULL DEFAULT 0,
+          delivered INTEGER NOT NULL DEFAULT 0,
+          failed INTEGER NOT NULL DEFAULT 0,
+          pruned INTEGER NOT NULL DEFAULT 0,
+          PRIMARY KEY (projectId, minute)
+        ) WITHOUT ROWID;
+        CREATE INDEX minuteStat_minute ON minuteStat(minute);
         """
 }
