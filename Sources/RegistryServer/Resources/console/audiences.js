@@ -61,6 +61,18 @@ export async function topicList(main, { signal }) {
   live(signal, () => pager.refresh(), topicsEvery);
 }
 
+/** A topic's summary from the listing by prefix, which answers 200 for a name nobody subscribed to yet. */
+export async function topicSummary(name) {
+  const page = await get("/api/topics", { prefix: name, pageSize: 1 });
+  return page.topics.find((topic) => topic.name === name) || null;
+}
+
+/** A group's summary from the listing by prefix, as for topics. */
+export async function groupSummary(name) {
+  const page = await get("/api/groups", { prefix: name, pageSize: 1 });
+  return page.groups.find((group) => group.name === name) || null;
+}
+
 /** Splits a pasted list of tokens (lines, commas or spaces) into tokens, each once. */
 function pasted(text) {
   return [...new Set(text.split(/[\s,]+/).map((token) => token.trim()).filter(Boolean))];
@@ -119,7 +131,7 @@ export async function topicDetail(main, { signal }, name) {
       const refused = [...errors].map(([error, times]) => `${count(times)} refused with ${error}`).join(", ");
       said.done(`${verb} ${count(done)} of ${count(list.length)} tokens ${operation === "batchAdd" ? "to" : "from"} ${name}${refused ? `; ${refused}` : ""}.`);
       if (done) tokens.value = "";
-      await pager.refresh();
+      if (listing.contains(empty)) await pager.first(); else await pager.refresh();
     } catch (error) { said.failed(error); }
   };
   const manage = h("details", { class: "card manage" },
@@ -131,6 +143,7 @@ export async function topicDetail(main, { signal }, name) {
       h("button", { type: "button", id: "subscribe", onclick: () => act("batchAdd") }, "Subscribe"),
       h("button", { type: "button", class: "plain", id: "unsubscribe", onclick: () => act("batchRemove") }, "Unsubscribe")),
     said.element);
+  const empty = h("p", { class: "muted empty" }, `No token is subscribed to ${name} yet: paste tokens above and Subscribe, and the topic begins.`);
   fill(main,
     h("p", { class: "back" }, h("a", { href: "#/topics" }, "← Topics")),
     h("h1", {}, `Topic ${name}`),
@@ -141,8 +154,23 @@ export async function topicDetail(main, { signal }, name) {
     manage,
     h("div", { class: "row" }, h("div", {}, h("label", { for: "page-size" }, "Page size"), size)),
     listing, pager.element, timing);
-  await pager.first();
-  live(signal, () => pager.refresh(), topicsEvery);
+  // A topic nobody is subscribed to is no error: it says how to start one.
+  const known = await topicSummary(name);
+  if (signal.aborted) return;
+  if (!known) {
+    fill(listing, empty);
+    manage.open = true;
+  } else {
+    await pager.first();
+  }
+  // The count is live; the page being read holds still until the reader pages.
+  live(signal, async () => {
+    const now = await topicSummary(name);
+    if (signal.aborted) return;
+    if (now && listing.contains(empty)) { await pager.first(); return; }
+    const counter = document.getElementById("topic-count");
+    if (now && counter) { counter.dataset.count = String(now.subscriberCount); counter.textContent = count(now.subscriberCount); }
+  }, topicsEvery);
 }
 
 export async function groupList(main, { signal }) {

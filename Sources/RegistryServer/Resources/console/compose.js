@@ -6,6 +6,7 @@
 // server's access log records.
 import { get, part, post } from "./api.js";
 import { count, debounce, fill, h, problem } from "./dom.js";
+import { groupSummary, topicSummary } from "./audiences.js";
 
 /** What a target can be, and what its field is called. */
 const kinds = [
@@ -79,19 +80,19 @@ export async function compose(main, { project, signal }, kind, target) {
         const resolved = await post("/api/audiences:resolve", { condition: target, dialect: "v1", countOnly: true });
         return shown(reaches(resolved.count), report.diagnostics.map((item) => h("pre", { class: `diagnostic ${item.severity}` }, item.rendered)));
       }
+      // Looked up through the listings by prefix, which answer a name nobody uses yet without an error.
       if (draft.kind === "topic") {
-        const topic = await get(`/api/topics/${part(target)}`, { pageSize: 1 }).catch((error) => { if (error.status === 404) return { subscriberCount: 0 }; throw error; });
-        return shown(reaches(topic.subscriberCount));
+        const topic = await topicSummary(target);
+        return shown(reaches(topic ? topic.subscriberCount : 0));
       }
       if (draft.kind === "group") {
-        const group = await get(`/api/groups/${part(target)}`, { pageSize: 1 });
-        return shown(reaches(group.memberCount));
+        const group = await groupSummary(target);
+        return shown(group ? reaches(group.memberCount) : h("p", { class: "error-box" }, "No device group has that name."));
       }
-      const token = await get(`/api/tokens/${part(target)}`);
+      const token = (await get("/api/tokens", { prefix: target, pageSize: 1 })).tokens.find((item) => item.token === target);
+      if (!token) return shown(h("p", { class: "muted" }, "This project does not know the token yet: the send names it, and FCM judges it."));
       return shown(token.state === "registered" ? reaches(1) : h("p", { class: "error-box" }, "This token is unregistered: FCM would answer UNREGISTERED."));
     } catch (error) {
-      if (error.status === 404 && draft.kind === "token") return shown(h("p", { class: "muted" }, "This project does not know the token yet; the send registers it and FCM judges it."));
-      if (error.status === 404) return shown(h("p", { class: "error-box" }, "No device group has that name."));
       return shown(problem(error));
     }
   };
