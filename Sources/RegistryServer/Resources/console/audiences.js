@@ -61,10 +61,16 @@ export async function topicList(main, { signal }) {
   live(signal, () => pager.refresh(), topicsEvery);
 }
 
-/** A topic's summary from the listing by prefix, which answers 200 for a name nobody subscribed to yet. */
+/**
+ * A topic's summary, or `null` when nobody is subscribed to it: from the listing ranked on the
+ * server's in-memory index (no row is counted, and a name nobody uses is no error), then, when
+ * more than a page of larger topics share its name as a prefix, from the topic itself.
+ */
 export async function topicSummary(name) {
-  const page = await get("/api/topics", { prefix: name, pageSize: 1 });
-  return page.topics.find((topic) => topic.name === name) || null;
+  const page = await get("/api/topics", { prefix: name, orderBy: "subscriberCount", pageSize: 200 });
+  const found = page.topics.find((topic) => topic.name === name);
+  if (found || !page.nextPageToken) return found || null;
+  return get(`/api/topics/${part(name)}`, { pageSize: 1 });
 }
 
 /** A group's summary from the listing by prefix, as for topics. */
@@ -165,7 +171,7 @@ export async function topicDetail(main, { signal }, name) {
   }
   // The count is live; the page being read holds still until the reader pages.
   live(signal, async () => {
-    const now = await topicSummary(name);
+    const now = listing.contains(empty) ? await topicSummary(name) : await get(`/api/topics/${part(name)}`, { pageSize: 1 });
     if (signal.aborted) return;
     if (now && listing.contains(empty)) { await pager.first(); return; }
     const counter = document.getElementById("topic-count");

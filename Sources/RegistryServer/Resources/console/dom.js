@@ -80,7 +80,7 @@ export function table({ caption, columns, rows, sorted, onSort, empty = "Nothing
     const label = column.sort && onSort
       ? h("button", { type: "button", onclick: () => onSort(column.sort) }, column.label)
       : column.label;
-    return h("th", { scope: "col", class: column.numeric ? "num" : undefined, "aria-sort": sort }, label);
+    return h("th", { scope: "col", class: column.numeric ? "num" : column.className, "aria-sort": sort }, label);
   }));
   const body = rows.length
     ? rows.map((row) => h("tr", {}, columns.map((column) =>

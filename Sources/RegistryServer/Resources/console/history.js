@@ -30,7 +30,7 @@ export function historyCard() {
   const body = h("div", { id: "history" });
   const heading = h("h2", {}, windows[chosen].label);
   const buttons = Object.entries(windows).map(([name, { label }]) =>
-    h("button", { type: "button", class: "plain", dataset: { window: name, key: `window-${name}` }, "aria-pressed": String(name === chosen),
+    h("button", { type: "button", class: "plain small", dataset: { window: name, key: `window-${name}` }, "aria-pressed": String(name === chosen),
       onclick: () => { chosen = name; heading.textContent = windows[name].label; buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.window === name))); refresh(); } },
       label.replace("Last ", "")));
   const card = h("figure", { class: "card history" },

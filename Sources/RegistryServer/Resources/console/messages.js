@@ -35,7 +35,7 @@ export function messageTable(messages, { caption, empty, token }) {
       { label: "Received", value: (message) => h("a", { href: `#/messages/${segment(message.id)}` }, when(message.receivedAt)) },
       { label: "Message", value: summary },
       { label: "Target", className: "target", value: (message) => message.target },
-      { label: "Via", value: (message) => message.protocol },
+      { label: "Via", className: "via", value: (message) => message.protocol },
       token
         ? { label: "On this token", value: (message) => tokenState(message.tokenDelivery) }
         : { label: "Delivery", value: (message) => deliveryBadges(message.delivery) },
