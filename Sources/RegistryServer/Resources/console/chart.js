@@ -66,7 +66,7 @@ export function timeChart(series, { title, from, to, step, ticks }) {
     points: buckets.map((at) => `${x(at).toFixed(1)},${y(line.values.get(at) || 0).toFixed(1)}`).join(" ") }));
   const guide = s("line", { class: "guide", x1: 0, y1: top, x2: 0, y2: height - bottom, visibility: "hidden" });
   const nonzero = buckets.filter((at) => series.some((line) => line.values.get(at))).length;
-  const readout = h("p", { class: "readout muted" }, `Point at the chart to read a ${step >= 3_600_000 ? "time" : "minute"}'s values.`);
+  const readout = h("p", { class: "readout muted" }, "Point at the chart (or touch it) to read its values.");
   const svg = s("svg", { class: "chart time", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title,
       dataset: { nonzero: String(nonzero), buckets: String(buckets.length) } },
     s("title", {}, title), horizontal, vertical, lines, guide);
