@@ -167,6 +167,8 @@ let package = Package(
                 .embedInCode("Resources/console/token.js"),
                 .embedInCode("Resources/console/messages.js"),
                 .embedInCode("Resources/console/relay.js"),
+                .embedInCode("Resources/console/history.js"),
+                .embedInCode("Resources/console/compose.js"),
             ],
             swiftSettings: strict
         ),

@@ -304,3 +304,62 @@ CREATE TABLE idempotencyKey (
 );
 
 CREATE INDEX idempotencyKey_expiresAt ON idempotencyKey(expiresAt);
+
+CREATE TABLE webhook (
+  id INTEGER PRIMARY KEY,
+  publicId TEXT NOT NULL UNIQUE,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  url TEXT NOT NULL,
+  events INTEGER NOT NULL,
+  secret TEXT NOT NULL,
+  previousSecret TEXT,
+  previousSecretUntil INTEGER,
+  backlog INTEGER NOT NULL DEFAULT 0,
+  sent INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  dropped INTEGER NOT NULL DEFAULT 0,
+  lastAttemptAt INTEGER,
+  lastError TEXT,
+  failingSince INTEGER,
+  disabledAt INTEGER,
+  disabledReason TEXT,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE INDEX webhook_project ON webhook(projectId);
+
+CREATE TABLE webhookEvent (
+  id INTEGER PRIMARY KEY,
+  webhookId INTEGER NOT NULL REFERENCES webhook(id) ON DELETE CASCADE,
+  eventId TEXT NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  nextAttemptAt INTEGER NOT NULL,
+  claimedBy TEXT,
+  leaseUntil INTEGER,
+  lastError TEXT,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE INDEX webhookEvent_due ON webhookEvent(nextAttemptAt);
+
+CREATE INDEX webhookEvent_webhook ON webhookEvent(webhookId);
+
+CREATE VIEW webhookQueue AS
+  SELECT project.projectId AS project, webhook.publicId AS webhook, webhook.url, webhookEvent.eventId,
+    webhookEvent.type, webhookEvent.attempts, datetime(webhookEvent.nextAttemptAt / 1000, 'unixepoch') AS nextAttempt,
+    webhookEvent.lastError
+  FROM webhookEvent JOIN webhook ON webhook.id = webhookEvent.webhookId JOIN project ON project.id = webhook.projectId;
+
+CREATE TABLE minuteStat (
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  minute INTEGER NOT NULL,
+  accepted INTEGER NOT NULL DEFAULT 0,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  pruned INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (projectId, minute)
+) WITHOUT ROWID;
+
+CREATE INDEX minuteStat_minute ON minuteStat(minute);

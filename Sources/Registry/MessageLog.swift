@@ -10,14 +10,75 @@ public struct LoggedMessage: Sendable {
     public var body: String
     public var receivedAt: Date
     public var recipientCount: Int
+    /// The relay's job for the message, read in the same query as the listing: `nil` when the
+    /// message was logged, not relayed.
+    public var job: LoggedJob?
+    /// In a listing of the messages that reached a token: what became of it on that token.
+    public var tokenDelivery: TokenDelivery?
 
-    public init(id: String, via: MessageProtocol, target: String, body: String, receivedAt: Date, recipientCount: Int) {
+    public init(
+        id: String, via: MessageProtocol, target: String, body: String, receivedAt: Date, recipientCount: Int,
+        job: LoggedJob? = nil
+    ) {
         self.id = id
         self.via = via
         self.target = target
         self.body = body
         self.receivedAt = receivedAt
         self.recipientCount = recipientCount
+        self.job = job
+    }
+
+    /// The message's recipients by state, when it was relayed.
+    public var delivery: DeliveryCounts? {
+        job.map {
+            DeliveryCounts(
+                pending: $0.recipients - $0.delivered - $0.failed, delivered: $0.delivered, failed: $0.failed)
+        }
+    }
+}
+
+/// What the outbox holds of a logged message, as a listing reads it beside the message: the job's
+/// counts and walk, and in a listing by token that token's delivery row.
+public struct LoggedJob: Sendable, Hashable {
+    public var recipients: Int
+    public var delivered: Int
+    public var failed: Int
+    public var cursor: Int64
+    public var walked: Bool
+    public var isDirect: Bool
+    public var finished: Bool
+    /// In a listing by token: the token's delivery row of the job, when it has one.
+    public var row: TokenDelivery?
+
+    public init(
+        recipients: Int, delivered: Int, failed: Int, cursor: Int64, walked: Bool, isDirect: Bool, finished: Bool,
+        row: TokenDelivery? = nil
+    ) {
+        (self.recipients, self.delivered, self.failed) = (recipients, delivered, failed)
+        (self.cursor, self.walked, self.isDirect, self.finished, self.row) = (cursor, walked, isDirect, finished, row)
+    }
+
+    /// What became of the message on the token with this id: its row when it has one; else
+    /// delivered when the walk passed it (a first-attempt delivery of a walk leaves no row), failed
+    /// when the job finished before reaching it (the relay was turned off), pending otherwise.
+    public func delivery(toTokenID id: Int64) -> TokenDelivery {
+        if let row { return row }
+        if !isDirect && cursor >= id { return TokenDelivery(state: .delivered, error: nil, attempts: 1) }
+        if finished { return TokenDelivery(state: .failed, error: nil, attempts: 0) }
+        return TokenDelivery(state: .pending, error: nil, attempts: 0)
+    }
+}
+
+/// One recipient's delivery of one message.
+public struct TokenDelivery: Sendable, Hashable {
+    public var state: DeliveryState
+    /// FCM's error code: the last one for a pending recipient, the final one for a failed one.
+    public var error: String?
+    public var attempts: Int
+
+    public init(state: DeliveryState, error: String?, attempts: Int) {
+        (self.state, self.error, self.attempts) = (state, error, attempts)
     }
 }
 
@@ -86,9 +147,13 @@ extension RegistryService {
         -> Page<LoggedMessage>
     {
         try checkToken(token)
-        guard let id = try await store.tokenIDs([token], in: project)[token] else {
+        guard let id = try await store.tokenID(token, in: project) else {
             return Page(items: [], nextAfter: nil)
         }
-        return try await loggedMessages(.reaching(id), in: project, after: after, limit: limit)
+        var page = try await loggedMessages(.reaching(id), in: project, after: after, limit: limit)
+        for index in page.items.indices {
+            page.items[index].tokenDelivery = page.items[index].job?.delivery(toTokenID: Int64(id))
+        }
+        return page
     }
 }

@@ -157,6 +157,9 @@ public struct RelayChange: Sendable {
     public var pausedUntil: Int64??
     /// `nil` keeps the last error as it is.
     public var lastError: String?
+    /// The minute (its start, epoch milliseconds) whose `minuteStat` row the counters are also
+    /// added to, in the same transaction; `nil` adds them to none.
+    public var minute: Int64?
 
     public init() {}
 }

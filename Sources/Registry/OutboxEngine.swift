@@ -111,6 +111,8 @@ extension OutboxStore where Self: OutboxDriver {
             }
             if let error = outcome.error { tally.lastError = error }
         }
+        // The page's counts also go to their minute's stats, in the same transaction.
+        tally.minute = MinuteStats.minute(of: EpochMilliseconds.milliseconds(now))
         var writes = PageWrites(
             job: job.id, project: job.project, claimant: claimant, now: EpochMilliseconds.milliseconds(now), rows: rows,
             cursor: page.cursor, walked: page.walked, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), tally: tally,
@@ -142,6 +144,7 @@ extension OutboxStore where Self: OutboxDriver {
     public func countPruned(project: Int64, tokens: Int) async throws {
         var change = RelayChange()
         change.pruned = tokens
+        change.minute = MinuteStats.minute(of: EpochMilliseconds.now())
         try await updateRelay(of: project, change)
     }
 }

@@ -7,7 +7,7 @@
 public struct PageToken: Sendable, Hashable {
     /// The listings that page.
     public enum Listing: String, Sendable {
-        case groups, groupMembers, topics, topicsBySubscribers, topicSubscribers, messages, audience, deliveries
+        case groups, groupMembers, topics, topicsBySubscribers, topicSubscribers, messages, audience, deliveries, tokens
     }
 
     public var listing: Listing

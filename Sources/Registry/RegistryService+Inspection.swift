@@ -34,6 +34,16 @@ extension RegistryService {
         try await store.groupMembers(named: try groupName(name), in: project, after: after, limit: limit)
     }
 
+    /// A page of the project's tokens by value, of those that start with `prefix`: browsing, not
+    /// only looking one up.
+    public func tokens(in project: Project, prefix: String = "", after: String?, limit: Int) async throws
+        -> Page<TokenInfo>
+    {
+        // A prefix no token can start with lists nothing, and never reaches the store.
+        guard prefix.isEmpty || RegistrationToken.isWellFormed(prefix) else { return Page(items: [], nextAfter: nil) }
+        return try await store.tokens(in: project, prefix: prefix, after: after, limit: limit)
+    }
+
     /// A page of the project's topics by name, of those whose names start with `prefix`, with
     /// subscriber counts.
     public func topics(in project: Project, prefix: String = "", after: String?, limit: Int) async throws

@@ -144,6 +144,9 @@ public protocol RegistryStore: Sendable {
     // MARK: Tokens
 
     func token(_ token: String, in project: Project) async throws -> TokenInfo?
+    /// A page of the project's tokens whose values start with `prefix` (every token for `""`),
+    /// registered or not, by value, after the value `after`.
+    func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<TokenInfo>
     /// The groups (by name) a token belongs to.
     func groups(ofToken token: String, in project: Project) async throws -> [Membership]
     /// Registers a new token or re-registers an unregistered one.
@@ -165,6 +168,9 @@ public protocol RegistryStore: Sendable {
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]
     /// The ids of the registered ones among `tokens`, in one lookup (a multicast names up to 1,000).
     func tokenIDs(_ tokens: [String], in project: Project) async throws -> [String: UInt32]
+    /// The token's id, registered or not: what was sent to a token stays its history after FCM
+    /// pruned it.
+    func tokenID(_ token: String, in project: Project) async throws -> UInt32?
     /// Those of `tokens` that `project` has never seen and another project has registered.
     func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String>
     /// The sorted token ids of a group, by id or by name; `nil` when there is no such group.
@@ -209,6 +215,10 @@ public protocol MessageLogStore: Sendable {
     func messageLogUsage() async throws -> [String: (entries: Int, bytes: Int)]
     /// The logged message with this id, if the log still holds it.
     func message(_ id: String, in project: Project) async throws -> LoggedMessage?
+    /// The project's `minuteStat` rows from the minute `from` (epoch milliseconds) on, oldest first.
+    /// Appending a message adds it to its minute's `accepted` (`MinuteStats.accepted`) and purges at
+    /// most `MinuteStats.purgeLimit` rows older than `MinuteStats.expiry`, in the same transaction.
+    func minuteStats(of project: Int64, from: Int64) async throws -> [MinuteStats]
 
 }
 

@@ -18,6 +18,7 @@ enum PostgresMigrations {
         ("v1-registry", v1), ("v2-concurrent-writes", v2), ("v3-mirror", v3), ("v4-send-budget", v4),
         ("v6-idempotency", v6),
         ("v7-webhooks", v7),
+        ("v8-minute-stats", v8),
     ]
 
     /// Applies the migrations `connection`'s database lacks.
@@ -461,6 +462,26 @@ enum PostgresMigrations {
         )
         """,
         #"CREATE INDEX "idempotencyKey_expiresAt" ON "idempotencyKey"("expiresAt")"#,
+    ]
+
+    /// Each project's counts a minute (`GET /api/stats`), as SQLite's `v14 minute stats`, and
+    /// tokens in bytewise order.
+    static let v8: [String] = [
+        """
+        CREATE TABLE "minuteStat" (
+          "projectId" bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          minute bigint NOT NULL,
+          accepted bigint NOT NULL DEFAULT 0,
+          delivered bigint NOT NULL DEFAULT 0,
+          failed bigint NOT NULL DEFAULT 0,
+          pruned bigint NOT NULL DEFAULT 0,
+          PRIMARY KEY ("projectId", minute)
+        )
+        """,
+        #"CREATE INDEX "minuteStat_minute" ON "minuteStat"(minute)"#,
+        // Browsing tokens by prefix (`GET /api/tokens`) reads one range of values compared
+        // bytewise, as SQLite compares them; the unique index has the database's collation.
+        #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
     ]
 
     /// The mirror of Google's device groups (`project mirror`), and whether a group may have

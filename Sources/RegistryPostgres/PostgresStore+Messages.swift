@@ -20,21 +20,33 @@ extension PostgresStore: MessageLogStore {
         try await database.withConnection { connection in
             let rows: PostgresRowSequence
             var token: UInt32?
+            // The relay's job beside each message (and in a listing by token, the token's delivery
+            // row): one query a page, not one a message.
             switch filter {
             case .all:
                 rows = try await connection.query(
                     #"""
-                    SELECT id, "messageId", protocol, target, body, "recipientCount", "receivedAt", NULL::bytea FROM message
-                    WHERE "projectId" = \#(project.rowID) AND id < \#(before ?? .max) ORDER BY id DESC
-                    LIMIT \#(limit + 1)
+                    SELECT message.id, message."messageId", message.protocol, message.target, message.body,
+                           message."recipientCount", message."receivedAt", NULL::bytea,
+                           outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
+                           outbox.walked, outbox.direct, outbox."finishedAt", NULL::text, NULL::text, NULL::integer
+                    FROM message LEFT JOIN outbox ON outbox."messageId" = message.id
+                    WHERE message."projectId" = \#(project.rowID) AND message.id < \#(before ?? .max)
+                    ORDER BY message.id DESC LIMIT \#(limit + 1)
                     """#, logger: .silent)
             case .reaching(let id):
                 token = id
                 rows = try await connection.query(
                     #"""
                     SELECT message.id, message."messageId", message.protocol, message.target, message.body,
-                           message."recipientCount", message."receivedAt", chunk."tokenIds"
+                           message."recipientCount", message."receivedAt", chunk."tokenIds",
+                           outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
+                           outbox.walked, outbox.direct, outbox."finishedAt", delivery.state, delivery.error,
+                           delivery.attempts
                     FROM "messageRecipientChunk" AS chunk JOIN message ON message.id = chunk."messageId"
+                    LEFT JOIN outbox ON outbox."messageId" = message.id
+                    LEFT JOIN delivery
+                      ON delivery."messageId" = message.id AND delivery."tokenId" = \#(Int32(bitPattern: id))
                     WHERE chunk."projectId" = \#(project.rowID) AND chunk.chunk = \#(Int64(RoaringBitmap.chunk(of: id)))
                       AND chunk."messageId" < \#(before ?? .max)
                     ORDER BY chunk."messageId" DESC
@@ -45,8 +57,14 @@ extension PostgresStore: MessageLogStore {
             var last: Int64 = 0
             // Rows are read as they stream; the page ends at its limit or its bytes, and the rest
             // of the answer is dropped with the statement.
-            for try await (id, messageID, via, target, body, count, receivedAt, chunk) in rows.decode(
-                (Int64, String, String, String, String, Int64, Int64, Data?).self)
+            for try await (
+                id, messageID, via, target, body, count, receivedAt, chunk, job, recipients, delivered, failed, cursor,
+                walked, direct, finishedAt, rowState, rowError, rowAttempts
+            ) in rows.decode(
+                (
+                    Int64, String, String, String, String, Int64, Int64, Data?, Int64?, Int64?, Int64?, Int64?, Int64?,
+                    Int64?, Bool?, Int64?, String?, String?, Int32?
+                ).self)
             {
                 if let token, let chunk, !RecipientChunks.contains(token, in: chunk) { continue }
                 if !items.isEmpty && (items.count == limit || size + body.utf8.count > bytes) {
@@ -55,7 +73,17 @@ extension PostgresStore: MessageLogStore {
                 items.append(
                     LoggedMessage(
                         id: messageID, via: MessageProtocol(rawValue: via) ?? .legacy, target: target, body: body,
-                        receivedAt: EpochMilliseconds.date(receivedAt), recipientCount: Int(count)))
+                        receivedAt: EpochMilliseconds.date(receivedAt), recipientCount: Int(count),
+                        job: job.map { _ in
+                            LoggedJob(
+                                recipients: Int(recipients ?? 0), delivered: Int(delivered ?? 0),
+                                failed: Int(failed ?? 0),
+                                cursor: cursor ?? -1, walked: (walked ?? 0) != 0, isDirect: direct ?? false,
+                                finished: finishedAt != nil,
+                                row: rowState.flatMap(DeliveryState.init(rawValue:)).map {
+                                    TokenDelivery(state: $0, error: rowError, attempts: Int(rowAttempts ?? 0))
+                                })
+                        }))
                 size += body.utf8.count
                 last = id
             }
@@ -75,6 +103,24 @@ extension PostgresStore: MessageLogStore {
                     id: $0.0, via: MessageProtocol(rawValue: $0.1) ?? .legacy, target: $0.2, body: $0.3,
                     receivedAt: EpochMilliseconds.date($0.5), recipientCount: Int($0.4))
             }
+        }
+    }
+
+    public func minuteStats(of project: Int64, from: Int64) async throws -> [MinuteStats] {
+        try await database.withConnection { connection in
+            var minutes: [MinuteStats] = []
+            for try await (minute, accepted, delivered, failed, pruned) in try await connection.query(
+                #"""
+                SELECT minute, accepted, delivered, failed, pruned FROM "minuteStat"
+                WHERE "projectId" = \#(project) AND minute >= \#(from) ORDER BY minute
+                """#, logger: .silent
+            ).decode((Int64, Int64, Int64, Int64, Int64).self) {
+                minutes.append(
+                    MinuteStats(
+                        minute: minute, accepted: Int(accepted), delivered: Int(delivered), failed: Int(failed),
+                        pruned: Int(pruned)))
+            }
+            return minutes
         }
     }
 
@@ -145,6 +191,27 @@ extension PostgresConnection {
             try await run(#"DELETE FROM message WHERE id = ANY(\#(doomed))"#)
             try await run(#"UPDATE "messageLog" SET entries = \#(count), bytes = \#(used) WHERE "projectId" = \#(project)"#)
         }
+        try await countMinute(project, .accepted(message))
+        let expired = MinuteStats.expiry(at: EpochMilliseconds.now())
+        try await run(
+            #"""
+            DELETE FROM "minuteStat" WHERE ("projectId", minute) IN
+              (SELECT "projectId", minute FROM "minuteStat" WHERE minute < \#(expired) LIMIT \#(MinuteStats.purgeLimit))
+            """#)
         return row
+    }
+
+    /// Adds `counts` to the project's row for their minute: one statement.
+    func countMinute(_ project: Int64, _ counts: MinuteStats) async throws {
+        guard counts.accepted + counts.delivered + counts.failed + counts.pruned > 0 else { return }
+        try await run(
+            #"""
+            INSERT INTO "minuteStat" ("projectId", minute, accepted, delivered, failed, pruned)
+            VALUES (\#(project), \#(counts.minute), \#(Int64(counts.accepted)), \#(Int64(counts.delivered)),
+                    \#(Int64(counts.failed)), \#(Int64(counts.pruned)))
+            ON CONFLICT ("projectId", minute) DO UPDATE SET accepted = "minuteStat".accepted + excluded.accepted,
+              delivered = "minuteStat".delivered + excluded.delivered, failed = "minuteStat".failed + excluded.failed,
+              pruned = "minuteStat".pruned + excluded.pruned
+            """#)
     }
 }

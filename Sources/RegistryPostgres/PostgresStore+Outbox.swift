@@ -275,5 +275,10 @@ extension PostgresConnection {
               "lastError" = COALESCE(\#(change.lastError), "lastError")
             WHERE "projectId" = \#(project)
             """#)
+        if let minute = change.minute {
+            try await countMinute(
+                project,
+                MinuteStats(minute: minute, delivered: change.delivered, failed: change.failed, pruned: change.pruned))
+        }
     }
 }

@@ -10,6 +10,35 @@ extension PostgresStore {
         try await database.withConnection { connection in try await connection.tokenInfo(token, in: project) }
     }
 
+    public func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws
+        -> Page<TokenInfo>
+    {
+        try await database.withConnection { connection in
+            // Values compare bytewise (`COLLATE "C"`, the index of migration v8), as SQLite compares
+            // them, so a prefix is one range: [prefix, prefix + U+10FFFF).
+            let (lower, start) =
+                after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) } == false
+                ? (">", after ?? "") : (">=", prefix)
+            let end = prefix.isEmpty ? nil : prefix + "\u{10FFFF}"
+            var items: [TokenInfo] = []
+            for try await (value, state, createdAt, updatedAt) in try await connection.query(
+                #"""
+                SELECT value, state, "createdAt", "updatedAt" FROM token
+                WHERE "projectId" = \#(project.rowID) AND value COLLATE "C" \#(unescaped: lower) \#(start)
+                  AND value COLLATE "C" < COALESCE(\#(end)::text, value || 'x') COLLATE "C"
+                ORDER BY value COLLATE "C" LIMIT \#(limit + 1)
+                """#, logger: .silent
+            ).decode((String, String, Int64, Int64).self) {
+                items.append(
+                    TokenInfo(
+                        token: value, state: TokenState(rawValue: state) ?? .registered,
+                        createdAt: EpochMilliseconds.date(createdAt), updatedAt: EpochMilliseconds.date(updatedAt)))
+            }
+            let page = Array(items.prefix(limit))
+            return Page(items: page, nextAfter: items.count > limit ? page.last?.token : nil)
+        }
+    }
+
     public func groups(ofToken token: String, in project: Project) async throws -> [Membership] {
         try await database.withConnection { connection in
             var groups: [Membership] = []
@@ -135,6 +164,14 @@ extension PostgresStore {
                 logger: .silent
             ).decode((Int32, String).self) { ids[value] = UInt32(id) }
             return ids
+        }
+    }
+
+    public func tokenID(_ token: String, in project: Project) async throws -> UInt32? {
+        try await database.withConnection { connection in
+            try await connection.first(
+                #"SELECT id FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(token)"#, as: Int32.self
+            ).map { UInt32(bitPattern: $0) }
         }
     }
 

@@ -49,6 +49,9 @@ enum Migrations {
         migrator.registerMigration("v13 webhooks", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v13)
         }
+        migrator.registerMigration("v14 minute stats", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v14)
+        }
         return migrator
     }
 
@@ -466,5 +469,21 @@ enum Migrations {
             webhookEvent.type, webhookEvent.attempts, datetime(webhookEvent.nextAttemptAt / 1000, 'unixepoch') AS nextAttempt,
             webhookEvent.lastError
           FROM webhookEvent JOIN webhook ON webhook.id = webhookEvent.webhookId JOIN project ON project.id = webhook.projectId;
+        """
+
+    /// Each project's counts a minute (`GET /api/stats`): messages accepted, deliveries that ended
+    /// delivered or failed, tokens pruned. Written in the transactions of what they count, kept
+    /// about a day (`MinuteStats.retention`). `minute` is the minute's start in milliseconds.
+    private static let v14 = """
+        CREATE TABLE minuteStat (
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          minute INTEGER NOT NULL,
+          accepted INTEGER NOT NULL DEFAULT 0,
+          delivered INTEGER NOT NULL DEFAULT 0,
+          failed INTEGER NOT NULL DEFAULT 0,
+          pruned INTEGER NOT NULL DEFAULT 0,
+          PRIMARY KEY (projectId, minute)
+        ) WITHOUT ROWID;
+        CREATE INDEX minuteStat_minute ON minuteStat(minute);
         """
 }

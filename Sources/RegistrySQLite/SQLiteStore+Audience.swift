@@ -92,6 +92,15 @@ extension SQLiteStore {
         }
     }
 
+    public func tokenID(_ token: String, in project: Project) async throws -> UInt32? {
+        try await read { db in
+            try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT id FROM token WHERE projectId = ? AND value = ?"),
+                arguments: [project.rowID, token]
+            ).map { UInt32($0) }
+        }
+    }
+
     /// Driven by the list, one `(projectId, value)` index lookup per token and other project:
     /// token values have no index of their own.
     public func tokensOfOtherSenders(_ tokens: [String], notIn project: Project) async throws -> Set<String> {

@@ -42,7 +42,40 @@ extension SQLiteStore: MessageLogStore {
                 """
         ).execute(arguments: [project, size])
         try evictOldMessages(db, project: project, entries: entries, bytes: bytes, keeping: row)
+        try countMinute(project, .accepted(message), db)
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM minuteStat WHERE (projectId, minute) IN
+                  (SELECT projectId, minute FROM minuteStat WHERE minute < ? LIMIT ?)
+                """
+        ).execute(arguments: [MinuteStats.expiry(at: EpochMilliseconds.now()), MinuteStats.purgeLimit])
         return row
+    }
+
+    /// Adds `counts` to the project's row for their minute: one statement.
+    static func countMinute(_ project: Int64, _ counts: MinuteStats, _ db: Database) throws {
+        guard counts.accepted + counts.delivered + counts.failed + counts.pruned > 0 else { return }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO minuteStat (projectId, minute, accepted, delivered, failed, pruned)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (projectId, minute) DO UPDATE SET accepted = accepted + excluded.accepted,
+                  delivered = delivered + excluded.delivered, failed = failed + excluded.failed,
+                  pruned = pruned + excluded.pruned
+                """
+        ).execute(arguments: [project, counts.minute, counts.accepted, counts.delivered, counts.failed, counts.pruned])
+    }
+
+    public func minuteStats(of project: Int64, from: Int64) async throws -> [MinuteStats] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT minute, accepted, delivered, failed, pruned FROM minuteStat
+                        WHERE projectId = ? AND minute >= ? ORDER BY minute
+                        """), arguments: [project, from]
+            ).map { MinuteStats(minute: $0[0], accepted: $0[1], delivered: $0[2], failed: $0[3], pruned: $0[4]) }
+        }
     }
 
     /// Deletes the project's oldest entries while the log is over either bound. The newest entry
@@ -83,9 +116,14 @@ extension SQLiteStore: MessageLogStore {
         async throws -> Page<LoggedMessage>
     {
         try await read { db in
+            // The relay's job beside each message (and in a listing by token, the token's delivery
+            // row): one query a page, not one a message.
             let columns = """
                 message.id, message.messageId, message.protocol, message.target, message.body,
-                message.recipientCount, message.receivedAt
+                message.recipientCount, message.receivedAt, outbox.messageId AS jobId,
+                outbox.recipients AS jobRecipients, outbox.delivered AS jobDelivered, outbox.failed AS jobFailed,
+                outbox.cursor AS jobCursor, outbox.walked AS jobWalked, outbox.direct AS jobDirect,
+                outbox.finishedAt AS jobFinishedAt
                 """
             let rows: RowCursor
             var token: UInt32?
@@ -93,19 +131,27 @@ extension SQLiteStore: MessageLogStore {
             case .all:
                 rows = try Row.fetchCursor(
                     db.cachedStatement(
-                        sql: "SELECT \(columns) FROM message WHERE projectId = ? AND id < ? ORDER BY id DESC"),
+                        sql: """
+                            SELECT \(columns), NULL AS rowState, NULL AS rowError, NULL AS rowAttempts FROM message
+                            LEFT JOIN outbox ON outbox.messageId = message.id
+                            WHERE message.projectId = ? AND message.id < ? ORDER BY message.id DESC
+                            """),
                     arguments: [project.rowID, before ?? .max])
             case .reaching(let id):
                 token = id
                 rows = try Row.fetchCursor(
                     db.cachedStatement(
                         sql: """
-                            SELECT \(columns), chunk.tokenIds FROM messageRecipientChunk AS chunk
+                            SELECT \(columns), chunk.tokenIds, delivery.state AS rowState, delivery.error AS rowError,
+                              delivery.attempts AS rowAttempts
+                            FROM messageRecipientChunk AS chunk
                             JOIN message ON message.id = chunk.messageId
+                            LEFT JOIN outbox ON outbox.messageId = message.id
+                            LEFT JOIN delivery ON delivery.messageId = message.id AND delivery.tokenId = ?
                             WHERE chunk.projectId = ? AND chunk.chunk = ? AND chunk.messageId < ?
                             ORDER BY chunk.messageId DESC
                             """),
-                    arguments: [project.rowID, Int64(RoaringBitmap.chunk(of: id)), before ?? .max])
+                    arguments: [Int64(id), project.rowID, Int64(RoaringBitmap.chunk(of: id)), before ?? .max])
             }
             var items: [LoggedMessage] = []
             var size = 0
@@ -120,12 +166,25 @@ extension SQLiteStore: MessageLogStore {
                     LoggedMessage(
                         id: row["messageId"], via: MessageProtocol(rawValue: row["protocol"]) ?? .legacy,
                         target: row["target"], body: body, receivedAt: EpochMilliseconds.date(row["receivedAt"]),
-                        recipientCount: row["recipientCount"]))
+                        recipientCount: row["recipientCount"], job: Self.loggedJob(row)))
                 size += body.utf8.count
                 last = row["id"]
             }
             return Page(items: items, nextAfter: nil)
         }
+    }
+
+    /// The listing's `job…` and `row…` columns, when the message has a job.
+    private static func loggedJob(_ row: Row) -> LoggedJob? {
+        guard row["jobId"] as Int64? != nil else { return nil }
+        let state: String? = row["rowState"]
+        return LoggedJob(
+            recipients: row["jobRecipients"], delivered: row["jobDelivered"], failed: row["jobFailed"],
+            cursor: row["jobCursor"], walked: row["jobWalked"], isDirect: row["jobDirect"],
+            finished: row["jobFinishedAt"] as Int64? != nil,
+            row: state.flatMap(DeliveryState.init(rawValue:)).map {
+                TokenDelivery(state: $0, error: row["rowError"], attempts: row["rowAttempts"] ?? 0)
+            })
     }
 
     public func message(_ id: String, in project: Project) async throws -> LoggedMessage? {

@@ -160,6 +160,12 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
             change.delivered, change.failed, change.pruned, change.pausedUntil != nil, change.pausedUntil ?? nil,
             change.lastError, project,
         ])
+        if let minute = change.minute {
+            try countMinute(
+                project,
+                MinuteStats(minute: minute, delivered: change.delivered, failed: change.failed, pruned: change.pruned),
+                db)
+        }
     }
 
     // MARK: - Pages

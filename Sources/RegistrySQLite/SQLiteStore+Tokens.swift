@@ -7,6 +7,27 @@ extension SQLiteStore {
         try await read { db in try Self.tokenInfo(db, token, in: project) }
     }
 
+    public func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws
+        -> Page<TokenInfo>
+    {
+        let values = NameRange(prefix: prefix, after: after, column: "value")
+        return try await read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT value, state, createdAt, updatedAt FROM token
+                    WHERE projectId = ? AND \(values.sql) ORDER BY value LIMIT ?
+                    """, arguments: [project.rowID] + values.arguments + [limit + 1])
+            let items = rows.prefix(limit).map {
+                TokenInfo(
+                    token: $0["value"], state: TokenState(rawValue: $0["state"]) ?? .registered,
+                    createdAt: EpochMilliseconds.date($0["createdAt"]),
+                    updatedAt: EpochMilliseconds.date($0["updatedAt"]))
+            }
+            return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.token : nil)
+        }
+    }
+
     public func groups(ofToken token: String, in project: Project) async throws -> [Membership] {
         try await read { db in
             try Row.fetchAll(

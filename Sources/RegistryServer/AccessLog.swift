@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import Logging
 
@@ -37,7 +38,31 @@ struct AccessLogMiddleware: RouterMiddleware {
             "duration.ms": "\(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)",
         ]
         if let project = context.labels.project { metadata["project.id"] = "\(project)" }
+        if let client = Self.client(of: request) { metadata["http.client"] = "\(client)" }
         context.logger.info("request", metadata: metadata)
         metrics.request(method: method, route: route, status: status.code, duration: elapsed)
+    }
+
+    /// The header a client names itself with, so that the log says who sent a request (the web
+    /// console sends `X-Registry-Client: console`). Browsers may not set `User-Agent` from a script.
+    static let clientHeader = HTTPField.Name("X-Registry-Client")!
+
+    /// The client's name when it is a short word (letters, digits, `.`, `_`, `/`, `-`; at most 64),
+    /// so that nothing a caller sends can forge or break a log line.
+    static func client(of request: Request) -> Substring? {
+        guard let value = request.headers[clientHeader], (1...64).contains(value.utf8.count),
+            value.utf8.allSatisfy(isClientByte)
+        else { return nil }
+        return Substring(value)
+    }
+
+    private static func isClientByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "/"),
+            UInt8(ascii: "-"):
+            true
+        default: false
+        }
     }
 }

@@ -134,6 +134,7 @@ func routing(
     InspectionController(registry: registry).addRoutes(to: routes)
     MessageController(registry: registry).addRoutes(to: routes)
     DeliveryController(registry: registry).addRoutes(to: routes)
+    StatsController(registry: registry).addRoutes(to: routes)
     XMPPController(registry: registry, hub: sessions).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
     WebhookController(registry: registry).addRoutes(to: routes)

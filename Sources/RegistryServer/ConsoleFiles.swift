@@ -31,6 +31,8 @@ enum ConsoleFiles {
         "token.js": File(contentType: javaScript, bytes: PackageResources.token_js),
         "messages.js": File(contentType: javaScript, bytes: PackageResources.messages_js),
         "relay.js": File(contentType: javaScript, bytes: PackageResources.relay_js),
+        "history.js": File(contentType: javaScript, bytes: PackageResources.history_js),
+        "compose.js": File(contentType: javaScript, bytes: PackageResources.compose_js),
     ]
 
     static let javaScript = "text/javascript; charset=UTF-8"

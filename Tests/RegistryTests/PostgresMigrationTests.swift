@@ -43,7 +43,11 @@ struct PostgresMigrationTests {
                 for _ in 0..<3 { group.addTask { try await store.migrate() } }
                 return try await group.reduce(into: []) { $0 += $1 }
             }
-            #expect(applied == ["v1-registry", "v2-concurrent-writes", "v3-mirror", "v4-send-budget", "v6-idempotency", "v7-webhooks"])
+            #expect(
+                applied == [
+                    "v1-registry", "v2-concurrent-writes", "v3-mirror", "v4-send-budget", "v6-idempotency", "v7-webhooks",
+                    "v8-minute-stats",
+                ])
             #expect(try await store.migrate() == [])
             let tables = try await store.database.query(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"

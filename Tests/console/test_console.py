@@ -11,6 +11,8 @@ saved at 1280x800 and 390x844, with the manifest the Swift suite checks for stal
 import hashlib
 import json
 import os
+import socket
+import subprocess
 import time
 import urllib.parse
 
@@ -214,7 +216,8 @@ def test_page_a_topic_of_ten_thousand(console, seeded):
 
 
 def shown_tokens(driver):
-    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "tbody td.token")]
+    # Read in one go: a live screen may replace its rows between two reads of single cells.
+    return driver.execute_script("return [...document.querySelectorAll('tbody td.token')].map(c => c.textContent)")
 
 
 def test_message_delivery_counts(console, seeded):
@@ -278,6 +281,11 @@ def test_token_screen(console, seeded):
         assert topic in page
     assert "family-ada" in page
     wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), "registration_ids (4)"))
+    # Tokens are browsed, not only looked up: by prefix, a page at a time.
+    driver = console("#/tokens")
+    heading(driver, "Tokens")
+    driver.find_element(By.ID, "token-prefix").send_keys("news0000")
+    wait(driver).until(lambda d: shown_tokens(d) == seeded["news"][:10])
 
 
 def test_relay_screen(console):
@@ -296,10 +304,11 @@ SCREENS = [
     ("topic", "#/topics/news", "Topic news"),
     ("groups", "#/groups", "Device groups"),
     ("group", "#/groups/team%20blue", "Group team blue"),
-    ("token", None, "Tokens"),
+    ("token", None, "Token"),
     ("messages", "#/messages", "Messages"),
     ("message", None, "Message"),
     ("relay", "#/relay", "Relay"),
+    ("compose", "#/compose/topic/weather", "Send a message"),
 ]
 
 
@@ -317,6 +326,8 @@ def test_every_screen_fits_and_labels_its_controls(console, seeded, width, heigh
         wait(driver).until(lambda d: not d.find_elements(By.XPATH, "//*[text()='…']"))
         if name == "conditions":
             wait(driver).until(EC.visibility_of_element_located((By.ID, "condition-count")))
+        if name == "compose":
+            wait(driver).until(EC.visibility_of_element_located((By.ID, "audience-count")))
         overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, (name, width, overflow)
         unlabelled = driver.execute_script("""
@@ -341,7 +352,9 @@ def test_keyboard_reaches_every_section(console):
         driver.switch_to.active_element.send_keys(Keys.TAB)
         reached.append(driver.switch_to.active_element.text)
     assert reached[:9] == ["fcm-registry", "Overview", "Conditions", "Topics", "Groups", "Tokens", "Messages", "Relay",
-                           "Sign out"], reached
+                           "Send"], reached
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    assert driver.switch_to.active_element.text == "Sign out"
     # The skip link moves focus into the screen and leaves the route alone.
     driver.execute_script("document.querySelector('a.skip').focus()")
     driver.switch_to.active_element.send_keys(Keys.ENTER)
@@ -364,3 +377,203 @@ def write_manifest():
     with open(os.path.join(SCREENSHOTS, "screenshots.json"), "w") as manifest:
         json.dump({"sources": digest.hexdigest(), "screenshots": shots}, manifest, indent=2)
         manifest.write("\n")
+
+
+# MARK: - Acting, live screens, history (the console as an operations tool)
+
+
+def requests_to(driver, fragment):
+    """The browser's calls whose URL holds `fragment`, since the page loaded."""
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes(arguments[0]))", fragment)
+
+
+def test_sign_in_page_shows_no_sections_and_headings_get_no_ring(browser, seeded):
+    browser.get(URL + "/console")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(URL + "/console#/overview")
+    browser.refresh()
+    wait(browser).until(EC.visibility_of_element_located((By.ID, "server-key")))
+    # `hidden` wins over the nav's flex layout: no section links before signing in.
+    assert not browser.find_element(By.ID, "nav").is_displayed()
+    browser.find_element(By.ID, "server-key").send_keys(KEY, Keys.ENTER)
+    heading(browser, "Project console-app")
+    # The heading is focused on arrival (for screen readers), without a ring that looks like a field.
+    assert browser.execute_script("return document.activeElement.tagName") == "H1"
+    assert browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle") == "none"
+    # The top topics are a chart of links, not a chart and the same list again.
+    assert browser.find_elements(By.CSS_SELECTOR, "ol.ranking") == []
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart a[href='#/topics/news']")
+    # At 390 px the header is two rows at most: the brand row and the sections.
+    resize(browser, 390, 844)
+    time.sleep(0.3)
+    rows = browser.execute_script("""
+        const tops = [...document.querySelectorAll('header.bar > *')].filter(e => e.offsetParent !== null)
+          .map(e => { const r = e.getBoundingClientRect(); return Math.round((r.top + r.bottom) / 16); });
+        return new Set(tops).size""")
+    assert rows <= 2, rows
+    resize(browser, 1280, 800)
+    browser.find_element(By.ID, "sign-out").click()
+    wait(browser).until(EC.visibility_of_element_located((By.ID, "server-key")))
+    assert not browser.find_element(By.ID, "nav").is_displayed()
+
+
+def test_overview_shows_the_latest_message_without_a_reload_and_rests_while_hidden(console):
+    driver = console("#/overview")
+    heading(driver, "Project console-app")
+    ok(requests.post(f"{URL}/fcm/send", headers=API, timeout=30, json={
+        "to": "/topics/alerts-us", "notification": {"title": "Live overview", "body": "arrives by itself"}}))
+    # Within the Overview's refresh interval (5 s), with no reload and the heading still focused.
+    wait(driver, 12).until(EC.text_to_be_present_in_element((By.ID, "latest-messages"), "Live overview"))
+    assert driver.execute_script("return document.activeElement.tagName") == "H1"
+    # A hidden tab asks nothing; shown again, it asks at once.
+    driver.execute_script("""
+        Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));
+        performance.clearResourceTimings();""")
+    time.sleep(7)
+    assert requests_to(driver, "/api/") == []
+    driver.execute_script("""
+        Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true});
+        document.dispatchEvent(new Event('visibilitychange'));""")
+    wait(driver, 5).until(lambda d: requests_to(d, "/api/messages"))
+
+
+def test_message_list_counts_come_with_the_page(console, seeded):
+    driver = console("#/messages")
+    heading(driver, "Messages")
+    driver.execute_script("performance.clearResourceTimings()")
+    row = wait(driver).until(EC.visibility_of_element_located((By.XPATH, "//tr[td[contains(., 'registration_ids')]]")))
+    assert "Build 42 — is live" in row.text
+    assert "delivered 3" in row.text and "failed 1" in row.text
+    time.sleep(6)  # a refresh: still one call a page, never one a message
+    assert [url for url in requests_to(driver, "/api/messages/") if "deliveries" not in url] == []
+
+
+def test_a_tokens_screen_says_what_became_of_each_message(console, seeded):
+    driver = console("#/tokens/" + urllib.parse.quote(seeded["unknown"], safe=""))
+    heading(driver, "Token")
+    row = wait(driver).until(EC.visibility_of_element_located((By.XPATH, "//tr[td[contains(., 'registration_ids')]]")))
+    assert "failed" in row.text and "UNREGISTERED" in row.text
+    driver = console("#/tokens/" + urllib.parse.quote(seeded["news"][0], safe=""))
+    heading(driver, "Token")
+    row = wait(driver).until(EC.visibility_of_element_located((By.XPATH, "//tr[td[contains(., 'registration_ids')]]")))
+    assert "delivered" in row.text
+
+
+def test_a_composed_send_reaches_fcm_and_its_counts_fill_in(console, seeded):
+    upstream = {"Authorization": f"key={UPSTREAM_KEY}"}
+    driver = console("#/compose/topic/weather")
+    heading(driver, "Send a message")
+    audience = wait(driver).until(EC.visibility_of_element_located((By.ID, "audience-count")))
+    assert audience.get_attribute("data-count") == "600"
+    driver.find_element(By.ID, "title").send_keys("Composed")
+    driver.find_element(By.ID, "body").send_keys("from the console")
+    driver.find_element(By.ID, "data-key-0").send_keys("kind")
+    driver.find_element(By.ID, "data-value-0").send_keys("test")
+    driver.find_element(By.ID, "ttl").send_keys("600")
+    # A dry run sends nothing.
+    driver.find_element(By.ID, "dry-run").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.ID, "compose-outcome"), "Nothing was sent"))
+    driver.find_element(By.ID, "send").click()
+    heading(driver, "Message")
+    # The counts fill in without a reload, as "FCM" answers.
+    wait(driver, 60).until(lambda d: d.find_element(By.CSS_SELECTOR, "#delivery-summary dd[data-stat='delivered']").get_attribute("data-value") == "600")
+    assert "Composed — from the console" in driver.find_element(By.TAG_NAME, "main").text
+    # "FCM" logged one v1 message per device, as the console composed it.
+    received = [json.loads(m["payload"]) for m in ok(requests.get(
+        f"{UPSTREAM_URL}/api/messages", headers=upstream, params={"pageSize": 1000}, timeout=30))["messages"]]
+    composed = [m for m in received if m.get("notification", {}).get("title") == "Composed"]
+    assert len(composed) == 600
+    assert composed[0]["notification"] == {"title": "Composed", "body": "from the console"}
+    assert composed[0]["data"] == {"kind": "test"}
+    # A condition shows the playground's diagnostics before it is sent.
+    driver = console("#/compose")
+    heading(driver, "Send a message")
+    driver.find_element(By.CSS_SELECTOR, "#target-kind option[value='condition']").click()
+    field = driver.find_element(By.ID, "target-condition")
+    field.send_keys("'news' in topics &&")
+    wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#audience pre.diagnostic.error")))
+    field.send_keys(" 'sports' in topics")
+    resolved = api("POST", "/api/audiences:resolve", json={"condition": "'news' in topics && 'sports' in topics", "countOnly": True})
+    shown = wait(driver).until(EC.visibility_of_element_located((By.ID, "audience-count")))
+    assert shown.get_attribute("data-count") == str(resolved["count"])
+
+
+def test_a_subscription_made_in_the_console_shows_in_the_api(console, seeded):
+    driver = console("#/topics/console-made")
+    heading(driver, "Topic console-made")
+    # A topic nobody is subscribed to yet opens with its form open and says how to begin.
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), "No token is subscribed to console-made yet"))
+    assert driver.find_element(By.CSS_SELECTOR, "details.manage").get_attribute("open") is not None
+    driver.find_element(By.ID, "topic-tokens").send_keys("\n".join(seeded["news"][40:43]))
+    driver.find_element(By.ID, "subscribe").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Subscribed 3 of 3 tokens to console-made"))
+    assert api("GET", "/api/topics/console-made")["subscriberCount"] == 3
+    wait(driver).until(lambda d: d.find_element(By.ID, "topic-count").get_attribute("data-count") == "3")
+    # A group member added, then removed.
+    driver = console("#/groups/family-grace")
+    heading(driver, "Group family-grace")
+    wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#notification-key code")))
+    driver.find_element(By.ID, "group-tokens").send_keys(seeded["news"][60])
+    driver.find_element(By.ID, "add-members").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Added 1 token"))
+    assert api("GET", "/api/groups/family-grace")["memberCount"] == 4
+    driver.find_element(By.CSS_SELECTOR, f"button[aria-label='Remove {seeded['news'][60]}']").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Removed the token"))
+    assert api("GET", "/api/groups/family-grace")["memberCount"] == 3
+    # Unregistering asks first, then says what it did.
+    victim = seeded["news"][9_999]
+    driver = console("#/tokens/" + urllib.parse.quote(victim, safe=""))
+    heading(driver, "Token")
+    wait(driver).until(EC.element_to_be_clickable((By.ID, "unregister"))).click()
+    wait(driver).until(EC.alert_is_present()).dismiss()
+    assert api("GET", f"/api/tokens/{victim}")["state"] == "registered"
+    driver.find_element(By.ID, "unregister").click()
+    wait(driver).until(EC.alert_is_present()).accept()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Unregistered the token"))
+    assert api("GET", f"/api/tokens/{victim}")["state"] == "unregistered"
+    driver.find_element(By.ID, "register").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Registered the token again"))
+
+
+def test_the_chart_has_the_last_hour_after_a_restart(browser, seeded):
+    """A second server on the same database, started now, stands for the first after a restart:
+    its Overview draws the last hour from the store at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([os.environ["CONSOLE_BINARY"], "serve", "--db", os.environ["CONSOLE_DB"], "--port", str(port),
+                               "--xmpp-port", "off"], stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        resize(browser, 1280, 800)
+        browser.get(base + "/console")
+        browser.execute_script("sessionStorage.setItem('fcm-registry.serverKey', arguments[0])", KEY)
+        browser.get(base + "/console#/overview")
+        browser.refresh()
+        heading(browser, "Project console-app")
+        chart = wait(browser).until(EC.presence_of_element_located((By.CSS_SELECTOR, "#history svg.chart")))
+        assert int(chart.get_attribute("data-nonzero")) > 0
+        browser.find_element(By.CSS_SELECTOR, "button[data-window='1h']").click()
+        wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, "#history svg.chart").get_attribute("data-buckets") == "60")
+        assert int(browser.find_element(By.CSS_SELECTOR, "#history svg.chart").get_attribute("data-nonzero")) > 0
+        stats = ok(requests.get(base + "/api/stats", headers=API, params={"window": "1h"}, timeout=30))
+        assert stats["totals"]["accepted"] >= 2 and stats["totals"]["delivered"] >= 3
+        # Hovering reads a minute's values.
+        webdriver.ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#history svg.chart")).perform()
+        assert "Delivered" in browser.find_element(By.CSS_SELECTOR, "#history .readout").text
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        browser.get(URL + "/console")

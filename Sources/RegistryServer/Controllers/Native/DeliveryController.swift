@@ -14,31 +14,16 @@ struct DeliveryController {
         routes.on("/api/relay", .get, use: relay)
     }
 
-    /// A logged message as the listing shows it, and its delivery.
-    struct MessageDetail: ResponseEncodable {
-        var message: MessageController.Logged
-        /// `null` when the project did not relay the message: it was logged, not delivered.
-        var delivery: DeliveryCounts?
-
-        private enum CodingKeys: String, CodingKey {
-            case delivery
-        }
-
-        /// The listing's keys and `delivery`, as `null` when there is none: a reader need not guess.
-        func encode(to encoder: any Encoder) throws {
-            try message.encode(to: encoder)
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(delivery, forKey: .delivery)
-        }
-    }
-
-    /// `GET /api/messages/{id}`: the logged message and, when it was relayed, its delivery counts.
-    @Sendable func message(_ request: Request, context: RegistryRequestContext) async throws -> MessageDetail {
+    /// `GET /api/messages/{id}`: the logged message, as the listing shows it, with its delivery
+    /// counts when it was relayed.
+    @Sendable func message(_ request: Request, context: RegistryRequestContext) async throws
+        -> MessageController.Logged
+    {
         let project = try context.requireProject()
         let id = try request.pathValue("id", context: context)
-        return MessageDetail(
-            message: MessageController.Logged(try await registry.loggedMessage(id, in: project)),
-            delivery: try await registry.delivery(ofMessage: id, in: project))
+        var message = MessageController.Logged(try await registry.loggedMessage(id, in: project))
+        message.delivery = try await registry.delivery(ofMessage: id, in: project)
+        return message
     }
 
     struct Delivery: Encodable {

@@ -14,6 +14,7 @@ struct InspectionController {
         routes.on("/api/groups/:name", .get, use: group)
         routes.on("/api/topics", .get, use: topics)
         routes.on("/api/topics/:name", .get, use: topic)
+        routes.on("/api/tokens", .get, use: tokens)
     }
 
     /// The project the caller's key opens, and its size.
@@ -125,6 +126,20 @@ struct InspectionController {
             name: topic.name, subscriberCount: topic.subscriberCount, createdAt: topic.createdAt,
             subscribers: subscribers.items.map { Member(token: $0.name, since: $0.since) },
             nextPageToken: subscribers.nextPageToken(.topicSubscribers))
+    }
+
+    struct TokenList: ResponseEncodable {
+        var tokens: [TokenInfo]
+        var nextPageToken: String?
+    }
+
+    /// `GET /api/tokens?prefix=P`: the project's tokens by value, registered or not, a page at a time.
+    @Sendable func tokens(_ request: Request, context: RegistryRequestContext) async throws -> TokenList {
+        let project = try context.requireProject()
+        let prefix = try Self.prefix(request)
+        let (after, size) = try paging(request, .tokens)
+        let page = try await registry.tokens(in: project, prefix: prefix, after: after, limit: size)
+        return TokenList(tokens: page.items, nextPageToken: page.nextPageToken(.tokens))
     }
 
     // MARK: - Paging

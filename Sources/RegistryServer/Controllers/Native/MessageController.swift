@@ -34,7 +34,7 @@ struct MessageController {
 
     // MARK: - The message log
 
-    struct Logged: Encodable {
+    struct Logged: ResponseEncodable {
         var id: String
         var `protocol`: String
         var target: String
@@ -42,6 +42,17 @@ struct MessageController {
         var recipientCount: Int
         /// The normalized message, as JSON text.
         var payload: String
+        /// The recipients by state; `null` when the project did not relay the message.
+        var delivery: DeliveryCounts?
+        /// In a token's listing: what became of the message on that token.
+        var tokenDelivery: TokenFate?
+
+        struct TokenFate: Encodable {
+            var state: DeliveryState
+            /// FCM's error code: the last one for a pending recipient, the final one for a failed one.
+            var error: String?
+            var attempts: Int
+        }
 
         init(_ message: LoggedMessage) {
             id = message.id
@@ -50,6 +61,28 @@ struct MessageController {
             receivedAt = message.receivedAt
             recipientCount = message.recipientCount
             payload = message.body
+            delivery = message.delivery
+            tokenDelivery = message.tokenDelivery.map {
+                TokenFate(state: $0.state, error: $0.error, attempts: $0.attempts)
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case id, `protocol`, target, receivedAt, recipientCount, payload, delivery, tokenDelivery
+        }
+
+        /// `delivery` as `null` when there is none, so a reader need not guess; `tokenDelivery` only
+        /// in a token's listing.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(`protocol`, forKey: .protocol)
+            try container.encode(target, forKey: .target)
+            try container.encode(receivedAt, forKey: .receivedAt)
+            try container.encode(recipientCount, forKey: .recipientCount)
+            try container.encode(payload, forKey: .payload)
+            try container.encode(delivery, forKey: .delivery)
+            try container.encodeIfPresent(tokenDelivery, forKey: .tokenDelivery)
         }
     }
 

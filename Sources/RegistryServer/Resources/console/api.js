@@ -50,7 +50,8 @@ export async function call(method, path, { body, query, headers = {}, key = serv
     response = await fetch(url, {
       method,
       cache: "no-store",
-      headers: { Authorization: `key=${key}`, ...(body ? { "Content-Type": "application/json" } : {}), ...headers },
+      // The console names itself, so the server's access log says which requests (and sends) came from it.
+      headers: { Authorization: `key=${key}`, "X-Registry-Client": "console", ...(body ? { "Content-Type": "application/json" } : {}), ...headers },
       body: body ? JSON.stringify(body) : undefined,
     });
     text = await response.text();
@@ -73,6 +74,7 @@ function pending(change) {
 
 export const get = (path, query, options = {}) => call("GET", path, { ...options, query });
 export const post = (path, body, options = {}) => call("POST", path, { ...options, body });
+export const del = (path, options = {}) => call("DELETE", path, options);
 
 /** A path segment: tokens and message ids hold ":" and "%". */
 export const part = (value) => encodeURIComponent(value);

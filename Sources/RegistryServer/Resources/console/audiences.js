@@ -1,7 +1,11 @@
 // Topics and device groups: lists with counts (searched by name prefix, paged through any number),
 // and each topic's subscribers and group's members.
-import { get, part } from "./api.js";
-import { count, debounce, facts, fill, h, Pager, problem, segment, table, when } from "./dom.js";
+import { get, part, post } from "./api.js";
+import { count, debounce, facts, fill, h, live, Pager, problem, refill, segment, table, when } from "./dom.js";
+import { outcome } from "./token.js";
+
+/** How often the topic list and a topic's count ask again while shown. */
+const topicsEvery = 10_000;
 
 /** How each listing was left, so coming back to it keeps the search and order. */
 const state = { topics: { prefix: "", orderBy: "subscriberCount" }, groups: { prefix: "", sorted: { key: "name", descending: false } } };
@@ -28,7 +32,7 @@ export async function topicList(main, { signal }) {
     const { prefix, orderBy } = state.topics;
     const page = await get("/api/topics", { prefix, orderBy, pageSize: 50, pageToken });
     if (signal.aborted || !current()) return undefined;
-    fill(listing, table({
+    refill(listing, table({
       caption: prefix ? `Topics whose names start with “${prefix}”` : "All topics",
       columns: [
         { label: "Name", sort: "name", value: (topic) => h("a", { href: `#/topics/${segment(topic.name)}` }, topic.name) },
@@ -38,17 +42,63 @@ export async function topicList(main, { signal }) {
       rows: page.topics,
       sorted: { key: orderBy, descending: orderBy === "subscriberCount" },
       onSort: (key) => { state.topics.orderBy = key; reload(); },
-      empty: prefix ? "No topic name starts with that." : "No topic has a subscriber.",
+      empty: prefix ? "No topic name starts with that. Clear the search to see every topic."
+        : "No topic has a subscriber yet. Subscribe tokens with batchAdd, or open a topic by name below and paste its tokens.",
     }));
     return page.nextPageToken;
   });
   const reload = () => pager.first().catch((error) => fill(status, problem(error)));
+  const opening = h("input", { id: "open-topic", type: "text", autocomplete: "off", spellcheck: "false", required: true });
   fill(main,
     h("h1", {}, "Topics"),
     h("div", { class: "row" },
-      prefixSearch("topic-prefix", "Name starts with", state.topics.prefix, (prefix) => { state.topics.prefix = prefix; reload(); }, signal)),
+      prefixSearch("topic-prefix", "Name starts with", state.topics.prefix, (prefix) => { state.topics.prefix = prefix; reload(); }, signal),
+      h("form", { class: "row inline", onsubmit: (event) => { event.preventDefault(); if (opening.value.trim()) location.hash = `#/topics/${segment(opening.value.trim())}`; } },
+        h("div", {}, h("label", { for: "open-topic" }, "Open a topic by name"), opening),
+        h("button", { type: "submit", class: "plain" }, "Open"))),
     status, listing, pager.element);
   await pager.first();
+  live(signal, () => pager.refresh(), topicsEvery);
+}
+
+/**
+ * A topic's summary, or `null` when nobody is subscribed to it: from the listing ranked on the
+ * server's in-memory index (no row is counted, and a name nobody uses is no error), then, when
+ * more than a page of larger topics share its name as a prefix, from the topic itself.
+ */
+export async function topicSummary(name) {
+  const page = await get("/api/topics", { prefix: name, orderBy: "subscriberCount", pageSize: 200 });
+  const found = page.topics.find((topic) => topic.name === name);
+  if (found || !page.nextPageToken) return found || null;
+  return get(`/api/topics/${part(name)}`, { pageSize: 1 });
+}
+
+/** A group's summary from the listing by prefix, as for topics. */
+export async function groupSummary(name) {
+  const page = await get("/api/groups", { prefix: name, pageSize: 1 });
+  return page.groups.find((group) => group.name === name) || null;
+}
+
+/** Splits a pasted list of tokens (lines, commas or spaces) into tokens, each once. */
+function pasted(text) {
+  return [...new Set(text.split(/[\s,]+/).map((token) => token.trim()).filter(Boolean))];
+}
+
+/**
+ * Subscribes or unsubscribes pasted tokens through the IID batch API, 1,000 a call as FCM allows,
+ * and says how many of each outcome.
+ */
+async function batch(operation, topic, tokens) {
+  const errors = new Map();
+  let done = 0;
+  for (let start = 0; start < tokens.length; start += 1000) {
+    const answer = await post(`/iid/v1:${operation}`, { to: `/topics/${topic}`, registration_tokens: tokens.slice(start, start + 1000) });
+    for (const result of answer.results || []) {
+      if (result.error) errors.set(result.error, (errors.get(result.error) || 0) + 1);
+      else done += 1;
+    }
+  }
+  return { done, errors };
 }
 
 export async function topicDetail(main, { signal }, name) {
@@ -60,8 +110,8 @@ export async function topicDetail(main, { signal }, name) {
     const page = await get(`/api/topics/${part(name)}`, { pageSize, pageToken });
     const answeredAt = performance.now();
     if (signal.aborted || !current()) return undefined;
-    fill(heading, facts([["Subscribers", h("span", { id: "topic-count", dataset: { count: String(page.subscriberCount) } }, count(page.subscriberCount))], ["Created", when(page.createdAt)]]));
-    fill(listing, table({
+    refill(heading, facts([["Subscribers", h("span", { id: "topic-count", dataset: { count: String(page.subscriberCount) } }, count(page.subscriberCount))], ["Created", when(page.createdAt)]]));
+    refill(listing, table({
       caption: `Subscribers ${count((pager.page - 1) * pageSize + 1)}–${count((pager.page - 1) * pageSize + page.subscribers.length)} of ${count(page.subscriberCount)}`,
       columns: [
         { label: "Token", className: "token", value: (member) => h("a", { href: `#/tokens/${segment(member.token)}` }, member.token) },
@@ -75,14 +125,58 @@ export async function topicDetail(main, { signal }, name) {
   });
   const size = h("select", { id: "page-size", onchange: () => { pageSize = Number(size.value); pager.first(); } },
     [100, 1000, 2000].map((value) => h("option", { value }, `${value} a page`)));
+  const said = outcome();
+  const tokens = h("textarea", { id: "topic-tokens", rows: 3, spellcheck: "false", autocomplete: "off", "aria-describedby": "topic-tokens-help" });
+  const act = async (operation) => {
+    const list = pasted(tokens.value);
+    if (!list.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+    if (operation === "batchRemove" && list.length > 1 && !confirm(`Unsubscribe ${count(list.length)} tokens from ${name}?`)) return;
+    try {
+      const { done, errors } = await batch(operation, name, list);
+      const verb = operation === "batchAdd" ? "Subscribed" : "Unsubscribed";
+      const refused = [...errors].map(([error, times]) => `${count(times)} refused with ${error}`).join(", ");
+      said.done(`${verb} ${count(done)} of ${count(list.length)} tokens ${operation === "batchAdd" ? "to" : "from"} ${name}${refused ? `; ${refused}` : ""}.`);
+      if (done) tokens.value = "";
+      if (listing.contains(empty)) await pager.first(); else await pager.refresh();
+    } catch (error) { said.failed(error); }
+  };
+  const manage = h("details", { class: "card manage" },
+    h("summary", {}, "Subscribe or unsubscribe tokens"),
+    h("label", { for: "topic-tokens" }, "Registration tokens"),
+    tokens,
+    h("p", { id: "topic-tokens-help", class: "muted" }, "One or more, separated by lines, commas or spaces; sent 1,000 a call through the Instance ID batch API."),
+    h("div", { class: "actions" },
+      h("button", { type: "button", id: "subscribe", onclick: () => act("batchAdd") }, "Subscribe"),
+      h("button", { type: "button", class: "plain", id: "unsubscribe", onclick: () => act("batchRemove") }, "Unsubscribe")),
+    said.element);
+  const empty = h("p", { class: "muted empty" }, `No token is subscribed to ${name} yet: paste tokens above and Subscribe, and the topic begins.`);
   fill(main,
-    h("p", {}, h("a", { href: "#/topics" }, "← Topics")),
+    h("p", { class: "back" }, h("a", { href: "#/topics" }, "← Topics")),
     h("h1", {}, `Topic ${name}`),
     heading,
-    h("p", {}, h("a", { href: `#/conditions`, onclick: () => { sessionStorage.setItem("fcm-registry.condition", `'${name}' in topics`); } }, "Try it in a condition")),
+    h("div", { class: "actions" },
+      h("a", { class: "button plain", href: `#/compose/topic/${segment(name)}` }, "Send to this topic"),
+      h("a", { class: "button plain", href: `#/conditions`, onclick: () => { sessionStorage.setItem("fcm-registry.condition", `'${name}' in topics`); } }, "Try it in a condition")),
+    manage,
     h("div", { class: "row" }, h("div", {}, h("label", { for: "page-size" }, "Page size"), size)),
     listing, pager.element, timing);
-  await pager.first();
+  // A topic nobody is subscribed to is no error: it says how to start one.
+  const known = await topicSummary(name);
+  if (signal.aborted) return;
+  if (!known) {
+    fill(listing, empty);
+    manage.open = true;
+  } else {
+    await pager.first();
+  }
+  // The count is live; the page being read holds still until the reader pages.
+  live(signal, async () => {
+    const now = listing.contains(empty) ? await topicSummary(name) : await get(`/api/topics/${part(name)}`, { pageSize: 1 });
+    if (signal.aborted) return;
+    if (now && listing.contains(empty)) { await pager.first(); return; }
+    const counter = document.getElementById("topic-count");
+    if (now && counter) { counter.dataset.count = String(now.subscriberCount); counter.textContent = count(now.subscriberCount); }
+  }, topicsEvery);
 }
 
 export async function groupList(main, { signal }) {
@@ -109,7 +203,7 @@ export async function groupList(main, { signal }) {
         state.groups.sorted = { key: sortKey, descending: current.key === sortKey ? !current.descending : sortKey === "memberCount" };
         show();
       },
-      empty: state.groups.prefix ? "No group name starts with that." : "No device group yet.",
+      empty: state.groups.prefix ? "No group name starts with that. Clear the search to see every group." : "No device group yet. An app server creates one with POST /fcm/notification (operation create), or import Google's groups (docs/migrate-from-fcm.md).",
     }));
   };
   const pager = new Pager(async (pageToken, current) => {
@@ -132,29 +226,69 @@ export async function groupDetail(main, { project, signal }, name) {
   const key = h("span", { id: "notification-key" }, "…");
   const summary = h("section", { class: "card" });
   const listing = h("div");
+  const said = outcome();
+  let notificationKey;
+  let members = 0;
+  /** FCM's own call, as an app server makes it: `POST /fcm/notification` with the group's key. */
+  const change = (operation, tokens) => post("/fcm/notification",
+    { operation, notification_key_name: name, notification_key: notificationKey, registration_ids: tokens },
+    { headers: { project_id: project.senderId } });
+  const remove = async (token) => {
+    if (members === 1 && !confirm(`${token} is the group's last member: removing it deletes the group ${name}, and its notification keys stop working. Remove it?`)) return;
+    try {
+      await change("remove", [token]);
+      said.done(members === 1 ? `Removed the last member: the group ${name} is deleted.` : "Removed the token from the group.");
+      if (members === 1) { location.hash = "#/groups"; return; }
+      await pager.refresh();
+    } catch (error) { said.failed(error); }
+  };
   const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/groups/${part(name)}`, { pageSize: 100, pageToken });
     if (signal.aborted || !current()) return undefined;
-    fill(summary, facts([
+    members = page.memberCount;
+    refill(summary, facts([
       ["Members", h("span", { id: "group-count" }, count(page.memberCount))],
       ["Created", when(page.createdAt)],
       ["Notification key", key],
     ]));
-    fill(listing, table({
+    refill(listing, table({
       caption: `Members (${count(page.memberCount)})`,
       columns: [
         { label: "Token", className: "token", value: (member) => h("a", { href: `#/tokens/${segment(member.token)}` }, member.token) },
         { label: "Since", value: (member) => when(member.since) },
+        { label: "Action", value: (member) => h("button", { type: "button", class: "plain small", "aria-label": `Remove ${member.token}`, dataset: { key: `remove-${member.token}` }, onclick: () => remove(member.token) }, "Remove") },
       ],
       rows: page.members,
     }));
     return page.nextPageToken;
   });
-  fill(main, h("p", {}, h("a", { href: "#/groups" }, "← Device groups")), h("h1", {}, `Group ${name}`), summary, listing, pager.element);
+  const adding = h("textarea", { id: "group-tokens", rows: 2, spellcheck: "false", autocomplete: "off" });
+  const add = h("form", { class: "card manage", onsubmit: async (event) => {
+      event.preventDefault();
+      const tokens = pasted(adding.value);
+      if (!tokens.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+      try {
+        await change("add", tokens);
+        said.done(`Added ${count(tokens.length)} ${tokens.length === 1 ? "token" : "tokens"} to the group.`);
+        adding.value = "";
+        await pager.refresh();
+      } catch (error) { said.failed(error); }
+    } },
+    h("label", { for: "group-tokens" }, "Add members (registration tokens, one a line)"),
+    adding,
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "add-members" }, "Add to group")));
+  fill(main,
+    h("p", { class: "back" }, h("a", { href: "#/groups" }, "← Device groups")),
+    h("h1", {}, `Group ${name}`),
+    summary,
+    h("div", { class: "actions" }, h("a", { class: "button plain", href: `#/compose/group/${segment(name)}` }, "Send to this group")),
+    said.element,
+    listing, pager.element, add);
   await pager.first();
   // FCM's own look-up: a fresh, equally valid key every time, as FCM answers it.
   try {
     const answer = await get("/fcm/notification", { notification_key_name: name }, { headers: { project_id: project.senderId } });
+    notificationKey = answer.notification_key;
     // The clipboard is there only in a secure context (HTTPS or localhost).
     fill(key, h("code", {}, answer.notification_key),
       navigator.clipboard

@@ -87,7 +87,9 @@ async function showReach(reach, condition, dialect, stillAsked) {
   fill(reach,
     h("div", { class: "card" },
       h("h2", {}, "Reaches"),
-      h("p", {}, h("strong", { id: "condition-count", dataset: { count: String(first.count) } }, count(first.count)), " tokens"),
+      h("div", { class: "split" },
+        h("p", {}, h("strong", { id: "condition-count", dataset: { count: String(first.count) } }, count(first.count)), " tokens"),
+        dialect === "v1" ? h("a", { class: "button plain", href: `#/compose/condition/${segment(condition)}` }, "Send to this condition") : null),
       table({
         caption: "Subscribers of each topic the condition names",
         columns: [

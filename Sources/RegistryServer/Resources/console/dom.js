@@ -80,7 +80,7 @@ export function table({ caption, columns, rows, sorted, onSort, empty = "Nothing
     const label = column.sort && onSort
       ? h("button", { type: "button", onclick: () => onSort(column.sort) }, column.label)
       : column.label;
-    return h("th", { scope: "col", class: column.numeric ? "num" : undefined, "aria-sort": sort }, label);
+    return h("th", { scope: "col", class: column.numeric ? "num" : column.className, "aria-sort": sort }, label);
   }));
   const body = rows.length
     ? rows.map((row) => h("tr", {}, columns.map((column) =>
@@ -133,12 +133,83 @@ export class Pager {
     if (failure) this.element.append(problem(failure));
   }
 
-  render() {
-    fill(this.element,
-      h("button", { type: "button", class: "plain", disabled: this.busy || this.tokens.length === 1, onclick: () => { this.tokens.pop(); this.show(); } }, "Previous"),
-      h("span", { class: "muted", dataset: { page: String(this.page) } }, `Page ${this.page}`),
-      h("button", { type: "button", class: "plain", disabled: this.busy || !this.next, onclick: () => { this.tokens.push(this.next); this.show(); } }, "Next"));
+  /**
+   * Shows the current page again (a live screen's refresh): the buttons stay the elements they
+   * were, so a focused one keeps its focus, and a failed refresh leaves the page as it was.
+   */
+  async refresh() {
+    if (this.busy) return;
+    const load = this.loads;
+    try {
+      const next = await this.load(this.tokens[this.tokens.length - 1], () => load === this.loads && !this.busy);
+      if (load !== this.loads || this.busy) return;
+      this.next = next;
+      this.render();
+    } catch {
+      // The next refresh tries again; what is on screen stays.
+    }
   }
+
+  render() {
+    if (!this.buttons) {
+      this.buttons = {
+        previous: h("button", { type: "button", class: "plain", onclick: () => { this.tokens.pop(); this.show(); } }, "Previous"),
+        label: h("span", { class: "muted" }),
+        next: h("button", { type: "button", class: "plain", onclick: () => { this.tokens.push(this.next); this.show(); } }, "Next"),
+      };
+    }
+    const { previous, label, next } = this.buttons;
+    previous.disabled = this.busy || this.tokens.length === 1;
+    next.disabled = this.busy || !this.next;
+    label.dataset.page = String(this.page);
+    label.textContent = `Page ${this.page}`;
+    fill(this.element, previous, label, next);
+    // A page of one needs no paging controls.
+    this.element.hidden = this.tokens.length === 1 && !this.next && !this.busy;
+  }
+}
+
+/**
+ * Runs `work` every `every` ms while the screen is shown and the tab is visible (the Page
+ * Visibility API): a hidden tab asks nothing, and one shown again asks at once. A refresh never
+ * overlaps the one before. Stops when `signal` aborts.
+ */
+export function live(signal, work, every) {
+  let timer;
+  let running = false;
+  const tick = async () => {
+    clearTimeout(timer);
+    if (signal.aborted || document.visibilityState !== "visible") return;
+    if (!running) {
+      running = true;
+      try { await work(); } catch { /* the next round tries again */ } finally { running = false; }
+    }
+    if (!signal.aborted && document.visibilityState === "visible") timer = setTimeout(tick, every);
+  };
+  const visibility = () => { if (document.visibilityState === "visible") tick(); else clearTimeout(timer); };
+  document.addEventListener("visibilitychange", visibility);
+  signal.addEventListener("abort", () => { clearTimeout(timer); document.removeEventListener("visibilitychange", visibility); });
+  timer = setTimeout(tick, every);
+}
+
+/**
+ * Replaces what `element` holds, keeping the user's place: focus returns to the control that
+ * matches the one focused before (same link, same button), and the scroll of a wide table stays.
+ */
+export function refill(element, ...children) {
+  const focused = element.contains(document.activeElement) ? identify(document.activeElement) : null;
+  const scrolls = [...element.querySelectorAll(".table-wrap")].map((wrap) => wrap.scrollLeft);
+  fill(element, ...children);
+  element.querySelectorAll(".table-wrap").forEach((wrap, index) => { if (scrolls[index]) wrap.scrollLeft = scrolls[index]; });
+  if (focused) {
+    const match = [...element.querySelectorAll(focused.tag)].find((candidate) => identify(candidate).key === focused.key);
+    if (match) match.focus({ preventScroll: true });
+  }
+  return element;
+}
+
+function identify(element) {
+  return { tag: element.tagName.toLowerCase(), key: element.getAttribute("href") || element.id || element.dataset.key || element.textContent };
 }
 
 /** Runs `work` after `delay` ms without another call (typing in a search box), until `signal` aborts. */

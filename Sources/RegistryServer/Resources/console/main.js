@@ -6,7 +6,8 @@ import { conditions } from "./conditions.js";
 import { groupDetail, groupList, topicDetail, topicList } from "./audiences.js";
 import { tokenView } from "./token.js";
 import { messageDetail, messageList } from "./messages.js";
-import { relayView, startSampling, stopSampling } from "./relay.js";
+import { relayView } from "./relay.js";
+import { compose } from "./compose.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -25,6 +26,7 @@ const routes = [
   [/^#\/messages$/, messageList],
   [/^#\/messages\/(.+)$/, messageDetail],
   [/^#\/relay$/, relayView],
+  [/^#\/compose(?:\/(token|topic|condition|group)\/(.+))?$/, compose],
 ];
 
 /** The project the key opens: `GET /api/project`. */
@@ -51,6 +53,8 @@ async function show() {
     }
     if (signal.aborted) return;
     const heading = main.querySelector("h1");
+    // Each screen starts at its heading, for screen readers and the keyboard; it is focused, not
+    // outlined (it is no control).
     if (heading && !main.contains(document.activeElement)) { heading.tabIndex = -1; heading.focus({ preventScroll: true }); }
     return;
   }
@@ -102,7 +106,7 @@ async function signIn(key) {
 function signedIn() {
   nav.hidden = false;
   signOutButton.hidden = false;
-  projectLabel.textContent = `${project.projectId} · sender ${project.senderId}`;
+  fill(projectLabel, h("span", { class: "project-id" }, project.projectId), h("span", { class: "sender" }, ` · sender ${project.senderId}`));
   // A project without a relay only records what it is sent: say so wherever the user looks.
   const delivery = h("span", { class: `delivery ${project.delivery}`, title: project.delivery === "relayed"
     ? "Messages are delivered to devices through FCM HTTP v1."
@@ -110,13 +114,11 @@ function signedIn() {
     project.delivery === "relayed" ? "delivering" : "recording only");
   projectLabel.append(" ", delivery);
   document.title = `${project.projectId} · fcm-registry console`;
-  startSampling();
 }
 
 function signOut(message) {
   forget();
   project = null;
-  stopSampling();
   leaving.abort();
   signInScreen(message);
 }

@@ -1,83 +1,94 @@
-// The message log, newest first, with what happened to each message on each device; screens
-// refresh while deliveries are pending.
+// The message log, newest first, with what happened to each message on each device. The list
+// carries each message's counts (one call a page); the screens refresh while they are shown.
 import { get, part } from "./api.js";
-import { count, facts, fill, h, Pager, problem, segment, stats, table, when } from "./dom.js";
+import { count, facts, fill, h, live, Pager, problem, refill, segment, stats, table, when } from "./dom.js";
 
-/** How often a screen with pending deliveries asks again. */
-const refreshEvery = 2000;
+/** How often the list and a message's screen ask again while shown. */
+const listEvery = 5000;
+const detailEvery = 2000;
 
 /** "pending 3 · delivered 10 · failed 1", or why there is no delivery state. */
-function deliveryBadges(delivery) {
-  if (delivery === undefined) return h("span", { class: "muted" }, "…");
-  if (delivery === null) return h("span", { class: "muted" }, "not relayed");
-  return [
+export function deliveryBadges(delivery) {
+  if (!delivery) return h("span", { class: "muted" }, "not relayed");
+  return h("span", { class: "badges" },
     delivery.pending ? h("span", { class: "badge pending" }, `pending ${count(delivery.pending)}`) : null,
-    h("span", { class: "badge delivered" }, `delivered ${count(delivery.delivered)}`), " ",
-    delivery.failed ? h("span", { class: "badge failed" }, `failed ${count(delivery.failed)}`) : null,
-  ];
+    h("span", { class: "badge delivered" }, `delivered ${count(delivery.delivered)}`),
+    delivery.failed ? h("span", { class: "badge failed" }, `failed ${count(delivery.failed)}`) : null);
+}
+
+/** What a reader recognises a message by: its notification's title or body, else its data keys. */
+export function summary(message) {
+  let payload;
+  try { payload = JSON.parse(message.payload); } catch { return ""; }
+  const notification = payload.notification || {};
+  const text = [notification.title, notification.body].filter(Boolean).join(" — ");
+  if (text) return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+  const keys = Object.keys(payload.data || {});
+  return keys.length ? h("span", { class: "muted" }, `data: ${keys.slice(0, 4).join(", ")}${keys.length > 4 ? "…" : ""}`) : "";
+}
+
+/** A page of messages as a table: when, what, to whom, and the delivery counts. */
+export function messageTable(messages, { caption, empty, token }) {
+  return table({
+    caption,
+    columns: [
+      { label: "Received", value: (message) => h("a", { href: `#/messages/${segment(message.id)}` }, when(message.receivedAt)) },
+      { label: "Message", value: summary },
+      { label: "Target", className: "target", value: (message) => message.target },
+      { label: "Via", className: "via", value: (message) => message.protocol },
+      token
+        ? { label: "On this token", value: (message) => tokenState(message.tokenDelivery) }
+        : { label: "Delivery", value: (message) => deliveryBadges(message.delivery) },
+    ],
+    rows: messages,
+    empty,
+  });
+}
+
+/** What became of a message on one token, with FCM's error. */
+function tokenState(delivery) {
+  if (!delivery) return h("span", { class: "muted" }, "not relayed");
+  return h("span", { class: "badges" },
+    h("span", { class: `badge ${delivery.state}` }, delivery.state),
+    delivery.error ? h("code", { class: "fcm-error" }, delivery.error) : null);
 }
 
 export async function messageList(main, { signal }) {
   const listing = h("div");
   const status = h("div", { role: "status", "aria-live": "polite" });
-  let timer;
-  signal.addEventListener("abort", () => clearTimeout(timer));
   const pager = new Pager(async (pageToken, current) => {
-    clearTimeout(timer);
     const page = await get("/api/messages", { pageSize: 20, pageToken });
     if (signal.aborted || !current()) return undefined;
-    const cells = new Map(page.messages.map((message) => [message.id, h("span", {}, deliveryBadges(undefined))]));
-    fill(listing, table({
-      caption: "Logged messages, newest first",
-      columns: [
-        { label: "Received", value: (message) => h("a", { href: `#/messages/${segment(message.id)}` }, when(message.receivedAt)) },
-        { label: "Protocol", value: (message) => message.protocol },
-        { label: "Target", className: "token", value: (message) => message.target },
-        { label: "Recipients", numeric: true, value: (message) => count(message.recipientCount) },
-        { label: "Delivery", value: (message) => cells.get(message.id) },
-      ],
-      rows: page.messages,
-      empty: "No message logged yet. Sends to topics and conditions are always logged; sends to tokens when they reach one.",
+    refill(listing, messageTable(page.messages, {
+      caption: "Messages, newest first",
+      empty: [h("span", {}, "No message yet. Sends to topics and conditions are always logged, sends to tokens when they reach one. "),
+        h("a", { href: "#/compose" }, "Send a test message"), "."],
     }));
-    // Each message's delivery state, asked again while any is pending.
-    let waiting = page.messages.map((message) => message.id);
-    const refresh = async () => {
-      const answers = await Promise.all(waiting.map((id) => get(`/api/messages/${part(id)}`).catch(() => null)));
-      // Another page (or screen) shown since: this page's refreshes stop.
-      if (signal.aborted || !current()) return;
-      waiting = [];
-      answers.forEach((answer) => {
-        if (!answer) return;
-        fill(cells.get(answer.id), deliveryBadges(answer.delivery));
-        if (answer.delivery && answer.delivery.pending) waiting.push(answer.id);
-      });
-      if (waiting.length) timer = setTimeout(refresh, refreshEvery);
-    };
-    await refresh();
     return page.nextPageToken;
   });
-  fill(main, h("h1", {}, "Messages"), status, listing, pager.element);
+  fill(main,
+    h("div", { class: "split" }, h("h1", {}, "Messages"), h("a", { class: "button", href: "#/compose" }, "Send a message")),
+    status, listing, pager.element);
   await pager.first().catch((error) => fill(status, problem(error)));
+  live(signal, () => pager.refresh(), listEvery);
 }
 
 const states = ["failed", "pending", "delivered"];
 
 export async function messageDetail(main, { signal }, id) {
   let chosen;
-  let timer;
-  signal.addEventListener("abort", () => clearTimeout(timer));
-  const summary = h("section", { class: "card", id: "delivery-summary" });
-  const tabs = h("div", { class: "tabs", role: "group", "aria-label": "Deliveries in state" });
+  const summaryCard = h("section", { class: "card", id: "delivery-summary" });
+  const tabs = h("div", { class: "tabs", role: "group", "aria-label": "Recipients in state" });
   const listing = h("div");
   const pager = new Pager(async (pageToken, current) => {
     const page = await get(`/api/messages/${part(id)}/deliveries`, { state: chosen, pageSize: 100, pageToken });
     if (signal.aborted || !current()) return undefined;
-    fill(listing, table({
+    refill(listing, table({
       caption: `Recipients ${chosen}`,
       columns: [
         { label: "Token", className: "token", value: (delivery) => h("a", { href: `#/tokens/${segment(delivery.token)}` }, delivery.token) },
         { label: "State", value: (delivery) => h("span", { class: `badge ${delivery.state}` }, delivery.state) },
-        { label: "FCM's error", value: (delivery) => delivery.error || "—" },
+        { label: "FCM's error", value: (delivery) => delivery.error ? h("code", { class: "fcm-error" }, delivery.error) : "—" },
         { label: "Attempts", numeric: true, value: (delivery) => count(delivery.attempts) },
       ],
       rows: page.deliveries,
@@ -96,39 +107,38 @@ export async function messageDetail(main, { signal }, id) {
   if (signal.aborted) return;
   let payload;
   try { payload = JSON.stringify(JSON.parse(message.payload), null, 2); } catch { payload = message.payload; }
+  const title = summary(message);
   fill(main,
-    h("p", {}, h("a", { href: "#/messages" }, "← Messages")),
+    h("p", { class: "back" }, h("a", { href: "#/messages" }, "← Messages")),
     h("h1", {}, "Message"),
     h("section", { class: "card" }, facts([
       ["Id", h("code", {}, message.id)],
-      ["Protocol", message.protocol],
+      ["Message", title || "—"],
       ["Target", message.target],
+      ["Via", message.protocol],
       ["Received", when(message.receivedAt)],
       ["Recipients", count(message.recipientCount)],
     ])),
     h("h2", {}, "Delivery"),
-    summary,
+    summaryCard,
     message.delivery ? [tabs, listing, pager.element] : null,
     h("h2", {}, "Payload, as fcm-registry understood it"),
     h("pre", {}, payload));
 
-  const showDelivery = (delivery) => fill(summary, delivery
+  const showDelivery = (delivery) => refill(summaryCard, delivery
     ? stats([["Pending", delivery.pending, "pending"], ["Delivered", delivery.delivered, "delivered"], ["Failed", delivery.failed, "failed"]])
     : h("p", { class: "muted" }, "Not relayed: the project did not deliver through FCM when this message came, or it was a dry run."));
   showDelivery(message.delivery);
   if (!message.delivery) return;
   choose(message.delivery.failed ? "failed" : message.delivery.pending ? "pending" : "delivered");
-  // While recipients wait, the counts (and the list shown) follow them.
-  const refresh = async () => {
-    try {
-      const now = await get(`/api/messages/${part(id)}`);
-      if (signal.aborted) return;
-      showDelivery(now.delivery);
-      if (pager.page === 1) await pager.show();
-      if (now.delivery && now.delivery.pending) timer = setTimeout(refresh, refreshEvery);
-    } catch (error) {
-      if (!signal.aborted) fill(summary, problem(error));
-    }
-  };
-  if (message.delivery.pending) timer = setTimeout(refresh, refreshEvery);
+  // The counts, and the page of recipients shown, follow the deliveries while the screen is shown.
+  let settled = !message.delivery.pending;
+  live(signal, async () => {
+    if (settled) return;
+    const now = await get(`/api/messages/${part(id)}`);
+    if (signal.aborted) return;
+    showDelivery(now.delivery);
+    await pager.refresh();
+    settled = !now.delivery || !now.delivery.pending;
+  }, detailEvery);
 }

@@ -1,38 +1,43 @@
-// The first screen: the project's size, its largest topics, deliveries per minute and the latest messages.
+// The first screen: the project's size, the last day's messages and deliveries (kept by the
+// server), its largest topics and the latest messages; everything refreshes while it is shown.
 import { get } from "./api.js";
-import { barChart, figure, lineChart } from "./chart.js";
-import { count, fill, h, segment, stats, when } from "./dom.js";
-import { deliveryRate } from "./relay.js";
+import { barChart, figure, topicHref } from "./chart.js";
+import { fill, h, live, refill, stats } from "./dom.js";
+import { historyCard } from "./history.js";
+import { messageTable } from "./messages.js";
+
+/** How often the Overview asks again while it is shown. */
+export const overviewEvery = 5000;
 
 export async function overview(main, { project, signal }) {
-  const [size, top, messages] = await Promise.all([
-    get("/api/project"),
-    get("/api/topics", { orderBy: "subscriberCount", pageSize: 10 }),
-    get("/api/messages", { pageSize: 5 }),
-  ]);
+  const size = h("section", { class: "card", "aria-label": "Size" });
+  const top = h("div");
+  const latest = h("div", { id: "latest-messages" });
+  const history = historyCard();
+  const refresh = async () => {
+    const [counts, topics, messages] = await Promise.all([
+      get("/api/project"),
+      get("/api/topics", { orderBy: "subscriberCount", pageSize: 10 }),
+      get("/api/messages", { pageSize: 5 }),
+      history.refresh(),
+    ]);
+    if (signal.aborted) return;
+    refill(size, stats([["Registered tokens", counts.registeredTokens, "registeredTokens"], ["Topics with subscribers", counts.topics, "topics"], ["Sender id", counts.senderId]]));
+    refill(top, figure("Largest topics",
+      barChart(topics.topics.map((topic) => ({ label: topic.name, value: topic.subscriberCount, href: topicHref(topic.name) })),
+        { title: `The ${topics.topics.length} largest topics by subscribers; each bar opens its topic`, empty: "No topic has a subscriber yet." })));
+    refill(latest, messageTable(messages.messages, {
+      caption: "The five latest messages, newest first",
+      empty: [h("span", {}, "No message yet. "), h("a", { href: "#/compose" }, "Send a test message"), "."],
+    }));
+  };
+  await refresh();
   if (signal.aborted) return;
-  const rateFigure = h("div");
-  const drawRate = () => fill(rateFigure, figure("Deliveries per minute",
-    lineChart(deliveryRate(), { title: "Deliveries per minute, measured while this tab is open", unit: "per min" })));
-  drawRate();
-  const timer = setInterval(drawRate, 5000);
-  signal.addEventListener("abort", () => clearInterval(timer));
   fill(main,
-    h("h1", {}, `Project ${project.projectId}`),
-    h("section", { class: "card", "aria-label": "Size" },
-      stats([["Registered tokens", size.registeredTokens, "registeredTokens"], ["Topics with subscribers", size.topics, "topics"], ["Sender id", size.senderId]])),
-    h("div", { class: "grid" },
-      figure("Top topics by subscribers",
-        barChart(top.topics.map((topic) => ({ label: topic.name, value: topic.subscriberCount })),
-          { title: `The ${top.topics.length} largest topics by subscribers` }),
-        h("ol", { class: "ranking" }, top.topics.map((topic) => h("li", {},
-          h("a", { href: `#/topics/${segment(topic.name)}` }, topic.name), " ",
-          h("span", { class: "muted" }, `${count(topic.subscriberCount)} subscribers`))))),
-      rateFigure),
-    h("h2", {}, "Latest messages"),
-    h("ul", {}, messages.messages.length
-      ? messages.messages.map((message) => h("li", {},
-          h("a", { href: `#/messages/${segment(message.id)}` }, message.target), " ",
-          h("span", { class: "muted" }, `${message.protocol} · ${count(message.recipientCount)} recipients · ${when(message.receivedAt)}`)))
-      : h("li", { class: "muted" }, "No message logged yet.")));
+    h("div", { class: "split" }, h("h1", {}, `Project ${project.projectId}`), h("a", { class: "button", href: "#/compose" }, "Send a message")),
+    size,
+    h("div", { class: "grid" }, history.card, top),
+    h("div", { class: "split" }, h("h2", {}, "Latest messages"), h("a", { href: "#/messages" }, "All messages")),
+    latest);
+  live(signal, refresh, overviewEvery);
 }
