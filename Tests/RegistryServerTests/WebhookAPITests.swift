@@ -158,10 +158,12 @@ struct WebhookDeliveryTests {
             url: "http://127.0.0.1:\(port)/hook", secret: secret, previousSecret: previous)
     }
 
-    static func options(allowPrivate: Bool = true) -> WebhookOptions {
+    /// - Parameter timeout: an attempt's; long enough by default that a loaded machine's local
+    ///   receiver answers within it.
+    static func options(allowPrivate: Bool = true, timeout: Duration = .seconds(10)) -> WebhookOptions {
         var options = WebhookOptions()
         options.allowPrivateNetworks = allowPrivate
-        options.timeout = .seconds(2)
+        options.timeout = timeout
         options.pollInterval = .milliseconds(50)
         options.lease = .seconds(5)
         return options
@@ -223,7 +225,7 @@ struct WebhookDeliveryTests {
         }
         try await Self.receiver(delay: .seconds(3)) { port, _ in
             let started = ContinuousClock.now
-            let result = await HTTPWebhookChannel(options: Self.options()).send(
+            let result = await HTTPWebhookChannel(options: Self.options(timeout: .seconds(1))).send(
                 Self.delivery(port: port, secret: WebhookRules.makeSecret()))
             guard case .failed = result else {
                 Issue.record("a stalled answer counted: \(result)")
