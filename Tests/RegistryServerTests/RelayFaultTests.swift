@@ -10,7 +10,7 @@ import Testing
 /// The relay against an FCM that misbehaves as real upstreams do, over HTTP/2 and TLS: a stream
 /// it never answers, an HTML error page, an access token it stops taking, a quota that closes.
 /// The sends go to a scripted `TestHTTP2Server`; the emulator still grants the access tokens.
-@Suite(.onEveryBackend, .enabled(if: ServeProcess.available, "needs the built fcm-registry"), .timeLimit(.minutes(2)))
+@Suite(.onEveryBackend, .enabled(if: ServeProcess.available, "needs the built fcm-registry"), .timeLimit(.minutes(5)))
 struct RelayFaultTests {
     static let delivered = Array(#"{"name":"projects/test-app/messages/1"}"#.utf8)
 
