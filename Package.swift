@@ -169,6 +169,7 @@ let package = Package(
                 .embedInCode("Resources/console/relay.js"),
                 .embedInCode("Resources/console/history.js"),
                 .embedInCode("Resources/console/compose.js"),
+                .embedInCode("Resources/console/webhooks.js"),
             ],
             swiftSettings: strict
         ),

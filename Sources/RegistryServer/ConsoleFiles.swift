@@ -33,6 +33,7 @@ enum ConsoleFiles {
         "relay.js": File(contentType: javaScript, bytes: PackageResources.relay_js),
         "history.js": File(contentType: javaScript, bytes: PackageResources.history_js),
         "compose.js": File(contentType: javaScript, bytes: PackageResources.compose_js),
+        "webhooks.js": File(contentType: javaScript, bytes: PackageResources.webhooks_js),
     ]
 
     static let javaScript = "text/javascript; charset=UTF-8"

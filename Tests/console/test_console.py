@@ -308,14 +308,18 @@ SCREENS = [
     ("messages", "#/messages", "Messages"),
     ("message", None, "Message"),
     ("relay", "#/relay", "Relay"),
+    ("webhooks", "#/relay/webhooks", "Relay"),
+    ("webhook-secret", "#/relay/webhooks", "Relay"),
     ("compose", "#/compose/topic/weather", "Send a message"),
 ]
 
 
 @pytest.mark.parametrize("width,height", SIZES)
-def test_every_screen_fits_and_labels_its_controls(console, seeded, width, height):
+def test_every_screen_fits_and_labels_its_controls(console, seeded, closed_url, width, height):
     """Each screen at both sizes: no sideways scrolling of the page, every control labelled, and
     (with CONSOLE_SCREENSHOTS) a screenshot."""
+    # The Relay screen shows a webhook whose endpoint refuses connections: a backlog and a last error.
+    failing_hook(closed_url, seeded)
     for name, route, title in SCREENS:
         if name == "token":
             route = "#/tokens/" + urllib.parse.quote(seeded["news"][0], safe="")
@@ -328,6 +332,13 @@ def test_every_screen_fits_and_labels_its_controls(console, seeded, width, heigh
             wait(driver).until(EC.visibility_of_element_located((By.ID, "condition-count")))
         if name == "compose":
             wait(driver).until(EC.visibility_of_element_located((By.ID, "audience-count")))
+        if name.startswith("webhook"):
+            wait(driver).until(EC.text_to_be_present_in_element((By.ID, "webhook-list"), "Last error"))
+        if name == "webhook-secret":
+            # The secret shown once, as rotating the failing hook's secret shows it.
+            driver.find_element(By.CSS_SELECTOR, "#webhook-list button.rotate").click()
+            wait(driver).until(EC.alert_is_present()).accept()
+            wait(driver).until(EC.visibility_of_element_located((By.ID, "webhook-secret")))
         overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, (name, width, overflow)
         unlabelled = driver.execute_script("""
@@ -335,7 +346,11 @@ def test_every_screen_fits_and_labels_its_controls(console, seeded, width, heigh
               .filter(c => c.type !== 'hidden' && c.labels.length === 0 && !c.getAttribute('aria-label')).map(c => c.outerHTML)""")
         assert unlabelled == [], (name, unlabelled)
         if SCREENSHOTS:
-            driver.execute_script("window.scrollTo(0, 0); document.activeElement.blur()")
+            # The webhooks are further down the Relay screen: those screenshots start at their heading.
+            driver.execute_script("""
+                const section = arguments[0] ? document.getElementById('webhooks') : null;
+                if (section) section.scrollIntoView({block: 'start'}); else window.scrollTo(0, 0);
+                document.activeElement.blur()""", name.startswith("webhook"))
             time.sleep(0.3)
             driver.save_screenshot(os.path.join(SCREENSHOTS, f"{name}-{width}x{height}.png"))
     if SCREENSHOTS and (width, height) == SIZES[-1]:
@@ -544,7 +559,7 @@ def test_the_chart_has_the_last_hour_after_a_restart(browser, seeded):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen([os.environ["CONSOLE_BINARY"], "serve", "--db", os.environ["CONSOLE_DB"], "--port", str(port),
-                               "--xmpp-port", "off"], stderr=subprocess.DEVNULL)
+                               "--xmpp-port", "off", "--webhook-allow-private-networks"], stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
@@ -577,3 +592,160 @@ def test_the_chart_has_the_last_hour_after_a_restart(browser, seeded):
         server.terminate()
         server.wait(timeout=30)
         browser.get(URL + "/console")
+
+
+# MARK: - Webhooks (on the Relay screen)
+
+
+EVENTS = ["token.unregistered", "delivery.failed", "message.completed"]
+
+
+@pytest.fixture(scope="session")
+def closed_url():
+    """A local URL where nothing listens: every attempt to deliver there fails, refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/fcm-events"
+
+
+def webhooks():
+    return api("GET", "/api/webhooks")["webhooks"]
+
+
+def create_hook(url, events=EVENTS):
+    reply = requests.post(URL + "/api/webhooks", headers=API, timeout=30, json={"url": url, "events": events})
+    assert reply.status_code == 201, (reply.status_code, reply.text)
+    return reply.json()
+
+
+def failing_hook(url, seeded):
+    """A webhook to `url` that was sent an event it could not deliver: a backlog and a last error."""
+    hook = next((hook for hook in webhooks() if hook["url"] == url), None) or create_hook(url)
+    if not hook.get("lastError"):
+        # To one token "FCM" knows: the other tests' messages and counts stay as they were.
+        ok(requests.post(f"{URL}/fcm/send", headers=API, timeout=30, json={
+            "to": seeded["news"][0], "data": {"webhook": "test"}}))
+    deadline = time.monotonic() + 30
+    while True:
+        hook = api("GET", f"/api/webhooks/{hook['id']}")
+        if hook.get("lastError") and hook["backlog"] > 0:
+            return hook
+        assert time.monotonic() < deadline, hook
+        time.sleep(0.2)
+
+
+def card(driver, hook_id):
+    return wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, f"article[data-hook='{hook_id}']")))
+
+
+def test_adding_a_webhook_shows_its_secret_once(console, closed_url):
+    for hook in webhooks():
+        assert requests.delete(f"{URL}/api/webhooks/{hook['id']}", headers=API, timeout=30).status_code == 204
+    driver = console("#/relay/webhooks")
+    heading(driver, "Relay")
+    # The route names the section: its heading has the focus. With no webhook, it says what they
+    # are for, and the form is open.
+    assert driver.execute_script("return document.activeElement.id") == "webhooks-heading"
+    empty = wait(driver).until(EC.visibility_of_element_located((By.ID, "webhooks-empty")))
+    assert "No webhook yet" in empty.text and "signed POST" in empty.text
+    assert driver.find_element(By.ID, "add-webhook-form").get_attribute("open") is not None
+    # The API's refusal is shown in the form, in its words.
+    url = driver.find_element(By.ID, "webhook-url")
+    url.send_keys("https://ops:hunter2@hooks.example.com/events")
+    driver.find_element(By.ID, "add-webhook").click()
+    wait(driver).until(EC.text_to_be_present_in_element(
+        (By.CSS_SELECTOR, "#add-webhook-form [role='alert']"), "url must not carry a user or password"))
+    assert webhooks() == []
+    refused = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert all("/api/webhooks" in e["message"] and "400" in e["message"] for e in refused), refused
+    # Added: the secret is shown once, with a copy button and the warning.
+    url.clear()
+    url.send_keys(closed_url)
+    driver.find_element(By.ID, "webhook-event-delivery-failed").click()
+    driver.find_element(By.ID, "add-webhook").click()
+    secret = wait(driver).until(EC.visibility_of_element_located((By.ID, "webhook-secret"))).text
+    assert secret.startswith("whsec_")
+    panel = driver.find_element(By.ID, "webhook-secret-panel").text
+    assert "will not be shown again" in panel and closed_url in panel
+    [hook] = webhooks()
+    assert hook["url"] == closed_url and hook["events"] == ["token.unregistered", "message.completed"]
+    assert secret not in json.dumps(hook)
+    card(driver, hook["id"])
+    # Copy: to the clipboard when the browser allows it…
+    driver.execute_cdp_cmd("Browser.grantPermissions", {
+        "origin": URL, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    driver.find_element(By.ID, "copy-webhook-secret").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.ID, "webhook-secret-copied"), "Copied"))
+    pasted = driver.execute_async_script("navigator.clipboard.readText().then(arguments[0], e => arguments[0]('refused: ' + e))")
+    assert pasted == secret
+    # …else selected, for the keyboard's copy.
+    driver.execute_script("navigator.clipboard.writeText = () => Promise.reject(new Error('denied'))")
+    driver.find_element(By.ID, "copy-webhook-secret").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.ID, "webhook-secret-copied"), "Selected"))
+    assert driver.execute_script("return getSelection().toString()") == secret
+    # Kept: it leaves the page, and nothing shows it again.
+    driver.find_element(By.ID, "hide-webhook-secret").click()
+    assert secret not in driver.page_source
+    assert driver.execute_script("return document.activeElement.id") == "webhooks-heading"
+    driver.refresh()
+    heading(driver, "Relay")
+    card(driver, hook["id"])
+    assert secret not in driver.page_source
+
+
+def test_a_webhooks_backlog_and_last_error_show_as_they_happen(console, seeded, closed_url):
+    hook = create_hook(closed_url.replace("/fcm-events", "/live-events"))
+    driver = console("#/relay/webhooks")
+    heading(driver, "Relay")
+    shown = card(driver, hook["id"])
+    assert "no event sent yet" in shown.text
+    hook = failing_hook(hook["url"], seeded)
+    # Without a reload, within the screen's refresh: what the API says of it.
+    def matches(d):
+        now = api("GET", f"/api/webhooks/{hook['id']}")
+        shown = card(d, hook["id"])
+        backlog = shown.find_element(By.CSS_SELECTOR, "dd[data-stat='backlog']").get_attribute("data-value")
+        errors = shown.find_elements(By.CSS_SELECTOR, "[data-field='lastError']")
+        return backlog == str(now["backlog"]) and errors and errors[0].text == now["lastError"]
+    wait(driver, 15).until(matches)
+    shown = card(driver, hook["id"])
+    assert int(shown.find_element(By.CSS_SELECTOR, "dd[data-stat='backlog']").get_attribute("data-value")) > 0
+    assert shown.find_element(By.CSS_SELECTOR, ".badge[data-state='failing']").text.startswith("failing since")
+    assert "Last attempt" in shown.text and "none yet" not in shown.text
+
+
+def test_rotating_and_deleting_a_webhook(console, closed_url):
+    url = closed_url.replace("/fcm-events", "/rotated-events")
+    created = create_hook(url, ["message.completed"])
+    driver = console("#/relay/webhooks")
+    heading(driver, "Relay")
+    # Rotating asks first; dismissed, nothing changes.
+    card(driver, created["id"]).find_element(By.CSS_SELECTOR, "button.rotate").click()
+    alert = wait(driver).until(EC.alert_is_present())
+    assert url in alert.text and "24 hours" in alert.text
+    alert.dismiss()
+    assert "previousSecretExpiresAt" not in api("GET", f"/api/webhooks/{created['id']}")
+    assert not driver.find_elements(By.ID, "webhook-secret")
+    # Accepted: the new secret, shown once, and the old one signs beside it for a day.
+    card(driver, created["id"]).find_element(By.CSS_SELECTOR, "button.rotate").click()
+    wait(driver).until(EC.alert_is_present()).accept()
+    rotated = wait(driver).until(EC.visibility_of_element_located((By.ID, "webhook-secret"))).text
+    assert rotated.startswith("whsec_") and rotated != created["secret"]
+    panel = driver.find_element(By.ID, "webhook-secret-panel").text
+    assert "new signing secret" in panel and "24 hours" in panel and "will not be shown again" in panel
+    assert api("GET", f"/api/webhooks/{created['id']}")["previousSecretExpiresAt"]
+    wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, f"article[data-hook='{created['id']}']"), "Previous secret"))
+    # Deleting asks first, then says what it did; the hook leaves the API and the screen.
+    card(driver, created["id"]).find_element(By.CSS_SELECTOR, "button.delete").click()
+    alert = wait(driver).until(EC.alert_is_present())
+    assert url in alert.text
+    alert.dismiss()
+    assert any(hook["id"] == created["id"] for hook in webhooks())
+    card(driver, created["id"]).find_element(By.CSS_SELECTOR, "button.delete").click()
+    wait(driver).until(EC.alert_is_present()).accept()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#webhooks .outcome"), f"Deleted the webhook to {url}"))
+    assert all(hook["id"] != created["id"] for hook in webhooks())
+    wait(driver).until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"article[data-hook='{created['id']}']"))
+    # Its secret, shown just before, went with it.
+    assert not driver.find_elements(By.ID, "webhook-secret")

@@ -25,7 +25,7 @@ const routes = [
   [/^#\/tokens(?:\/(.+))?$/, tokenView],
   [/^#\/messages$/, messageList],
   [/^#\/messages\/(.+)$/, messageDetail],
-  [/^#\/relay$/, relayView],
+  [/^#\/relay(?:\/(webhooks))?$/, relayView],
   [/^#\/compose(?:\/(token|topic|condition|group)\/(.+))?$/, compose],
 ];
 

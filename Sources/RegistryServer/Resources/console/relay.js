@@ -1,16 +1,19 @@
-// Delivery through FCM: the relay's queue, pauses and pruned tokens, refreshed while shown, and
-// the server's per-minute history of what it delivered.
+// Delivery through FCM: the relay's queue, pauses and pruned tokens, the project's webhooks,
+// refreshed while shown, and the server's per-minute history of what it delivered.
 import { get } from "./api.js";
 import { facts, h, live, refill, fill, stats, when } from "./dom.js";
 import { historyCard } from "./history.js";
+import { webhooksSection } from "./webhooks.js";
 
 const relayEvery = 5000;
 
-export async function relayView(main, { signal }) {
+/** `#/relay`, and `#/relay/webhooks` for the same screen at its webhooks. */
+export async function relayView(main, { project, signal }, section) {
   const body = h("div");
   const history = historyCard();
+  const webhooks = webhooksSection({ project, signal });
   const refresh = async () => {
-    const [answer] = await Promise.all([get("/api/relay"), history.refresh()]);
+    const [answer] = await Promise.all([get("/api/relay"), webhooks.refresh(), history.refresh()]);
     if (signal.aborted) return;
     refill(body, answer.projects.length
       ? answer.projects.map((project) => h("section", { class: "card" },
@@ -32,6 +35,10 @@ export async function relayView(main, { signal }) {
   };
   await refresh();
   if (signal.aborted) return;
-  fill(main, h("h1", {}, "Relay"), body, history.card);
+  fill(main, h("h1", {}, "Relay"), body, webhooks.element, history.card);
+  if (section === "webhooks") {
+    webhooks.heading.focus({ preventScroll: true });
+    webhooks.element.scrollIntoView({ block: "start" });
+  }
   live(signal, refresh, relayEvery);
 }

@@ -11,6 +11,7 @@ export function outcome() {
     element,
     done: (text) => fill(element, h("p", { class: "done" }, text)),
     failed: (error) => fill(element, problem(error)),
+    clear: () => fill(element),
   };
 }
 
