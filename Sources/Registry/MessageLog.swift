@@ -32,8 +32,7 @@ public struct LoggedMessage: Sendable {
     /// The message's recipients by state, when it was relayed.
     public var delivery: DeliveryCounts? {
         job.map {
-            DeliveryCounts(
-                pending: $0.recipients - $0.delivered - $0.failed, delivered: $0.delivered, failed: $0.failed)
+            DeliveryCounts(recipients: $0.recipients, delivered: $0.delivered, failed: $0.failed)
         }
     }
 }

@@ -225,6 +225,11 @@ public struct DeliveryCounts: Sendable, Hashable, Codable {
         self.delivered = delivered
         self.failed = failed
     }
+
+    /// A job's counts: what is neither delivered nor failed yet is pending.
+    public init(recipients: Int, delivered: Int, failed: Int) {
+        self.init(pending: recipients - delivered - failed, delivered: delivered, failed: failed)
+    }
 }
 
 /// One recipient of a relayed message, as the deliveries listing shows it.

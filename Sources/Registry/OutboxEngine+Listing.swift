@@ -5,8 +5,7 @@ import Foundation
 extension OutboxStore where Self: OutboxDriver {
     public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
         try await listedJob(ofMessage: id, in: project.rowID).map { job in
-            DeliveryCounts(
-                pending: job.recipients - job.delivered - job.failed, delivered: job.delivered, failed: job.failed)
+            DeliveryCounts(recipients: job.recipients, delivered: job.delivered, failed: job.failed)
         }
     }
 
