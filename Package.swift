@@ -251,6 +251,7 @@ let package = Package(
             name: "fcm-registry",
             dependencies: [
                 "Conditions",
+                "FCMRelay",
                 "FCMWire",
                 "Registry",
                 "RegistryPostgres",

@@ -195,22 +195,6 @@ CREATE TABLE importedKey (
 
 CREATE INDEX importedKey_groupId ON importedKey(groupId);
 
-CREATE TABLE relay (
-  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
-  firebaseProjectId TEXT NOT NULL,
-  clientEmail TEXT NOT NULL,
-  privateKeyId TEXT,
-  privateKey TEXT NOT NULL,
-  tokenUri TEXT NOT NULL,
-  upstream TEXT NOT NULL,
-  pausedUntil INTEGER,
-  lastError TEXT,
-  delivered INTEGER NOT NULL DEFAULT 0,
-  failed INTEGER NOT NULL DEFAULT 0,
-  pruned INTEGER NOT NULL DEFAULT 0,
-  createdAt INTEGER NOT NULL
-);
-
 CREATE TABLE outbox (
   messageId INTEGER PRIMARY KEY REFERENCES message(id) ON DELETE CASCADE,
   projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
@@ -268,17 +252,6 @@ CREATE TABLE upstreamMessage (
 CREATE INDEX upstreamMessage_project ON upstreamMessage(projectId, id);
 
 CREATE INDEX upstreamMessage_heldBy ON upstreamMessage(heldBy) WHERE heldBy IS NOT NULL;
-
-CREATE TABLE mirror (
-  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
-  firebaseProjectId TEXT NOT NULL,
-  clientEmail TEXT NOT NULL,
-  privateKeyId TEXT,
-  privateKey TEXT NOT NULL,
-  tokenUri TEXT NOT NULL,
-  upstream TEXT NOT NULL,
-  createdAt INTEGER NOT NULL
-);
 
 CREATE TABLE sendBudget (
   projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
@@ -363,3 +336,24 @@ CREATE TABLE minuteStat (
 ) WITHOUT ROWID;
 
 CREATE INDEX minuteStat_minute ON minuteStat(minute);
+
+CREATE TABLE "relay" (
+  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+  channel TEXT NOT NULL,
+  settings TEXT NOT NULL CHECK (json_type(settings) = 'object'),
+  secrets TEXT NOT NULL CHECK (json_type(secrets) = 'object'),
+  pausedUntil INTEGER,
+  lastError TEXT,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  pruned INTEGER NOT NULL DEFAULT 0,
+  createdAt INTEGER NOT NULL
+);
+
+CREATE TABLE "mirror" (
+  projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,
+  channel TEXT NOT NULL,
+  settings TEXT NOT NULL CHECK (json_type(settings) = 'object'),
+  secrets TEXT NOT NULL CHECK (json_type(secrets) = 'object'),
+  createdAt INTEGER NOT NULL
+);

@@ -17,7 +17,7 @@ public protocol DeliveryChannel: Sendable {
     /// is still out; returns once every attempt has had its call.
     /// - Parameter settings: the project's settings for this channel (`project relay`).
     func send(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate,
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: ChannelSettings, gate: SendGate,
         answered: @escaping AnswerSink
     ) async
     /// How the legacy and XMPP APIs word a recipient the channel refused with `code`, for the

@@ -255,7 +255,10 @@ public final class DeliveryWorker: Service, Sendable {
                 outages += 1
                 let wait = min(60, RetryPolicy.backOff(afterAttempts: outages, retryAfter: nil))
                 logger.warning(
-                    "relay: no answer from FCM", metadata: ["upstream": "\(relay.upstream)", "retry.in": "\(Int(wait))s"])
+                    "relay: no answer from the channel",
+                    metadata: [
+                        "channel": "\(relay.channel)", "settings": "\(relay.settingsJSON)", "retry.in": "\(Int(wait))s",
+                    ])
                 try await outbox.release(job, claimant: me, notBefore: Date().addingTimeInterval(wait))
                 return
             }
@@ -352,7 +355,7 @@ public final class DeliveryWorker: Service, Sendable {
     ///
     /// After a quota pause, the round sends only what the slow start admits; the rest waits,
     /// unsent, for the next round.
-    private func send(_ inFlight: PageInFlight, of job: OutboxJob, with relay: RelaySettings) async {
+    private func send(_ inFlight: PageInFlight, of job: OutboxJob, with relay: ChannelSettings) async {
         defer { inFlight.end() }
         let attempts = inFlight.page.attempts
         let admitted = pacer.admit(job.project, wanting: attempts.count)

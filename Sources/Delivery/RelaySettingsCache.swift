@@ -6,14 +6,14 @@ import Synchronization
 final class RelaySettingsCache: Sendable {
     private let outbox: any OutboxStore
     private let maximumAge: Duration
-    private let cached = Mutex<(settings: [Int64: RelaySettings], readAt: ContinuousClock.Instant)?>(nil)
+    private let cached = Mutex<(settings: [Int64: ChannelSettings], readAt: ContinuousClock.Instant)?>(nil)
 
     init(outbox: any OutboxStore, maximumAge: Duration = .seconds(1)) {
         self.outbox = outbox
         self.maximumAge = maximumAge
     }
 
-    func settings() async throws -> [Int64: RelaySettings] {
+    func settings() async throws -> [Int64: ChannelSettings] {
         if let cached = cached.withLock({ $0 }), ContinuousClock.now - cached.readAt < maximumAge {
             return cached.settings
         }

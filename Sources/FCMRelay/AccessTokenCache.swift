@@ -8,7 +8,7 @@ actor AccessTokenCache {
     private struct Entry {
         var token: String
         var refreshAt: ContinuousClock.Instant
-        var settings: RelaySettings
+        var settings: FCMSettings
     }
 
     /// A token endpoint refused the assertion or answered something that is not a token.
@@ -17,7 +17,7 @@ actor AccessTokenCache {
     }
 
     /// A token and its lifetime, as a token endpoint grants them.
-    typealias Fetch = @Sendable (RelaySettings) async throws -> (token: String, lifetime: Duration)
+    typealias Fetch = @Sendable (FCMSettings) async throws -> (token: String, lifetime: Duration)
 
     static let refreshMargin: Duration = .seconds(225)
     private let fetch: Fetch
@@ -37,7 +37,7 @@ actor AccessTokenCache {
 
     /// The project's access token, fetched when there is none, it is near its expiry, or the
     /// project's key changed.
-    func token(for project: Int64, settings: RelaySettings) async throws -> String {
+    func token(for project: Int64, settings: FCMSettings) async throws -> String {
         if let entry = entries[project], entry.settings == settings, entry.refreshAt > .now { return entry.token }
         if let task = fetching[project] { return try await task.value.token }
         let fetch = fetch
@@ -61,7 +61,7 @@ actor AccessTokenCache {
     }
 
     /// The JWT-bearer grant at the key file's `token_uri`.
-    private static func grant(_ settings: RelaySettings, client: UpstreamClient) async throws
+    private static func grant(_ settings: FCMSettings, client: UpstreamClient) async throws
         -> (token: String, lifetime: Duration)
     {
         let assertion = try settings.assertion()

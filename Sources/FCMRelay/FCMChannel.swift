@@ -23,7 +23,7 @@ public final class FCMChannel: DeliveryChannel {
     private let accessTokens: AccessTokenCache
     /// The HTTP/2 fan-out path, per `https` upstream.
     private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
-    /// When each project's last upstream fault was logged.
+    /// When each project's last fault was logged.
     private let faultsLogged = Mutex<[Int64: ContinuousClock.Instant]>([:])
 
     public init(options: RelayOptions, logger: Logger) throws {
@@ -34,10 +34,22 @@ public final class FCMChannel: DeliveryChannel {
     }
 
     public func send(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, gate: SendGate,
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with stored: ChannelSettings, gate: SendGate,
         answered: @escaping AnswerSink
     ) async {
         guard !attempts.isEmpty else { return }
+        let relay: FCMSettings
+        do {
+            relay = try FCMSettings(stored)
+        } catch {
+            // Settings this server cannot read (another channel's, a field missing) reach nobody:
+            // the round waits like one without an answer, and the log says why.
+            warnOnceAMinute(
+                about: job.project, "relay: the project's settings cannot be read; nothing is sent",
+                ["project": "\(job.project)", "error": "\(error)"])
+            for index in attempts.indices { answered(index, .unanswered) }
+            return
+        }
         // One access token for the round, not a look-up per request.
         guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
             for index in attempts.indices { answered(index, .unanswered) }
@@ -123,7 +135,7 @@ public final class FCMChannel: DeliveryChannel {
 
     /// Posts one request per attempt, and tells `answered` each one's answer as it comes.
     private func post(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate,
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with relay: FCMSettings, bearer: String, gate: SendGate,
         answered: @escaping @Sendable (Int, Answer) -> Void
     ) async {
         guard !attempts.isEmpty else { return }
@@ -159,7 +171,7 @@ public final class FCMChannel: DeliveryChannel {
     /// Requests through the HTTP/2 fan-out path: `--relay-concurrency` streams at once, none
     /// started once the project's quota closes.
     private func post(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: RelaySettings,
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, through fanOut: HTTP2Upstream, with relay: FCMSettings,
         bearer: String, gate: SendGate, answered: @escaping @Sendable (Int, Answer) -> Void
     ) async {
         await fanOut.postAll(
@@ -170,7 +182,7 @@ public final class FCMChannel: DeliveryChannel {
 
     /// One request through the general client (an `http` upstream).
     private func post(
-        _ attempt: DeliveryAttempt, of job: OutboxJob, with relay: RelaySettings, bearer: String, gate: SendGate
+        _ attempt: DeliveryAttempt, of job: OutboxJob, with relay: FCMSettings, bearer: String, gate: SendGate
     ) async -> Answer {
         // Cancelled at the round's deadline, or the quota closed: nothing is sent.
         guard !Task.isCancelled else { return .failure(CancellationError()) }
@@ -190,16 +202,21 @@ public final class FCMChannel: DeliveryChannel {
     /// An answer that is not FCM's (a proxy's error page, a wrong `--upstream`): logged once a
     /// minute per project; the recipients are retried, and the project's `lastError` says it.
     private func reportUpstreamFault(_ fault: String, of project: Int64, upstream: String) {
+        warnOnceAMinute(
+            about: project, "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
+            ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
+    }
+
+    /// A warning about a project's relay, at most once a minute per project: a fault every round
+    /// meets would otherwise write a line per page.
+    private func warnOnceAMinute(about project: Int64, _ message: Logger.Message, _ metadata: Logger.Metadata) {
         let now = ContinuousClock.now
         let due = faultsLogged.withLock { logged in
             guard logged[project].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
             logged[project] = now
             return true
         }
-        guard due else { return }
-        logger.warning(
-            "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
-            metadata: ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
+        if due { logger.warning(message, metadata: metadata) }
     }
 
     /// FCM refused the access token, and no new one could be had.

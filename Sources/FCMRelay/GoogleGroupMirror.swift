@@ -35,9 +35,10 @@ public final class GoogleGroupMirror: GroupMirror, Service {
         try await client.shutdown()
     }
 
-    public func forward(_ call: MirroredGroupCall, senderID: String, settings: RelaySettings, project: Int64)
+    public func forward(_ call: MirroredGroupCall, senderID: String, settings stored: ChannelSettings, project: Int64)
         async throws -> MirrorAnswer
     {
+        let settings = try Self.settings(stored)
         let url = settings.upstream + "/fcm/notification"
         let answer = try await authorized(settings, project: project) { bearer in
             let headers = [("project_id", senderID), ("access_token_auth", "true")]
@@ -59,8 +60,9 @@ public final class GoogleGroupMirror: GroupMirror, Service {
 
     public func send(
         _ message: Message, via protocolName: MessageProtocol, toNotificationKey notificationKey: String,
-        settings: RelaySettings, project: Int64
+        settings stored: ChannelSettings, project: Int64
     ) async throws -> MessageProblem? {
+        let settings = try Self.settings(stored)
         let url = settings.upstream + "/v1/projects/\(settings.firebaseProjectID)/messages:send"
         let body = V1Outgoing.body(
             template: V1Outgoing.template(message, via: protocolName, now: Date()), token: notificationKey)
@@ -72,10 +74,19 @@ public final class GoogleGroupMirror: GroupMirror, Service {
             for: answer.errorCode ?? "INTERNAL", token: notificationKey, retryAfter: answer.retryAfter)
     }
 
+    /// The mirror's service account and upstream, as `project mirror` stored them.
+    private static func settings(_ stored: ChannelSettings) throws(MirrorUnreachable) -> FCMSettings {
+        do {
+            return try FCMSettings(stored)
+        } catch {
+            throw MirrorUnreachable("the mirror's settings cannot be read: \(error)")
+        }
+    }
+
     /// Runs `request` with the project's access token; a 401 drops the token and tries once more
     /// with a new one, as the Admin SDKs do.
     private func authorized(
-        _ settings: RelaySettings, project: Int64, _ request: (String) async throws -> UpstreamClient.Answer
+        _ settings: FCMSettings, project: Int64, _ request: (String) async throws -> UpstreamClient.Answer
     ) async throws -> UpstreamClient.Answer {
         var answer: UpstreamClient.Answer?
         for _ in 0..<2 {

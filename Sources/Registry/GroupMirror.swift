@@ -6,7 +6,7 @@ public protocol GroupMirror: Sendable {
     /// Forwards one device-group call to Google and returns its answer as it came.
     /// - Throws: `MirrorUnreachable` when no answer came (a connection refused, a timeout, an
     ///   access token that could not be had).
-    func forward(_ call: MirroredGroupCall, senderID: String, settings: RelaySettings, project: Int64) async throws
+    func forward(_ call: MirroredGroupCall, senderID: String, settings: ChannelSettings, project: Int64) async throws
         -> MirrorAnswer
 
     /// Sends `message` to Google as an HTTP v1 send to `notificationKey`, which Google fans out to
@@ -15,7 +15,7 @@ public protocol GroupMirror: Sendable {
     /// - Throws: `MirrorUnreachable` when no answer came.
     func send(
         _ message: Message, via protocolName: MessageProtocol, toNotificationKey notificationKey: String,
-        settings: RelaySettings, project: Int64
+        settings: ChannelSettings, project: Int64
     ) async throws -> MessageProblem?
 }
 

@@ -16,10 +16,10 @@ import Foundation
 /// A store does not write these rules: it conforms to `OutboxDriver` too, whose statements the
 /// rules in `OutboxEngine.swift` run, once for every store.
 public protocol OutboxStore: Sendable {
-    /// Every relaying project's settings, by the project's row id.
-    func relaySettings() async throws -> [Int64: RelaySettings]
+    /// Every relaying project's channel settings, by the project's row id.
+    func relaySettings() async throws -> [Int64: ChannelSettings]
     /// Turns delivery on (or, with `nil`, off) for a project.
-    func setRelay(_ settings: RelaySettings?, for project: Project) async throws
+    func setRelay(_ settings: ChannelSettings?, for project: Project) async throws
 
     /// Logs the message and puts it in the outbox, in one transaction.
     /// - Parameters:
@@ -263,13 +263,13 @@ public struct RelayStatus: Sendable, Hashable {
     public var pruned: Int
     public var pausedUntil: Date?
     public var lastError: String?
-    /// The Firebase project and the upstream, never the key.
-    public var firebaseProjectID: String
-    public var upstream: String
+    /// The channel messages leave through, and its settings that may be shown (never a secret).
+    public var channel: String
+    public var settings: [String: JSONValue]
 
     public init(
         projectID: String, pending: Int, inFlight: Int, delivered: Int, failed: Int, pruned: Int, pausedUntil: Date?,
-        lastError: String?, firebaseProjectID: String, upstream: String
+        lastError: String?, channel: String, settings: [String: JSONValue]
     ) {
         self.projectID = projectID
         self.pending = pending
@@ -279,7 +279,7 @@ public struct RelayStatus: Sendable, Hashable {
         self.pruned = pruned
         self.pausedUntil = pausedUntil
         self.lastError = lastError
-        self.firebaseProjectID = firebaseProjectID
-        self.upstream = upstream
+        self.channel = channel
+        self.settings = settings
     }
 }

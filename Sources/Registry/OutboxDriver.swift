@@ -15,9 +15,9 @@ public protocol OutboxDriver: Sendable {
     // MARK: Settings
 
     /// Every `relay` row's settings, by the project's row id.
-    func relayRows() async throws -> [Int64: RelaySettings]
+    func relayRows() async throws -> [Int64: ChannelSettings]
     /// Inserts or replaces the project's `relay` row, not paused.
-    func storeRelay(_ settings: RelaySettings, of project: Project) async throws
+    func storeRelay(_ settings: ChannelSettings, of project: Project) async throws
     /// In one transaction: the pending deliveries of the project's unfinished jobs fail with
     /// `error`, those jobs finish (what was not delivered counts as failed, nobody holds them),
     /// and the `relay` row is deleted.
@@ -180,22 +180,23 @@ public struct ListedJob: Sendable {
     }
 }
 
-/// A `relay` row without its credentials.
+/// A `relay` row without its secrets.
 public struct RelayRow: Sendable {
     public var delivered: Int
     public var failed: Int
     public var pruned: Int
     public var pausedUntil: Int64?
     public var lastError: String?
-    public var firebaseProjectID: String
-    public var upstream: String
+    public var channel: String
+    /// The `settings` column, JSON text: what of the channel's settings may be shown.
+    public var settingsJSON: String
 
     public init(
-        delivered: Int, failed: Int, pruned: Int, pausedUntil: Int64?, lastError: String?, firebaseProjectID: String,
-        upstream: String
+        delivered: Int, failed: Int, pruned: Int, pausedUntil: Int64?, lastError: String?, channel: String,
+        settingsJSON: String
     ) {
         (self.delivered, self.failed, self.pruned) = (delivered, failed, pruned)
         (self.pausedUntil, self.lastError) = (pausedUntil, lastError)
-        (self.firebaseProjectID, self.upstream) = (firebaseProjectID, upstream)
+        (self.channel, self.settingsJSON) = (channel, settingsJSON)
     }
 }

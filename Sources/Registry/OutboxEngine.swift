@@ -6,11 +6,11 @@ import Foundation
 extension OutboxStore where Self: OutboxDriver {
     // MARK: - Settings
 
-    public func relaySettings() async throws -> [Int64: RelaySettings] {
+    public func relaySettings() async throws -> [Int64: ChannelSettings] {
         try await relayRows()
     }
 
-    public func setRelay(_ settings: RelaySettings?, for project: Project) async throws {
+    public func setRelay(_ settings: ChannelSettings?, for project: Project) async throws {
         guard let settings else {
             // Turned off: what is still pending will not be delivered, and says so.
             return try await dropRelay(of: project.rowID, failingPendingWith: "RELAY_OFF", now: EpochMilliseconds.now())

@@ -99,11 +99,11 @@ extension RegistryService {
     }
 
     /// Turns the mirror on for `project` with `settings`, or off with `nil`.
-    public func setMirror(_ settings: RelaySettings?, for project: Project) async throws {
+    public func setMirror(_ settings: ChannelSettings?, for project: Project) async throws {
         try await store.setMirrorSettings(settings, for: project)
     }
 
-    public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
+    public func mirrorSettings(of project: Project) async throws -> ChannelSettings? {
         try await store.mirrorSettings(of: project)
     }
 

@@ -3,13 +3,11 @@ import Foundation
 /// Delivery through FCM HTTP v1: turning it on and off, what the relay does to the registry when
 /// FCM answers, and what users see of it.
 extension RegistryService {
-    /// Turns delivery on for `projectId`, with the Firebase project and key of a service-account
-    /// file. Everything is checked before anything is stored.
-    /// - Throws: `RelaySetupError` for a file or upstream that cannot be used, `.projectNotFound`.
-    public func setRelay(projectId: String, serviceAccountJSON: Data, upstream: String) async throws -> RelaySettings {
-        let settings = try RelaySettings(serviceAccountJSON: serviceAccountJSON, upstream: upstream)
+    /// Turns delivery on for `projectId` through a channel, with settings the channel checked
+    /// (`FCMSettings(serviceAccountJSON:)` for FCM HTTP v1), or changes them.
+    /// - Throws: `.projectNotFound`.
+    public func setRelay(projectId: String, _ settings: ChannelSettings) async throws {
         try await outbox.setRelay(settings, for: try await project(named: projectId))
-        return settings
     }
 
     /// Gives the project a rate toward FCM of its own (within `SendRate.range`), held by all
@@ -29,7 +27,6 @@ extension RegistryService {
         try await outbox.setRelay(nil, for: try await project(named: projectId))
     }
 
-    /// The project's relay settings, `nil` when it does not relay.
     /// How `project`'s messages leave this server: through the relay, or into the log only.
     public func delivery(of project: Project) async throws -> ProjectDelivery {
         try await sink.relays(project) ? .relayed : .recorded
@@ -42,7 +39,8 @@ extension RegistryService {
         return try await projects().filter { relaying[$0.rowID] == nil }
     }
 
-    public func relaySettings(of project: Project) async throws -> RelaySettings? {
+    /// The project's relay settings, `nil` when it does not relay.
+    public func relaySettings(of project: Project) async throws -> ChannelSettings? {
         try await outbox.relaySettings()[project.rowID]
     }
 

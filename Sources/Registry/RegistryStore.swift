@@ -71,9 +71,9 @@ public protocol RegistryStore: Sendable {
 
     /// The service account and upstream `project mirror` forwards the project's device-group
     /// calls with; `nil` while the mirror is off.
-    func mirrorSettings(of project: Project) async throws -> RelaySettings?
+    func mirrorSettings(of project: Project) async throws -> ChannelSettings?
     /// Turns the mirror on with `settings`, or off with `nil`.
-    func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws
+    func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws
     /// Whether the group may have members at Google this database has not seen.
     func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool
     func groupCompleteness(in project: Project) async throws -> GroupCompleteness

@@ -19,11 +19,15 @@ enum PostgresMigrations {
         ("v6-idempotency", v6),
         ("v7-webhooks", v7),
         ("v8-minute-stats", v8),
+        ("v9-channel-settings", v9),
     ]
 
-    /// Applies the migrations `connection`'s database lacks.
+    /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
+    /// given: a database of an earlier version, for a test of the migration after it).
     /// - Returns: the names applied now.
-    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
+    static func migrate(_ connection: PostgresConnection, logger: Logger, upTo last: String? = nil) async throws
+        -> [String]
+    {
         try await connection.run("SELECT pg_advisory_lock(\(advisoryLock))")
         do {
             try await connection.run(
@@ -37,7 +41,8 @@ enum PostgresMigrations {
                 applied.insert(name)
             }
             var now: [String] = []
-            for migration in all where !applied.contains(migration.name) {
+            let wanted = last.flatMap { last in all.firstIndex { $0.name == last } }.map { all[...$0] } ?? all[...]
+            for migration in wanted where !applied.contains(migration.name) {
                 let name = migration.name
                 let statements = migration.statements
                 try await connection.withTransaction(logger: logger) { transaction in
@@ -483,6 +488,30 @@ enum PostgresMigrations {
         // bytewise, as SQLite compares them; the unique index has the database's collation.
         #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
     ]
+
+    /// A project's settings for its channel in the channel's words, as SQLite's `v15 channel
+    /// settings`: `relay` and `mirror` keep the channel's name, its settings and its secrets (JSON
+    /// text), and the FCM HTTP v1 service accounts kept so far become the `fcm-v1` channel's.
+    static let v9: [String] = ["relay", "mirror"].flatMap { table in
+        [
+            """
+            ALTER TABLE \(table) ADD COLUMN channel text, ADD COLUMN settings text, ADD COLUMN secrets text
+            """,
+            """
+            UPDATE \(table) SET channel = 'fcm-v1',
+              settings = jsonb_build_object('clientEmail', "clientEmail", 'firebaseProjectId', "firebaseProjectId",
+                'privateKeyId', "privateKeyId", 'tokenUri', "tokenUri", 'upstream', upstream)::text,
+              secrets = jsonb_build_object('privateKey', "privateKey")::text
+            """,
+            """
+            ALTER TABLE \(table) ALTER COLUMN channel SET NOT NULL, ALTER COLUMN settings SET NOT NULL,
+              ALTER COLUMN secrets SET NOT NULL,
+              ADD CHECK (jsonb_typeof(settings::jsonb) = 'object'), ADD CHECK (jsonb_typeof(secrets::jsonb) = 'object'),
+              DROP COLUMN "firebaseProjectId", DROP COLUMN "clientEmail", DROP COLUMN "privateKeyId",
+              DROP COLUMN "privateKey", DROP COLUMN "tokenUri", DROP COLUMN upstream
+            """,
+        ]
+    }
 
     /// The mirror of Google's device groups (`project mirror`), and whether a group may have
     /// members at Google this database has not seen (first met through a mirrored add or remove).

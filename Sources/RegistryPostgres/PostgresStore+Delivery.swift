@@ -58,13 +58,13 @@ extension PostgresStore {
         try await database.withConnection { connection in
             try await connection.first(
                 #"""
-                SELECT delivered, failed, pruned, "pausedUntil", "lastError", "firebaseProjectId", upstream
+                SELECT delivered, failed, pruned, "pausedUntil", "lastError", channel, settings
                 FROM relay WHERE "projectId" = \#(project)
                 """#, as: (Int64, Int64, Int64, Int64?, String?, String, String).self
             ).map {
                 RelayRow(
                     delivered: Int($0.0), failed: Int($0.1), pruned: Int($0.2), pausedUntil: $0.3, lastError: $0.4,
-                    firebaseProjectID: $0.5, upstream: $0.6)
+                    channel: $0.5, settingsJSON: $0.6)
             }
         }
     }

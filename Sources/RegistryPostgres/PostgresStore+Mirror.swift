@@ -4,22 +4,22 @@ import Registry
 /// The mirror of Google's device groups (`project mirror`): its settings, and how complete the
 /// project's groups are (the `mirror` table and `"deviceGroup".complete` of migration v3).
 extension PostgresStore {
-    public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
+    public func mirrorSettings(of project: Project) async throws -> ChannelSettings? {
         try await database.withConnection { connection in
             try await connection.first(
-                #"SELECT \#(unescaped: Self.serviceAccountColumns) FROM mirror WHERE "projectId" = \#(project.rowID)"#,
-                as: (String, String, String?, String, String, String).self
-            ).map(Self.serviceAccountSettings)
+                #"SELECT \#(unescaped: Self.channelSettingsColumns) FROM mirror WHERE "projectId" = \#(project.rowID)"#,
+                as: (String, String, String).self
+            ).map(Self.channelSettings)
         }
     }
 
-    public func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws {
+    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws {
         let now = EpochMilliseconds.now()
         try await transaction { connection in
             guard let settings else {
                 return try await connection.run(#"DELETE FROM mirror WHERE "projectId" = \#(project.rowID)"#)
             }
-            try await connection.storeServiceAccountSettings(settings, of: project, in: "mirror", now: now)
+            try await connection.storeChannelSettings(settings, of: project, in: "mirror", now: now)
         }
     }
 

@@ -10,21 +10,21 @@ import Registry
 extension PostgresStore: OutboxStore, OutboxDriver {
     // MARK: - Settings
 
-    public func relayRows() async throws -> [Int64: RelaySettings] {
+    public func relayRows() async throws -> [Int64: ChannelSettings] {
         try await database.withConnection { connection in
-            var settings: [Int64: RelaySettings] = [:]
-            for try await (project, firebase, email, keyID, key, tokenURI, upstream) in try await connection.query(
-                #"SELECT "projectId", \#(unescaped: Self.serviceAccountColumns) FROM relay"#, logger: .silent
-            ).decode((Int64, String, String, String?, String, String, String).self) {
-                settings[project] = Self.serviceAccountSettings((firebase, email, keyID, key, tokenURI, upstream))
+            var settings: [Int64: ChannelSettings] = [:]
+            for try await (project, channel, shown, secrets) in try await connection.query(
+                #"SELECT "projectId", \#(unescaped: Self.channelSettingsColumns) FROM relay"#, logger: .silent
+            ).decode((Int64, String, String, String).self) {
+                settings[project] = try Self.channelSettings((channel, shown, secrets))
             }
             return settings
         }
     }
 
-    public func storeRelay(_ settings: RelaySettings, of project: Project) async throws {
+    public func storeRelay(_ settings: ChannelSettings, of project: Project) async throws {
         try await transaction { connection in
-            try await connection.storeServiceAccountSettings(
+            try await connection.storeChannelSettings(
                 settings, of: project, in: "relay", alsoSetting: #", "pausedUntil" = NULL"#, now: EpochMilliseconds.now())
         }
     }

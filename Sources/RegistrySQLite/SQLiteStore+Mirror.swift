@@ -4,20 +4,20 @@ import Registry
 /// The mirror of Google's device groups (`project mirror`): its settings, and how complete the
 /// project's groups are (the `mirror` table and `deviceGroup.complete` of migration v9).
 extension SQLiteStore {
-    public func mirrorSettings(of project: Project) async throws -> RelaySettings? {
+    public func mirrorSettings(of project: Project) async throws -> ChannelSettings? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM mirror WHERE projectId = ?", arguments: [project.rowID])
-                .map(Self.serviceAccountSettings)
+                .map(Self.channelSettings)
         }
     }
 
-    public func setMirrorSettings(_ settings: RelaySettings?, for project: Project) async throws {
+    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws {
         try await write { db, _ in
             guard let settings else {
                 try db.execute(sql: "DELETE FROM mirror WHERE projectId = ?", arguments: [project.rowID])
                 return
             }
-            try Self.storeServiceAccountSettings(settings, of: project, in: "mirror", db)
+            try Self.storeChannelSettings(settings, of: project, in: "mirror", db)
         }
     }
 

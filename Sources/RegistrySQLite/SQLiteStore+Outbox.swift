@@ -8,19 +8,19 @@ import Registry
 extension SQLiteStore: OutboxStore, OutboxDriver {
     // MARK: - Settings
 
-    public func relayRows() async throws -> [Int64: RelaySettings] {
+    public func relayRows() async throws -> [Int64: ChannelSettings] {
         try await read { db in
-            var settings: [Int64: RelaySettings] = [:]
+            var settings: [Int64: ChannelSettings] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT * FROM relay") {
-                settings[row["projectId"]] = Self.serviceAccountSettings(row)
+                settings[row["projectId"]] = try Self.channelSettings(row)
             }
             return settings
         }
     }
 
-    public func storeRelay(_ settings: RelaySettings, of project: Project) async throws {
+    public func storeRelay(_ settings: ChannelSettings, of project: Project) async throws {
         try await write { db, _ in
-            try Self.storeServiceAccountSettings(settings, of: project, in: "relay", alsoSetting: ", pausedUntil = NULL", db)
+            try Self.storeChannelSettings(settings, of: project, in: "relay", alsoSetting: ", pausedUntil = NULL", db)
         }
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMRelay
 import Foundation
 import Registry
 
@@ -21,7 +22,7 @@ extension ProjectCommand {
         @Option(name: .customLong("service-account"), help: "The service-account JSON file of the Firebase project.")
         var serviceAccount: String?
         @Option(help: "Google's base URL, for a proxy or another server playing Google.")
-        var upstream: String = RelaySettings.googleUpstream
+        var upstream: String = FCMSettings.googleUpstream
         @Flag(help: "Turn the mirror off: device-group calls are answered here alone.") var off = false
         @Flag(help: "Print how many groups are complete and incomplete, and the members learned.") var report = false
         @OptionGroup var database: DatabaseOptions
@@ -56,12 +57,12 @@ extension ProjectCommand {
                 }
                 do {
                     try await registry.setMirror(
-                        RelaySettings(serviceAccountJSON: data, upstream: upstream), for: chosen)
+                        FCMSettings(serviceAccountJSON: data, upstream: upstream).stored, for: chosen)
                 } catch let error as RelaySetupError {
                     throw ValidationError(error.description)
                 }
             }
-            let settings = try await registry.mirrorSettings(of: chosen)
+            let settings = try await registry.mirrorSettings(of: chosen).map { try FCMSettings($0) }
             try printJSON(
                 State(
                     project_id: chosen.projectId, mirror: settings == nil ? "off" : "on", upstream: settings?.upstream,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMRelay
 import Foundation
 import Registry
 
@@ -173,6 +174,7 @@ struct ProjectCommand: AsyncParsableCommand {
 
     /// What `show` and `relay` print of a project's relay: never the key.
     struct RelayState: Encodable {
+        var channel: String
         var firebase_project_id: String
         var client_email: String
         var token_uri: String
@@ -187,7 +189,9 @@ struct ProjectCommand: AsyncParsableCommand {
         /// Sends a second for all servers together; `nil`: serve's `--relay-rate`.
         var rate: Int?
 
-        init(_ settings: RelaySettings, status: RelayStatus?) {
+        init(_ stored: ChannelSettings, status: RelayStatus?) throws {
+            let settings = try FCMSettings(stored)
+            channel = stored.channel
             firebase_project_id = settings.firebaseProjectID
             client_email = settings.clientEmail
             token_uri = settings.tokenURI
@@ -238,7 +242,7 @@ struct ProjectCommand: AsyncParsableCommand {
             }
             var relay: RelayState?
             if let settings = try await registry.relaySettings(of: chosen) {
-                relay = RelayState(settings, status: try await registry.relayStatus(in: chosen))
+                relay = try RelayState(settings, status: try await registry.relayStatus(in: chosen))
                 relay?.rate = try await registry.sendRate(of: chosen)
             }
             try printJSON(
@@ -262,7 +266,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @Option(name: .customLong("service-account"), help: "The service-account JSON file of the Firebase project.")
         var serviceAccount: String?
         @Option(help: "The FCM API's base URL, for a proxy or an emulator.")
-        var upstream: String = RelaySettings.googleUpstream
+        var upstream: String = FCMSettings.googleUpstream
         @Option(
             help:
                 "Sends a second to FCM for this project, all servers together (default: serve's --relay-rate; FCM's quota is 10000)."
@@ -296,7 +300,7 @@ struct ProjectCommand: AsyncParsableCommand {
                     throw ValidationError("\(chosen.projectId) does not relay: give --service-account FILE as well")
                 }
                 try await registry.setSendRate(projectId: chosen.projectId, rate: rate)
-                var state = RelayState(settings, status: nil)
+                var state = try RelayState(settings, status: nil)
                 state.rate = rate
                 try printJSON(state)
                 return
@@ -305,10 +309,10 @@ struct ProjectCommand: AsyncParsableCommand {
                 throw ValidationError("cannot read \(serviceAccount)")
             }
             do {
-                let settings = try await registry.setRelay(
-                    projectId: chosen.projectId, serviceAccountJSON: data, upstream: upstream)
+                let settings = try FCMSettings(serviceAccountJSON: data, upstream: upstream).stored
+                try await registry.setRelay(projectId: chosen.projectId, settings)
                 if rate != nil || defaultRate { try await registry.setSendRate(projectId: chosen.projectId, rate: rate) }
-                var state = RelayState(settings, status: nil)
+                var state = try RelayState(settings, status: nil)
                 state.rate = try await registry.sendRate(of: chosen)
                 try printJSON(state)
             } catch let error as RelaySetupError {

@@ -119,7 +119,7 @@ final class ScriptedChannel: DeliveryChannel {
     }
 
     func send(
-        _ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: RelaySettings, gate: SendGate,
+        _ attempts: [DeliveryAttempt], of job: OutboxJob, with settings: ChannelSettings, gate: SendGate,
         answered: @escaping AnswerSink
     ) async {
         var later: [(Int, ChannelAnswer)] = []

@@ -50,9 +50,9 @@ struct MirrorTests {
             let (_, file) = try await google.registry.createServiceAccount(
                 forProject: "test-app", tokenURI: "http://127.0.0.1:\(port)/token")
             try await here.setMirror(
-                try RelaySettings(
-                    serviceAccountJSON: try JSONEncoder().encode(file), upstream: upstream ?? "http://127.0.0.1:\(port)"),
-                for: project)
+                try FCMSettings(
+                    serviceAccountJSON: try JSONEncoder().encode(file), upstream: upstream ?? "http://127.0.0.1:\(port)"
+                ).stored, for: project)
             var settings = HTTPSettings()
             settings.port = 0
             let app = buildApplication(

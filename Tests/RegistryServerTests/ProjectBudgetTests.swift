@@ -1,4 +1,5 @@
 @testable import Delivery
+import FCMRelay
 import Foundation
 import Registry
 import Synchronization
@@ -84,9 +85,7 @@ struct ProjectBudgetTests {
     @Test func aPauseRecordedByOneServerIsTakenByTheOthers() async throws {
         let (_, project, store) = try await projectInStore()
         try await store.setRelay(
-            RelaySettings(
-                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
-                tokenURI: "https://o/token", upstream: "https://u"), for: project)
+            RelayRulesTests.settings.stored, for: project)
         #expect(try await store.pausedProjects(at: Date()).isEmpty)
         let until = Date().addingTimeInterval(30)
         try await store.pause(project: project.rowID, until: until, error: "QUOTA_EXCEEDED")

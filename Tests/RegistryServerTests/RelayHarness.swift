@@ -62,8 +62,8 @@ struct RelayHarness: Sendable {
                 forProject: "test-app", tokenURI: "http://127.0.0.1:\(port)/token")
             let serviceAccount = try JSONEncoder().encode(file)
             let upstreamURL = sendUpstream ?? "http://127.0.0.1:\(port)"
-            _ = try await relay.setRelay(
-                projectId: "relay-app", serviceAccountJSON: serviceAccount, upstream: upstreamURL)
+            try await relay.setRelay(
+                projectId: "relay-app", try FCMSettings(serviceAccountJSON: serviceAccount, upstream: upstreamURL).stored)
             let worker = DeliveryWorker(
                 registry: relay, channel: try channel ?? FCMChannel(options: options, logger: Logger(label: "relay")),
                 options: options,

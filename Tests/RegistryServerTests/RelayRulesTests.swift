@@ -148,7 +148,7 @@ import _CryptoExtras
 
     // MARK: - Access tokens
 
-    static let settings = RelaySettings(
+    static let settings = FCMSettings(
         firebaseProjectID: "p", clientEmail: "e", privateKeyID: nil, privateKey: "", tokenURI: "https://t/token",
         upstream: "https://u")
 
@@ -199,19 +199,49 @@ import _CryptoExtras
     // MARK: - Set-up
 
     @Test func aServiceAccountFileIsCheckedBeforeItIsKept() throws {
-        #expect(throws: RelaySetupError.self) { try RelaySettings(serviceAccountJSON: Data("nope".utf8)) }
+        #expect(throws: RelaySetupError.self) { try FCMSettings(serviceAccountJSON: Data("nope".utf8)) }
         #expect(throws: RelaySetupError.self) {
-            try RelaySettings(serviceAccountJSON: Data(#"{"type":"authorized_user"}"#.utf8))
+            try FCMSettings(serviceAccountJSON: Data(#"{"type":"authorized_user"}"#.utf8))
         }
         let badKey = #"{"project_id":"p","client_email":"e","private_key":"x","token_uri":"https://o/token"}"#
-        #expect(throws: RelaySetupError.self) { try RelaySettings(serviceAccountJSON: Data(badKey.utf8)) }
+        #expect(throws: RelaySetupError.self) { try FCMSettings(serviceAccountJSON: Data(badKey.utf8)) }
+    }
+
+    /// The store keeps FCM's settings as the `fcm-v1` channel's, the key among the secrets, and
+    /// gives them back whole; another channel's settings, or a field missing, are said, not guessed.
+    @Test func fcmSettingsAreKeptAsTheChannelsAndReadBackWhole() throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
+        let settings = FCMSettings(
+            firebaseProjectID: "p", clientEmail: "sa@p.iam.gserviceaccount.com", privateKeyID: "kid1",
+            privateKey: key, tokenURI: "https://oauth2.googleapis.com/token", upstream: FCMSettings.googleUpstream)
+        let stored = settings.stored
+        #expect(stored.channel == "fcm-v1")
+        #expect(stored.secrets == ["privateKey": .string(key)])
+        #expect(!stored.settingsJSON.contains("PRIVATE KEY"))
+        #expect(try FCMSettings(stored) == settings)
+        // Through the text a row keeps.
+        let row = try ChannelSettings(channel: stored.channel, settingsJSON: stored.settingsJSON, secretsJSON: stored.secretsJSON)
+        #expect(try FCMSettings(row) == settings)
+        var withoutKeyID = settings
+        withoutKeyID.privateKeyID = nil
+        #expect(try FCMSettings(withoutKeyID.stored) == withoutKeyID)
+
+        var other = stored
+        other.channel = "web-push"
+        #expect(throws: ChannelSettingsUnreadable.self) { try FCMSettings(other) }
+        var keyless = stored
+        keyless.secrets = [:]
+        #expect(throws: ChannelSettingsUnreadable.self) { try FCMSettings(keyless) }
+        #expect(throws: ChannelSettingsUnreadable.self) {
+            try ChannelSettings(channel: "fcm-v1", settingsJSON: "[1]", secretsJSON: "{}")
+        }
     }
 
     @Test func theAssertionIsTheJWTBearerGrantsShape() throws {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
-        let settings = RelaySettings(
+        let settings = FCMSettings(
             firebaseProjectID: "p", clientEmail: "sa@p.iam.gserviceaccount.com", privateKeyID: "kid1",
-            privateKey: key, tokenURI: "https://oauth2.googleapis.com/token", upstream: RelaySettings.googleUpstream)
+            privateKey: key, tokenURI: "https://oauth2.googleapis.com/token", upstream: FCMSettings.googleUpstream)
         let parts = try settings.assertion(now: Date(timeIntervalSince1970: 1000)).split(separator: ".")
         #expect(parts.count == 3)
         let header = try JSONDecoder().decode(JSON.self, from: Data(try #require(Base64URL.decode(String(parts[0])))))

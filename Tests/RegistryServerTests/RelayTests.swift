@@ -48,7 +48,15 @@ import Testing
                 .post, "/api/audiences:resolve", body: #"{"topic":"news"}"#)
             #expect(audience.json?["tokens"] == [.string(alive)])
             let relay = try await harness.client.call(.get, "/api/relay")
-            #expect(relay.json?["projects"]?.array?.first?["pruned"] == 1)
+            let shown = try #require(relay.json?["projects"]?.array?.first)
+            #expect(shown["pruned"] == 1)
+            // The channel and its settings that may be shown; never the key.
+            #expect(shown["channel"] == "fcm-v1")
+            #expect(shown["settings"]?["firebaseProjectId"] == "test-app")
+            #expect(shown["settings"]?["upstream"] == .string(harness.upstreamURL))
+            #expect(shown["firebaseProjectId"] == "test-app")
+            #expect(shown["settings"]?["privateKey"] == nil)
+            #expect(!"\(shown)".contains("PRIVATE KEY"))
             // A relaying project says its messages leave for devices.
             #expect(try await harness.client.call(.get, "/api/project").json?["delivery"] == "relayed")
         }
@@ -213,8 +221,8 @@ import Testing
             try await harness.registerUpstream(tokens)
             try await harness.subscribe(tokens, to: "news")
             // Nothing listens on port 1: every request fails to connect.
-            _ = try await harness.relay.setRelay(
-                projectId: "relay-app", serviceAccountJSON: harness.serviceAccount, upstream: "http://127.0.0.1:1")
+            try await harness.relay.setRelay(
+                projectId: "relay-app", try FCMSettings(serviceAccountJSON: harness.serviceAccount, upstream: "http://127.0.0.1:1").stored)
             try await Task.sleep(for: .milliseconds(1200))  // the relay settings are read once a second
             #expect(try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#).status == .ok)
             let id = try await harness.newestMessageID()
@@ -223,10 +231,36 @@ import Testing
             #expect(try await harness.relay.delivery(ofMessage: id, in: harness.project)?.pending == 3)
             let pending = try await harness.client.call(.get, "/api/messages/\(id)/deliveries?state=pending")
             #expect(pending.json?["deliveries"]?.array?.map { $0["attempts"] } == [0, 0, 0])
-            _ = try await harness.relay.setRelay(
-                projectId: "relay-app", serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL)
+            try await harness.relay.setRelay(
+                projectId: "relay-app", try FCMSettings(serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL).stored)
             let counts = try await harness.settled(id)
             #expect(counts == DeliveryCounts(pending: 0, delivered: 3, failed: 0))
+        }
+    }
+
+    /// Settings kept for a channel this server does not deliver through (written by a newer
+    /// version, say) reach nobody: nothing is sent, recorded or pruned, and once the project's
+    /// settings are FCM's again its messages go.
+    @Test func settingsOfAnotherChannelSendNothingUntilTheyAreFCMsAgain() async throws {
+        try await RelayHarness.run { harness in
+            let tokens = [token(1), token(2)]
+            try await harness.registerUpstream(tokens)
+            try await harness.subscribe(tokens, to: "news")
+            let fcm = try #require(try await harness.relay.relaySettings(of: harness.project))
+            try await harness.relay.setRelay(
+                projectId: "relay-app",
+                ChannelSettings(channel: "web-push", settings: [:], secrets: ["vapidKey": .string("k")]))
+            try await Task.sleep(for: .milliseconds(1200))  // the relay settings are read once a second
+            #expect(try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#).status == .ok)
+            let id = try await harness.newestMessageID()
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await harness.relay.delivery(ofMessage: id, in: harness.project)?.pending == 2)
+            let shown = try await harness.client.call(.get, "/api/relay").json?["projects"]?.array?.first
+            #expect(shown?["channel"] == "web-push")
+            #expect(shown?["settings"] == [:])
+            #expect(shown?["firebaseProjectId"] == nil)
+            try await harness.relay.setRelay(projectId: "relay-app", fcm)
+            #expect(try await harness.settled(id) == DeliveryCounts(pending: 0, delivered: 2, failed: 0))
         }
     }
 
@@ -251,8 +285,8 @@ import Testing
             try await harness.registerUpstream(tokens + ["b-1", "b-2", "b-3"])
             try await harness.subscribe(tokens, to: "news")
             let (other, key) = try await harness.relay.createProject(projectId: "other-app", senderId: "333000333000")
-            _ = try await harness.relay.setRelay(
-                projectId: "other-app", serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL)
+            try await harness.relay.setRelay(
+                projectId: "other-app", try FCMSettings(serviceAccountJSON: harness.serviceAccount, upstream: harness.upstreamURL).stored)
             let b = Fixture.Client(client: harness.client.client, key: key)
             _ = try await b.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/b","registration_tokens":["b-1","b-2","b-3"]}"#)
             // A server learns that a project relays within a second (its settings are cached).

@@ -1,5 +1,6 @@
 import AudienceEngine
 import Delivery
+import FCMRelay
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -324,10 +325,7 @@ struct WebhookDeliveryTests {
         let store = try #require(registry.store as? any RegistryBackend)
         _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
         try await store.setRelay(
-            RelaySettings(
-                firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
-                tokenURI: "https://o/t",
-                upstream: "https://u"), for: project)
+            RelayRulesTests.settings.stored, for: project)
         _ = try await store.createWebhook(
             project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16,
             now: Date())

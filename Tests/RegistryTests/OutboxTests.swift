@@ -8,9 +8,10 @@ import Testing
 /// recipients goes on from its cursor.
 @Suite("Outbox", .onEveryBackend)
 struct OutboxTests {
-    static let settings = RelaySettings(
-        firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
-        tokenURI: "https://o/token", upstream: "https://u")
+    /// Settings a store keeps without reading them: only a channel does.
+    static let settings = ChannelSettings(
+        channel: "fcm-v1", settings: ["firebaseProjectId": .string("fb"), "upstream": .string("https://u")],
+        secrets: ["privateKey": .string("k")])
 
     /// A relaying project with `count` subscribers of `news`, and its store.
     func relaying(_ count: Int) async throws -> (RegistryService, Project, any RegistryBackend) {

@@ -6,10 +6,7 @@ import Testing
 
 @Suite("PostgreSQL: the relay's outbox, worked by several servers", .enabled(if: TestPostgres.available, TestPostgres.skipped))
 struct PostgresOutboxTests {
-    static let settings = RelaySettings(
-        firebaseProjectID: "fb", clientEmail: "relay@fb.iam.gserviceaccount.com", privateKeyID: "k1",
-        privateKey: "-----BEGIN PRIVATE KEY-----\nMA==\n-----END PRIVATE KEY-----\n", tokenURI: "https://oauth2.googleapis.com/token",
-        upstream: RelaySettings.googleUpstream)
+    static let settings = OutboxTests.settings
     static let bounds = OutboxBounds(outboxMessages: 100, logEntries: 1000, logBytes: 1 << 24)
 
     func token(_ n: Int) -> String { "po\(n):APA91b" + String(repeating: "o", count: 40) }

@@ -9,9 +9,7 @@ import Testing
 /// asked for them, the queue's claims, leases, retries and give-up, disabling, secrets.
 @Suite("Webhooks", .onEveryBackend)
 struct WebhookTests {
-    static let settings = RelaySettings(
-        firebaseProjectID: "fb", clientEmail: "sa@fb", privateKeyID: nil, privateKey: "k",
-        tokenURI: "https://o/token", upstream: "https://u")
+    static let settings = OutboxTests.settings
     static let everything = WebhookEventType.allCases
     static let url = "https://93.184.215.14/hooks"
 

@@ -61,8 +61,13 @@ struct DeliveryController {
 
     struct ProjectRelay: Encodable {
         var projectId: String
-        var firebaseProjectId: String
-        var upstream: String
+        /// The channel messages leave through (`fcm-v1`), and its settings that may be shown.
+        var channel: String
+        var settings: [String: JSONValue]
+        /// The `fcm-v1` channel's Firebase project and upstream, where scripts written before
+        /// `settings` read them.
+        var firebaseProjectId: String?
+        var upstream: String?
         var pending: Int
         var inFlight: Int
         var delivered: Int
@@ -82,7 +87,9 @@ struct DeliveryController {
         guard let status = try await registry.relayStatus(in: project) else { return RelayList(projects: []) }
         return RelayList(projects: [
             ProjectRelay(
-                projectId: status.projectID, firebaseProjectId: status.firebaseProjectID, upstream: status.upstream,
+                projectId: status.projectID, channel: status.channel, settings: status.settings,
+                firebaseProjectId: status.settings["firebaseProjectId"]?.string,
+                upstream: status.settings["upstream"]?.string,
                 pending: status.pending, inFlight: status.inFlight, delivered: status.delivered, failed: status.failed,
                 pruned: status.pruned, pausedUntil: status.pausedUntil, lastError: status.lastError)
         ])

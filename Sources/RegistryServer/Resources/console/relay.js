@@ -7,6 +7,16 @@ import { webhooksSection } from "./webhooks.js";
 
 const relayEvery = 5000;
 
+/** What the relay's channel shows of its settings (never a secret): FCM's upstream and service account. */
+function channelFacts(project) {
+  const settings = project.settings || {};
+  return [
+    ["Channel", project.channel],
+    ...(settings.upstream ? [["Upstream", settings.upstream]] : []),
+    ...(settings.clientEmail ? [["Service account", settings.clientEmail]] : []),
+  ];
+}
+
 /** `#/relay`, and `#/relay/webhooks` for the same screen at its webhooks. */
 export async function relayView(main, { project, signal }, section) {
   const body = h("div");
@@ -17,14 +27,16 @@ export async function relayView(main, { project, signal }, section) {
     if (signal.aborted) return;
     refill(body, answer.projects.length
       ? answer.projects.map((project) => h("section", { class: "card" },
-          h("h2", {}, `Delivering to Firebase project ${project.firebaseProjectId}`),
+          h("h2", {}, project.channel === "fcm-v1"
+            ? `Delivering to Firebase project ${project.settings.firebaseProjectId}`
+            : `Delivering through ${project.channel}`),
           stats([
             ["Queued", project.pending, "pending"], ["In flight", project.inFlight, "inFlight"],
             ["Delivered", project.delivered, "delivered"], ["Failed", project.failed, "failed"],
             ["Pruned tokens", project.pruned, "pruned"],
           ]),
           facts([
-            ["Upstream", project.upstream],
+            ...channelFacts(project),
             ["Paused until", project.pausedUntil ? h("span", { class: "badge pending" }, when(project.pausedUntil)) : "not paused"],
             ["Last error", project.lastError ? h("code", { class: "fcm-error" }, project.lastError) : "none"],
           ]),

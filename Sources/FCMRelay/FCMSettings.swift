@@ -1,12 +1,15 @@
 import Foundation
+import Registry
 import _CryptoExtras
 
-/// A project's delivery to devices through FCM HTTP v1 (`project relay`): which Firebase project,
-/// signed in with which service account's key, through which upstream.
+/// A project's delivery to devices through FCM HTTP v1 (`project relay`), and its mirror of
+/// Google's device groups (`project mirror`): which Firebase project, signed in with which
+/// service account's key, through which upstream.
 ///
-/// The private key is kept in the database (already mode 0600, already holding secrets) and
-/// leaves it only to sign assertions: no command, log line or API prints it.
-public struct RelaySettings: Sendable, Hashable {
+/// The store keeps them as the `fcm-v1` channel's `ChannelSettings`: the private key among the
+/// secrets, kept in the database (already mode 0600, already holding secrets) and leaving it only
+/// to sign assertions: no command, log line or API prints it.
+public struct FCMSettings: Sendable, Hashable {
     /// The Firebase project messages go to: the key file's `project_id`.
     public var firebaseProjectID: String
     /// The assertions' issuer: the key file's `client_email`.
@@ -20,6 +23,8 @@ public struct RelaySettings: Sendable, Hashable {
     /// The base URL the v1 API is called at: `https://fcm.googleapis.com` unless said otherwise.
     public var upstream: String
 
+    /// The channel's name in the store.
+    public static let channel = "fcm-v1"
     public static let googleUpstream = "https://fcm.googleapis.com"
     /// The one scope a relay asks for.
     public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -79,6 +84,39 @@ public struct RelaySettings: Sendable, Hashable {
         if baseOnly, !(url.path.isEmpty || url.path == "/") || url.query != nil || url.fragment != nil {
             throw RelaySetupError("\(name) must be a base URL without a path: \(text)")
         }
+    }
+
+    /// The settings as the store keeps them.
+    public var stored: ChannelSettings {
+        ChannelSettings(
+            channel: Self.channel,
+            settings: [
+                "firebaseProjectId": .string(firebaseProjectID), "clientEmail": .string(clientEmail),
+                "privateKeyId": privateKeyID.map(JSONValue.string) ?? .null, "tokenUri": .string(tokenURI),
+                "upstream": .string(upstream),
+            ],
+            secrets: ["privateKey": .string(privateKey)])
+    }
+
+    /// The settings a store kept.
+    /// - Throws: `ChannelSettingsUnreadable` for another channel's settings, or a field missing.
+    public init(_ stored: ChannelSettings) throws(ChannelSettingsUnreadable) {
+        guard stored.channel == Self.channel else {
+            throw ChannelSettingsUnreadable(
+                "the settings are the \(stored.channel) channel's, and this server delivers through \(Self.channel)")
+        }
+        func field(_ name: String, in fields: [String: JSONValue]) throws(ChannelSettingsUnreadable) -> String {
+            guard let value = fields[name]?.string else {
+                throw ChannelSettingsUnreadable("the \(Self.channel) settings lack \(name)")
+            }
+            return value
+        }
+        self.init(
+            firebaseProjectID: try field("firebaseProjectId", in: stored.settings),
+            clientEmail: try field("clientEmail", in: stored.settings),
+            privateKeyID: stored.settings["privateKeyId"]?.string,
+            privateKey: try field("privateKey", in: stored.secrets),
+            tokenURI: try field("tokenUri", in: stored.settings), upstream: try field("upstream", in: stored.settings))
     }
 
     /// The path one message is posted to.
