@@ -37,9 +37,12 @@ public struct LoggedMessage: Sendable {
     }
 }
 
-/// What the outbox holds of a logged message, as a listing reads it beside the message: the job's
-/// counts and walk, and in a listing by token that token's delivery row.
+/// What the outbox holds of a logged message: the job's counts and walk, as the message listing
+/// reads them beside each message, and a message's counts and deliveries listing on their own; in
+/// a listing by token, that token's delivery row.
 public struct LoggedJob: Sendable, Hashable {
+    /// The job's id, which is its message log row's.
+    public var id: Int64
     public var recipients: Int
     public var delivered: Int
     public var failed: Int
@@ -51,10 +54,10 @@ public struct LoggedJob: Sendable, Hashable {
     public var row: TokenDelivery?
 
     public init(
-        recipients: Int, delivered: Int, failed: Int, cursor: Int64, walked: Bool, isDirect: Bool, finished: Bool,
-        row: TokenDelivery? = nil
+        id: Int64, recipients: Int, delivered: Int, failed: Int, cursor: Int64, walked: Bool, isDirect: Bool,
+        finished: Bool, row: TokenDelivery? = nil
     ) {
-        (self.recipients, self.delivered, self.failed) = (recipients, delivered, failed)
+        (self.id, self.recipients, self.delivered, self.failed) = (id, recipients, delivered, failed)
         (self.cursor, self.walked, self.isDirect, self.finished, self.row) = (cursor, walked, isDirect, finished, row)
     }
 

@@ -70,7 +70,7 @@ public protocol OutboxDriver: Sendable {
     // MARK: What users see
 
     /// The job of a logged message of the project, for the counts and the deliveries listing.
-    func listedJob(ofMessage id: String, in project: Int64) async throws -> ListedJob?
+    func loggedJob(ofMessage id: String, in project: Int64) async throws -> LoggedJob?
     /// Up to `limit` delivery rows of a job in `state` with ids after `after`, by id; an entry's
     /// position is its row's id.
     func deliveryRows(of job: Int64, state: DeliveryState, after: Int64, limit: Int) async throws -> [DeliveryEntry]
@@ -164,21 +164,6 @@ public struct RelayChange: Sendable {
     public init() {}
 }
 
-/// A logged message's job, as the counts and the listing read it.
-public struct ListedJob: Sendable {
-    public var id: Int64
-    public var recipients: Int
-    public var delivered: Int
-    public var failed: Int
-    public var cursor: Int64
-    public var walked: Bool
-    public var isDirect: Bool
-
-    public init(id: Int64, recipients: Int, delivered: Int, failed: Int, cursor: Int64, walked: Bool, isDirect: Bool) {
-        (self.id, self.recipients, self.delivered, self.failed) = (id, recipients, delivered, failed)
-        (self.cursor, self.walked, self.isDirect) = (cursor, walked, isDirect)
-    }
-}
 
 /// A `relay` row without its secrets.
 public struct RelayRow: Sendable {

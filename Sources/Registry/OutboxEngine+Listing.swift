@@ -4,7 +4,7 @@ import Foundation
 /// project's queue.
 extension OutboxStore where Self: OutboxDriver {
     public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
-        try await listedJob(ofMessage: id, in: project.rowID).map { job in
+        try await loggedJob(ofMessage: id, in: project.rowID).map { job in
             DeliveryCounts(recipients: job.recipients, delivered: job.delivered, failed: job.failed)
         }
     }
@@ -12,7 +12,7 @@ extension OutboxStore where Self: OutboxDriver {
     public func deliveries(
         ofMessage id: String, in project: Project, state: DeliveryState, after: Int64?, limit: Int
     ) async throws -> Page<DeliveryEntry>? {
-        guard let job = try await listedJob(ofMessage: id, in: project.rowID) else { return nil }
+        guard let job = try await loggedJob(ofMessage: id, in: project.rowID) else { return nil }
         var entries: [DeliveryEntry] = []
         let position = after ?? 0
         if position < OutboxListing.walkPositions {

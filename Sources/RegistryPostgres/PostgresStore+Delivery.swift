@@ -5,19 +5,20 @@ import Registry
 /// The statements behind what users see of the relay on PostgreSQL: a message's job, its
 /// delivery rows, and a project's relay and queue.
 extension PostgresStore {
-    public func listedJob(ofMessage id: String, in project: Int64) async throws -> ListedJob? {
+    public func loggedJob(ofMessage id: String, in project: Int64) async throws -> LoggedJob? {
         try await database.withConnection { connection in
             try await connection.first(
                 #"""
                 SELECT outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor, outbox.walked,
-                  outbox.direct
+                  outbox.direct, outbox."finishedAt"
                 FROM message JOIN outbox ON outbox."messageId" = message.id
                 WHERE message."projectId" = \#(project) AND message."messageId" = \#(id)
-                """#, as: (Int64, Int64, Int64, Int64, Int64, Int64, Bool).self
-            ).map {
-                ListedJob(
-                    id: $0.0, recipients: Int($0.1), delivered: Int($0.2), failed: Int($0.3), cursor: $0.4, walked: $0.5 != 0,
-                    isDirect: $0.6)
+                """#, as: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?).self
+            ).map { (row: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?)) -> LoggedJob in
+                let (id, recipients, delivered, failed, cursor, walked, direct, finishedAt) = row
+                return LoggedJob(
+                    id: id, recipients: Int(recipients), delivered: Int(delivered), failed: Int(failed), cursor: cursor,
+                    walked: walked != 0, isDirect: direct, finished: finishedAt != nil)
             }
         }
     }

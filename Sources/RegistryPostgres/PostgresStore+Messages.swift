@@ -74,9 +74,9 @@ extension PostgresStore: MessageLogStore {
                     LoggedMessage(
                         id: messageID, via: MessageProtocol(rawValue: via) ?? .legacy, target: target, body: body,
                         receivedAt: EpochMilliseconds.date(receivedAt), recipientCount: Int(count),
-                        job: job.map { _ in
+                        job: job.map { job in
                             LoggedJob(
-                                recipients: Int(recipients ?? 0), delivered: Int(delivered ?? 0),
+                                id: job, recipients: Int(recipients ?? 0), delivered: Int(delivered ?? 0),
                                 failed: Int(failed ?? 0),
                                 cursor: cursor ?? -1, walked: (walked ?? 0) != 0, isDirect: direct ?? false,
                                 finished: finishedAt != nil,

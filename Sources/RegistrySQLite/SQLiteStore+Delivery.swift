@@ -5,20 +5,21 @@ import Registry
 /// The statements behind what users see of the relay on SQLite: a message's job, its delivery
 /// rows, and a project's relay and queue.
 extension SQLiteStore {
-    public func listedJob(ofMessage id: String, in project: Int64) async throws -> ListedJob? {
+    public func loggedJob(ofMessage id: String, in project: Int64) async throws -> LoggedJob? {
         try await read { db in
             try Row.fetchOne(
                 db,
                 sql: """
                     SELECT outbox.messageId, outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
-                      outbox.walked, outbox.direct
+                      outbox.walked, outbox.direct, outbox.finishedAt
                     FROM message JOIN outbox ON outbox.messageId = message.id
                     WHERE message.projectId = ? AND message.messageId = ?
                     """, arguments: [project, id]
             ).map {
-                ListedJob(
+                LoggedJob(
                     id: $0["messageId"], recipients: $0["recipients"], delivered: $0["delivered"], failed: $0["failed"],
-                    cursor: $0["cursor"], walked: $0["walked"], isDirect: $0["direct"])
+                    cursor: $0["cursor"], walked: $0["walked"], isDirect: $0["direct"],
+                    finished: $0["finishedAt"] as Int64? != nil)
             }
         }
     }

@@ -176,10 +176,10 @@ extension SQLiteStore: MessageLogStore {
 
     /// The listing's `job…` and `row…` columns, when the message has a job.
     private static func loggedJob(_ row: Row) -> LoggedJob? {
-        guard row["jobId"] as Int64? != nil else { return nil }
+        guard let id = row["jobId"] as Int64? else { return nil }
         let state: String? = row["rowState"]
         return LoggedJob(
-            recipients: row["jobRecipients"], delivered: row["jobDelivered"], failed: row["jobFailed"],
+            id: id, recipients: row["jobRecipients"], delivered: row["jobDelivered"], failed: row["jobFailed"],
             cursor: row["jobCursor"], walked: row["jobWalked"], isDirect: row["jobDirect"],
             finished: row["jobFinishedAt"] as Int64? != nil,
             row: state.flatMap(DeliveryState.init(rawValue:)).map {
