@@ -24,7 +24,7 @@ public final class FCMChannel: DeliveryChannel {
     /// The HTTP/2 fan-out path, per `https` upstream.
     private let fanOuts = Mutex<[String: HTTP2Upstream]>([:])
     /// When each project's last fault was logged.
-    private let faultsLogged = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    private let faultsLogged = Mutex<[String: ContinuousClock.Instant]>([:])
 
     public init(options: RelayOptions, logger: Logger) throws {
         self.options = options
@@ -45,7 +45,7 @@ public final class FCMChannel: DeliveryChannel {
             // Settings this server cannot read (another channel's, a field missing) reach nobody:
             // the round waits like one without an answer, and the log says why.
             warnOnceAMinute(
-                about: job.project, "relay: the project's settings cannot be read; nothing is sent",
+                about: job.project, .unreadableSettings, "relay: the project's settings cannot be read; nothing is sent",
                 ["project": "\(job.project)", "error": "\(error)"])
             for index in attempts.indices { answered(index, .unanswered) }
             return
@@ -203,17 +203,25 @@ public final class FCMChannel: DeliveryChannel {
     /// minute per project; the recipients are retried, and the project's `lastError` says it.
     private func reportUpstreamFault(_ fault: String, of project: Int64, upstream: String) {
         warnOnceAMinute(
-            about: project, "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
+            about: project, .upstreamFault, "relay: the upstream answered without FCM's error detail; retrying, pruning nothing",
             ["project": "\(project)", "answer": "\(fault)", "upstream": "\(upstream)"])
     }
 
-    /// A warning about a project's relay, at most once a minute per project: a fault every round
-    /// meets would otherwise write a line per page.
-    private func warnOnceAMinute(about project: Int64, _ message: Logger.Message, _ metadata: Logger.Metadata) {
+    /// The faults a project's rounds may meet again and again.
+    private enum Fault: String {
+        case unreadableSettings, upstreamFault
+    }
+
+    /// A warning about a project's relay, at most once a minute per project and fault: a fault
+    /// every round meets would otherwise write a line per page.
+    private func warnOnceAMinute(
+        about project: Int64, _ fault: Fault, _ message: Logger.Message, _ metadata: Logger.Metadata
+    ) {
         let now = ContinuousClock.now
+        let key = "\(project) \(fault.rawValue)"
         let due = faultsLogged.withLock { logged in
-            guard logged[project].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
-            logged[project] = now
+            guard logged[key].map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            logged[key] = now
             return true
         }
         if due { logger.warning(message, metadata: metadata) }

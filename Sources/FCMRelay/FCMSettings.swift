@@ -9,7 +9,7 @@ import _CryptoExtras
 /// The store keeps them as the `fcm-v1` channel's `ChannelSettings`: the private key among the
 /// secrets, kept in the database (already mode 0600, already holding secrets) and leaving it only
 /// to sign assertions: no command, log line or API prints it.
-public struct FCMSettings: Sendable, Hashable {
+public struct FCMSettings: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The Firebase project messages go to: the key file's `project_id`.
     public var firebaseProjectID: String
     /// The assertions' issuer: the key file's `client_email`.
@@ -85,6 +85,13 @@ public struct FCMSettings: Sendable, Hashable {
             throw RelaySetupError("\(name) must be a base URL without a path: \(text)")
         }
     }
+
+    /// Everything but the key, which is never printed.
+    public var description: String {
+        "FCM HTTP v1 to \(firebaseProjectID) at \(upstream) as \(clientEmail) (key \(privateKeyID ?? "without id"), not shown)"
+    }
+
+    public var debugDescription: String { description }
 
     /// The settings as the store keeps them.
     public var stored: ChannelSettings {

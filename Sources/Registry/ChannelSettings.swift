@@ -5,8 +5,10 @@ import Foundation
 /// channel's name, what may be shown, and what may not. Only the channel reads the fields; the
 /// registry stores, copies and lists them without knowing one, so a new channel needs no new
 /// column (the `relay` and `mirror` tables keep `channel`, `settings` and `secrets` as JSON text).
-public struct ChannelSettings: Sendable, Hashable {
-    /// The channel's name, e.g. `fcm-v1` (`FCMSettings.channel`).
+///
+/// Printed (`description`, a log line, a failed test), it names its secrets but never shows them.
+public struct ChannelSettings: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The channel's name: `fcm-v1` for FCM HTTP v1.
     public var channel: String
     /// Settings anyone who may see the project may see: `GET /api/relay` and `project show` list them.
     public var settings: [String: JSONValue]
@@ -19,16 +21,16 @@ public struct ChannelSettings: Sendable, Hashable {
         self.secrets = secrets
     }
 
-    /// Settings as a row keeps them: `settings` and `secrets` as JSON objects.
-    /// - Throws: `ChannelSettingsUnreadable` when either is not a JSON object.
-    public init(channel: String, settingsJSON: String, secretsJSON: String) throws(ChannelSettingsUnreadable) {
-        func object(_ text: String, _ column: String) throws(ChannelSettingsUnreadable) -> [String: JSONValue] {
-            guard let value = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
-                throw ChannelSettingsUnreadable("the \(channel) channel's \(column) are not a JSON object")
-            }
-            return value
-        }
-        self.init(channel: channel, settings: try object(settingsJSON, "settings"), secrets: try object(secretsJSON, "secrets"))
+    /// Settings as a row keeps them. Text that is not a JSON object (a row written by hand, say)
+    /// reads as no fields: the channel then refuses the settings and that project's messages wait
+    /// for new ones, while every other project's go on.
+    public init(channel: String, settingsJSON: String, secretsJSON: String) {
+        self.init(channel: channel, settings: Self.fields(ofJSON: settingsJSON), secrets: Self.fields(ofJSON: secretsJSON))
+    }
+
+    /// The fields of a `settings` or `secrets` column; none when it is not a JSON object.
+    public static func fields(ofJSON text: String) -> [String: JSONValue] {
+        (try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))) ?? [:]
     }
 
     /// `settings` as a row keeps it: a JSON object, keys sorted, so equal settings are equal text.
@@ -36,16 +38,23 @@ public struct ChannelSettings: Sendable, Hashable {
     /// `secrets` as a row keeps it.
     public var secretsJSON: String { Self.text(secrets) }
 
+    public var description: String {
+        "\(channel) \(settingsJSON), secrets \(secrets.keys.sorted()) (not shown)"
+    }
+
+    public var debugDescription: String { description }
+
     private static func text(_ object: [String: JSONValue]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // A dictionary of JSON values always encodes.
+        // Fields decoded from JSON or built of strings always encode; only a number that is not
+        // finite would not, and no channel keeps one.
         return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 
-/// A channel's stored settings that cannot be read: text that is not JSON, a field missing, the
-/// settings of another channel. Said in the operator's terms, as the project's `lastError`.
+/// A channel's stored settings it cannot use: another channel's, or a field missing. Said in the
+/// operator's terms, in the warning the channel logs (at most once a minute per project).
 public struct ChannelSettingsUnreadable: Error, Sendable, CustomStringConvertible {
     public var description: String
 

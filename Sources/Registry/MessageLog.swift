@@ -37,9 +37,9 @@ public struct LoggedMessage: Sendable {
     }
 }
 
-/// What the outbox holds of a logged message: the job's counts and walk, as the message listing
-/// reads them beside each message, and a message's counts and deliveries listing on their own; in
-/// a listing by token, that token's delivery row.
+/// A logged message's outbox job: its counts and how far its recipients were walked. The message
+/// listing reads it beside each message (and, when listing by token, that token's delivery row);
+/// a message's counts and its deliveries listing read it alone.
 public struct LoggedJob: Sendable, Hashable {
     /// The job's id, which is its message log row's.
     public var id: Int64

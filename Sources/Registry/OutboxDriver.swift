@@ -164,7 +164,6 @@ public struct RelayChange: Sendable {
     public init() {}
 }
 
-
 /// A `relay` row without its secrets.
 public struct RelayRow: Sendable {
     public var delivered: Int
@@ -173,15 +172,15 @@ public struct RelayRow: Sendable {
     public var pausedUntil: Int64?
     public var lastError: String?
     public var channel: String
-    /// The `settings` column, JSON text: what of the channel's settings may be shown.
-    public var settingsJSON: String
+    /// What of the channel's settings may be shown.
+    public var settings: [String: JSONValue]
 
     public init(
         delivered: Int, failed: Int, pruned: Int, pausedUntil: Int64?, lastError: String?, channel: String,
-        settingsJSON: String
+        settings: [String: JSONValue]
     ) {
         (self.delivered, self.failed, self.pruned) = (delivered, failed, pruned)
         (self.pausedUntil, self.lastError) = (pausedUntil, lastError)
-        (self.channel, self.settingsJSON) = (channel, settingsJSON)
+        (self.channel, self.settings) = (channel, settings)
     }
 }

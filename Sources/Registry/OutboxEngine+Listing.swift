@@ -80,9 +80,7 @@ extension OutboxStore where Self: OutboxDriver {
             failed: relay.failed, pruned: relay.pruned,
             // A pause that has run out is no pause, though the row still holds it.
             pausedUntil: relay.pausedUntil.flatMap { $0 > now ? EpochMilliseconds.date($0) : nil },
-            lastError: relay.lastError, channel: relay.channel,
-            settings: try ChannelSettings(channel: relay.channel, settingsJSON: relay.settingsJSON, secretsJSON: "{}")
-                .settings)
+            lastError: relay.lastError, channel: relay.channel, settings: relay.settings)
     }
 }
 

@@ -4,7 +4,7 @@ import Foundation
 /// FCM answers, and what users see of it.
 extension RegistryService {
     /// Turns delivery on for `projectId` through a channel, with settings the channel checked
-    /// (`FCMSettings(serviceAccountJSON:)` for FCM HTTP v1), or changes them.
+    /// (for FCM HTTP v1, those of a service-account file), or changes them.
     /// - Throws: `.projectNotFound`.
     public func setRelay(projectId: String, _ settings: ChannelSettings) async throws {
         try await outbox.setRelay(settings, for: try await project(named: projectId))

@@ -69,8 +69,8 @@ public protocol RegistryStore: Sendable {
 
     // MARK: The mirror of Google's device groups
 
-    /// The service account and upstream `project mirror` forwards the project's device-group
-    /// calls with; `nil` while the mirror is off.
+    /// The settings (Google's service account and upstream) `project mirror` forwards the
+    /// project's device-group calls with; `nil` while the mirror is off.
     func mirrorSettings(of project: Project) async throws -> ChannelSettings?
     /// Turns the mirror on with `settings`, or off with `nil`.
     func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws

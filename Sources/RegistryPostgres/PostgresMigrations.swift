@@ -41,7 +41,9 @@ enum PostgresMigrations {
                 applied.insert(name)
             }
             var now: [String] = []
-            let wanted = last.flatMap { last in all.firstIndex { $0.name == last } }.map { all[...$0] } ?? all[...]
+            let through = last.map { last in all.firstIndex { $0.name == last } }
+            precondition(through != .some(nil), "no migration is named \(last ?? "")")
+            let wanted = through.flatMap { $0 }.map { all[...$0] } ?? all[...]
             for migration in wanted where !applied.contains(migration.name) {
                 let name = migration.name
                 let statements = migration.statements

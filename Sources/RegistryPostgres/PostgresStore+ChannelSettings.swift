@@ -9,8 +9,8 @@ extension PostgresStore {
     static let channelSettingsColumns = "channel, settings, secrets"
 
     /// Settings from `channelSettingsColumns`, in their order.
-    static func channelSettings(_ columns: (String, String, String)) throws -> ChannelSettings {
-        try ChannelSettings(channel: columns.0, settingsJSON: columns.1, secretsJSON: columns.2)
+    static func channelSettings(_ columns: (String, String, String)) -> ChannelSettings {
+        ChannelSettings(channel: columns.0, settingsJSON: columns.1, secretsJSON: columns.2)
     }
 }
 

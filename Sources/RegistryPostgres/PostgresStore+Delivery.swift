@@ -65,7 +65,7 @@ extension PostgresStore {
             ).map {
                 RelayRow(
                     delivered: Int($0.0), failed: Int($0.1), pruned: Int($0.2), pausedUntil: $0.3, lastError: $0.4,
-                    channel: $0.5, settingsJSON: $0.6)
+                    channel: $0.5, settings: ChannelSettings.fields(ofJSON: $0.6))
             }
         }
     }

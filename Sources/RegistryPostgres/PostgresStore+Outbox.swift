@@ -16,7 +16,7 @@ extension PostgresStore: OutboxStore, OutboxDriver {
             for try await (project, channel, shown, secrets) in try await connection.query(
                 #"SELECT "projectId", \#(unescaped: Self.channelSettingsColumns) FROM relay"#, logger: .silent
             ).decode((Int64, String, String, String).self) {
-                settings[project] = try Self.channelSettings((channel, shown, secrets))
+                settings[project] = Self.channelSettings((channel, shown, secrets))
             }
             return settings
         }

@@ -6,8 +6,8 @@ import Registry
 /// `channel`, `settings` and `secrets`, the last two JSON text only the channel reads.
 extension SQLiteStore {
     /// A `relay` or `mirror` row's channel settings.
-    static func channelSettings(_ row: Row) throws -> ChannelSettings {
-        try ChannelSettings(channel: row["channel"], settingsJSON: row["settings"], secretsJSON: row["secrets"])
+    static func channelSettings(_ row: Row) -> ChannelSettings {
+        ChannelSettings(channel: row["channel"], settingsJSON: row["settings"], secretsJSON: row["secrets"])
     }
 
     /// Inserts or replaces the project's channel settings in `table` (`relay` or `mirror`, never

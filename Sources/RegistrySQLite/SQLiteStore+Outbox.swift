@@ -12,7 +12,7 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
         try await read { db in
             var settings: [Int64: ChannelSettings] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT * FROM relay") {
-                settings[row["projectId"]] = try Self.channelSettings(row)
+                settings[row["projectId"]] = Self.channelSettings(row)
             }
             return settings
         }

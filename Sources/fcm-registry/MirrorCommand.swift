@@ -62,10 +62,11 @@ extension ProjectCommand {
                     throw ValidationError(error.description)
                 }
             }
-            let settings = try await registry.mirrorSettings(of: chosen).map { try FCMSettings($0) }
+            let stored = try await registry.mirrorSettings(of: chosen)
+            let settings = stored.flatMap { try? FCMSettings($0) }
             try printJSON(
                 State(
-                    project_id: chosen.projectId, mirror: settings == nil ? "off" : "on", upstream: settings?.upstream,
+                    project_id: chosen.projectId, mirror: stored == nil ? "off" : "on", upstream: settings?.upstream,
                     service_account: settings?.clientEmail, groups: try await registry.groupCompleteness(in: chosen)))
         }
     }

@@ -172,13 +172,15 @@ struct ProjectCommand: AsyncParsableCommand {
         }
     }
 
-    /// What `show` and `relay` print of a project's relay: never the key.
+    /// What `show` and `relay` print of a project's relay: never the key. FCM's settings by name;
+    /// another channel's (or settings FCM cannot read) as they are kept, under `settings`.
     struct RelayState: Encodable {
         var channel: String
-        var firebase_project_id: String
-        var client_email: String
-        var token_uri: String
-        var upstream: String
+        var firebase_project_id: String?
+        var client_email: String?
+        var token_uri: String?
+        var upstream: String?
+        var settings: [String: JSONValue]?
         var pending: Int?
         var in_flight: Int?
         var delivered: Int?
@@ -189,13 +191,16 @@ struct ProjectCommand: AsyncParsableCommand {
         /// Sends a second for all servers together; `nil`: serve's `--relay-rate`.
         var rate: Int?
 
-        init(_ stored: ChannelSettings, status: RelayStatus?) throws {
-            let settings = try FCMSettings(stored)
+        init(_ stored: ChannelSettings, status: RelayStatus?) {
             channel = stored.channel
-            firebase_project_id = settings.firebaseProjectID
-            client_email = settings.clientEmail
-            token_uri = settings.tokenURI
-            upstream = settings.upstream
+            if let fcm = try? FCMSettings(stored) {
+                firebase_project_id = fcm.firebaseProjectID
+                client_email = fcm.clientEmail
+                token_uri = fcm.tokenURI
+                upstream = fcm.upstream
+            } else {
+                settings = stored.settings
+            }
             pending = status?.pending
             in_flight = status?.inFlight
             delivered = status?.delivered
@@ -242,7 +247,7 @@ struct ProjectCommand: AsyncParsableCommand {
             }
             var relay: RelayState?
             if let settings = try await registry.relaySettings(of: chosen) {
-                relay = try RelayState(settings, status: try await registry.relayStatus(in: chosen))
+                relay = RelayState(settings, status: try await registry.relayStatus(in: chosen))
                 relay?.rate = try await registry.sendRate(of: chosen)
             }
             try printJSON(
@@ -300,7 +305,7 @@ struct ProjectCommand: AsyncParsableCommand {
                     throw ValidationError("\(chosen.projectId) does not relay: give --service-account FILE as well")
                 }
                 try await registry.setSendRate(projectId: chosen.projectId, rate: rate)
-                var state = try RelayState(settings, status: nil)
+                var state = RelayState(settings, status: nil)
                 state.rate = rate
                 try printJSON(state)
                 return
@@ -312,7 +317,7 @@ struct ProjectCommand: AsyncParsableCommand {
                 let settings = try FCMSettings(serviceAccountJSON: data, upstream: upstream).stored
                 try await registry.setRelay(projectId: chosen.projectId, settings)
                 if rate != nil || defaultRate { try await registry.setSendRate(projectId: chosen.projectId, rate: rate) }
-                var state = try RelayState(settings, status: nil)
+                var state = RelayState(settings, status: nil)
                 state.rate = try await registry.sendRate(of: chosen)
                 try printJSON(state)
             } catch let error as RelaySetupError {

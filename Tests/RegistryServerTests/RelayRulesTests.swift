@@ -220,7 +220,7 @@ import _CryptoExtras
         #expect(!stored.settingsJSON.contains("PRIVATE KEY"))
         #expect(try FCMSettings(stored) == settings)
         // Through the text a row keeps.
-        let row = try ChannelSettings(channel: stored.channel, settingsJSON: stored.settingsJSON, secretsJSON: stored.secretsJSON)
+        let row = ChannelSettings(channel: stored.channel, settingsJSON: stored.settingsJSON, secretsJSON: stored.secretsJSON)
         #expect(try FCMSettings(row) == settings)
         var withoutKeyID = settings
         withoutKeyID.privateKeyID = nil
@@ -232,9 +232,14 @@ import _CryptoExtras
         var keyless = stored
         keyless.secrets = [:]
         #expect(throws: ChannelSettingsUnreadable.self) { try FCMSettings(keyless) }
-        #expect(throws: ChannelSettingsUnreadable.self) {
-            try ChannelSettings(channel: "fcm-v1", settingsJSON: "[1]", secretsJSON: "{}")
-        }
+        // A row whose text is not a JSON object reads as no fields, which FCM refuses, and which
+        // fails nothing else.
+        let handWritten = ChannelSettings(channel: "fcm-v1", settingsJSON: "[1]", secretsJSON: "{not json")
+        #expect(handWritten.settings.isEmpty && handWritten.secrets.isEmpty)
+        #expect(throws: ChannelSettingsUnreadable.self) { try FCMSettings(handWritten) }
+        // Printed, the settings name the key but never show it.
+        #expect(!"\(stored)".contains("PRIVATE KEY") && "\(stored)".contains("privateKey"))
+        #expect(!"\(settings)".contains("PRIVATE KEY") && !String(reflecting: settings).contains("PRIVATE KEY"))
     }
 
     @Test func theAssertionIsTheJWTBearerGrantsShape() throws {

@@ -88,8 +88,8 @@ struct DeliveryController {
         return RelayList(projects: [
             ProjectRelay(
                 projectId: status.projectID, channel: status.channel, settings: status.settings,
-                firebaseProjectId: status.settings["firebaseProjectId"]?.string,
-                upstream: status.settings["upstream"]?.string,
+                firebaseProjectId: status.channel == "fcm-v1" ? status.settings["firebaseProjectId"]?.string : nil,
+                upstream: status.channel == "fcm-v1" ? status.settings["upstream"]?.string : nil,
                 pending: status.pending, inFlight: status.inFlight, delivered: status.delivered, failed: status.failed,
                 pruned: status.pruned, pausedUntil: status.pausedUntil, lastError: status.lastError)
         ])
