@@ -18,7 +18,7 @@ public struct Committed<Value: Sendable>: Sendable {
 /// relay's outbox, the upstream messages on their way to XMPP sessions, and the sends' idempotency keys.
 public typealias RegistryBackend =
     ArchiveStore & ChangeFeed & IdempotencyStore & MessageLogStore & OutboxStore & RegistryStore & SendBudgetStore
-    & UpstreamStore & WebhookStore
+    & UpstreamStore & WebhookCopyStore & WebhookStore
 
 /// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
 /// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.

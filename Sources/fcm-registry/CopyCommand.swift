@@ -9,7 +9,7 @@ import Synchronization
 struct CopyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
-        abstract: "Copy a whole registry, keys and relay settings included, from one database to another.",
+        abstract: "Copy a whole registry, keys, relay, mirror and webhooks included, from one database to another.",
         discussion: """
             Reads --from in one consistent snapshot, as export does, and writes --to as import does: in \
             transactions of \(ArchiveImport.batchSize) records, merged with what is there by natural keys, so \
@@ -18,7 +18,9 @@ struct CopyCommand: AsyncParsableCommand {
             stays constant however large the registry. Either side is an SQLite file or a postgres:// URL.
             A URL with a password is best given in $FCM_REGISTRY_COPY_FROM or $FCM_REGISTRY_COPY_TO, out of \
             sight of ps. Example: FCM_REGISTRY_COPY_TO='postgres://registry:…@db:5432/registry' fcm-registry copy \
-            --from registry.sqlite
+            --from registry.sqlite. Each project's relay (its settings and own --rate), mirror and webhooks \
+            (ids and secrets kept, so receivers verify as before; counters from 0, queued events left behind) \
+            are copied at the end.
             """
     )
 
@@ -80,7 +82,7 @@ struct CopyCommand: AsyncParsableCommand {
             let tally = try await session.finish()
             progress.end()
             guard !interruption.requested else {
-                try printJSON(CopySummary(records: line, added: tally, relays: nil))
+                try printJSON(CopySummary(records: line, added: tally, settings: nil))
                 FileHandle.standardError.write(
                     Data(
                         ("copy interrupted after \(ProgressLine.grouped(line)) records: those are written. Running the same command "
@@ -88,9 +90,10 @@ struct CopyCommand: AsyncParsableCommand {
                             .utf8))
                 throw ExitCode(130)
             }
-            // Relay settings hold a private key, which no export file carries: copied store to store.
-            let relays = try await copyRelaySettings(from: sourceStore, to: targetStore)
-            try printJSON(CopySummary(records: line, added: tally, relays: relays))
+            // Relay and mirror settings and webhooks hold secrets, which no export file carries:
+            // copied store to store.
+            let settings = try await copyProjectSettings(from: sourceStore, to: targetStore)
+            try printJSON(CopySummary(records: line, added: tally, settings: settings))
         } catch {
             pipe.cancel()
             await exporting.value
@@ -99,28 +102,60 @@ struct CopyCommand: AsyncParsableCommand {
         }
     }
 
-    /// Each relaying project's settings, onto the project of the same id in the target.
-    /// - Returns: how many projects relay in the target now.
-    private func copyRelaySettings(from source: any RegistryBackend, to target: any RegistryBackend) async throws -> Int {
-        let settings = try await source.relaySettings()
-        let sourceProjects = Dictionary(uniqueKeysWithValues: try await source.projects().map { ($0.rowID, $0.projectId) })
+    /// Each project's relay settings and own rate, mirror settings and webhooks, onto the project
+    /// of the same id in the target.
+    private func copyProjectSettings(from source: any RegistryBackend, to target: any RegistryBackend) async throws
+        -> CopiedSettings
+    {
+        let relays = try await source.relaySettings()
+        let rates = try await source.sendRates()
         let targetProjects = Dictionary(uniqueKeysWithValues: try await target.projects().map { ($0.projectId, $0) })
-        var copied = 0
-        for (rowID, relay) in settings.sorted(by: { $0.key < $1.key }) {
-            guard let name = sourceProjects[rowID], let project = targetProjects[name] else { continue }
-            try await target.setRelay(relay, for: project)
-            copied += 1
+        var copied = CopiedSettings()
+        for sourceProject in try await source.projects() {
+            guard let project = targetProjects[sourceProject.projectId] else { continue }
+            if let relay = relays[sourceProject.rowID] {
+                try await target.setRelay(relay, for: project)
+                copied.relays += 1
+            }
+            if let rate = rates[sourceProject.rowID] { try await target.setSendRate(rate, for: project) }
+            if let mirror = try await source.mirrorSettings(of: sourceProject) {
+                try await target.setMirrorSettings(mirror, for: project)
+                copied.mirrors += 1
+            }
+            for webhook in try await source.webhookCopies(of: sourceProject.rowID) {
+                if try await target.insertWebhookCopy(webhook, into: project.rowID) { copied.webhooks += 1 }
+            }
         }
         return copied
     }
 }
 
-/// What `copy` prints: the records read, what was new in the target, and the projects that relay
-/// (not counted when Ctrl-C stopped the copy: their settings are copied at its end).
+/// What `copy` prints: the records read, what was new in the target, and the projects' settings
+/// copied (none when Ctrl-C stopped the copy: they are copied at its end).
 private struct CopySummary: Encodable {
     var records: Int
     var added: ImportTally
-    var relays: Int?
+    var settings: CopiedSettings?
+
+    private enum CodingKeys: String, CodingKey {
+        case records, added, relays, mirrors, webhooks
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(records, forKey: .records)
+        try container.encode(added, forKey: .added)
+        try container.encodeIfPresent(settings?.relays, forKey: .relays)
+        try container.encodeIfPresent(settings?.mirrors, forKey: .mirrors)
+        try container.encodeIfPresent(settings?.webhooks, forKey: .webhooks)
+    }
+}
+
+/// The projects that relay and mirror in the target, and the webhooks new there.
+private struct CopiedSettings {
+    var relays = 0
+    var mirrors = 0
+    var webhooks = 0
 }
 
 /// Records handed from an export (a callback on the store's reading thread) to the writing task,

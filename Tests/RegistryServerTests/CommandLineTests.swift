@@ -1,4 +1,5 @@
 import Foundation
+import Registry
 import RegistryApp
 import Testing
 
@@ -281,6 +282,40 @@ struct CommandLineTests {
         #expect(cleared.status == 0)
         let again = try await folder.run(["project", "show", "--project-id", "p"])
         #expect((try Self.json(again.stdout)["relay"] as? [String: Any])?["rate"] == nil)
+    }
+
+    @Test("copy carries each project's relay, own rate, mirror and webhooks, secrets included; run again, it adds nothing")
+    func copyCarriesProjectSettings() async throws {
+        let folder = try Folder()
+        try await folder.createProject()
+        let file = folder.path("sa.json")
+        try #require(try await folder.run(["project", "service-account", "--project-id", "p", "--output", file]).status == 0)
+        let relay = try await folder.run(["project", "relay", "--project-id", "p", "--service-account", file, "--rate", "400"])
+        try #require(relay.status == 0, "\(relay.stderr)")
+        try #require(try await folder.run(["project", "mirror", "--project-id", "p", "--service-account", file]).status == 0)
+        let source = try await StoreFactory.open(folder.path("registry.sqlite"))
+        let project = try #require(try await source.projects().first)
+        let hook = try await source.createWebhook(
+            project: project.rowID, url: "https://93.184.215.14/hooks", events: [.messageCompleted], limit: 16, now: Date())
+
+        let target = folder.path("target.sqlite")
+        let copied = try await folder.run(["copy", "--from", folder.path("registry.sqlite"), "--to", target])
+        try #require(copied.status == 0, "\(copied.stderr)")
+        let summary = try Self.json(copied.stdout)
+        #expect([summary["relays"], summary["mirrors"], summary["webhooks"]].map { $0 as? Int } == [1, 1, 1])
+        let copy = try await StoreFactory.open(target)
+        let moved = try #require(try await copy.projects().first { $0.projectId == "p" })
+        #expect(try await copy.relaySettings()[moved.rowID] == source.relaySettings()[project.rowID])
+        #expect(try await copy.sendRates()[moved.rowID] == 400)
+        #expect(try await copy.mirrorSettings(of: moved) == source.mirrorSettings(of: project))
+        let webhooks = try await copy.webhookCopies(of: moved.rowID)
+        #expect(webhooks.map(\.publicID) == [hook.webhook.id])
+        #expect(webhooks.first?.secret == hook.secret)
+
+        let again = try await folder.run(["copy", "--from", folder.path("registry.sqlite"), "--to", target])
+        #expect(again.status == 0)
+        #expect(try Self.json(again.stdout)["webhooks"] as? Int == 0)
+        #expect(try await copy.webhookCopies(of: moved.rowID).count == 1)
     }
 
     /// The checkout the tests' executable was built in.
