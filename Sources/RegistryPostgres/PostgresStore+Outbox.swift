@@ -37,12 +37,23 @@ extension PostgresStore: OutboxStore, OutboxDriver {
                 WHERE state = 'pending' AND "messageId" IN
                   (SELECT "messageId" FROM outbox WHERE "projectId" = \#(project) AND "finishedAt" IS NULL)
                 """#)
-            try await connection.run(
+            var finished: [(job: Int64, id: String)] = []
+            for try await (job, id) in try await connection.query(
                 #"""
-                UPDATE outbox SET failed = recipients - delivered, "finishedAt" = \#(now), "claimedBy" = NULL
-                WHERE "projectId" = \#(project) AND "finishedAt" IS NULL
-                """#)
+                WITH finished AS (
+                  UPDATE outbox SET failed = recipients - delivered, "finishedAt" = \#(now), "claimedBy" = NULL
+                  WHERE "projectId" = \#(project) AND "finishedAt" IS NULL RETURNING "messageId"
+                )
+                SELECT finished."messageId", message."messageId" FROM finished JOIN message ON message.id = finished."messageId"
+                """#, logger: .silent
+            ).decode((Int64, String).self) {
+                finished.append((job, id))
+            }
             try await connection.run(#"DELETE FROM relay WHERE "projectId" = \#(project)"#)
+            for (job, id) in finished {
+                try await connection.appendWebhookEvents(
+                    WebhookEventBatch(finishing: id, now: now), project: project, job: job, finished: true)
+            }
         }
     }
 

@@ -199,14 +199,18 @@ extension PostgresConnection {
     /// when the project has no webhook. A backlog read here may be another server's page short:
     /// the bound is approximate by at most the pages recorded at once; the counts themselves add up.
     func appendWebhookEvents(_ page: PageWrites, finished: Bool) async throws {
-        let batch = page.webhookEvents
+        try await appendWebhookEvents(page.webhookEvents, project: page.project, job: page.job, finished: finished)
+    }
+
+    /// Queues `batch`'s events of the project's job; `finished` adds its completion.
+    func appendWebhookEvents(_ batch: WebhookEventBatch, project: Int64, job: Int64, finished: Bool) async throws {
         guard !batch.isEmpty(finished: finished) else { return }
         var targets: [WebhookEventBatch.Target] = []
         var projectID: String?
         for try await (id, events, backlog, name) in try await query(
             #"""
             SELECT w.id, w.events, w.backlog, p."projectId" FROM webhook w JOIN project p ON p.id = w."projectId"
-            WHERE w."projectId" = \#(page.project) AND w."disabledAt" IS NULL ORDER BY w.id
+            WHERE w."projectId" = \#(project) AND w."disabledAt" IS NULL ORDER BY w.id
             """#, logger: .silent
         ).decode((Int64, Int64, Int64, String).self) {
             targets.append(WebhookEventBatch.Target(rowID: id, events: events, backlog: Int(backlog)))
@@ -216,7 +220,7 @@ extension PostgresConnection {
         var counts: (delivered: Int, failed: Int)?
         if finished,
             let (delivered, failed) = try await first(
-                #"SELECT delivered, failed FROM outbox WHERE "messageId" = \#(page.job)"#, as: (Int64, Int64).self)
+                #"SELECT delivered, failed FROM outbox WHERE "messageId" = \#(job)"#, as: (Int64, Int64).self)
         {
             counts = (Int(delivered), Int(failed))
         }

@@ -26,6 +26,12 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
 
     public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws {
         try await write { db, _ in
+            let unfinished = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT outbox.messageId AS job, message.messageId AS id FROM outbox JOIN message ON message.id = outbox.messageId
+                    WHERE outbox.projectId = ? AND outbox.finishedAt IS NULL
+                    """, arguments: [project])
             try db.execute(
                 sql: """
                     UPDATE delivery SET state = 'failed', error = ?, nextAttemptAt = NULL, updatedAt = ?
@@ -38,6 +44,10 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
                     WHERE projectId = ? AND finishedAt IS NULL
                     """, arguments: [now, project])
             try db.execute(sql: "DELETE FROM relay WHERE projectId = ?", arguments: [project])
+            for row in unfinished {
+                try Self.appendWebhookEvents(
+                    WebhookEventBatch(finishing: row["id"], now: now), project: project, job: row["job"], finished: true, db)
+            }
         }
     }
 

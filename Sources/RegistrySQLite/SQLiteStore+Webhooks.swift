@@ -197,7 +197,13 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
     /// `recordPage`'s transaction: nothing is read when the page has no event, one indexed read
     /// when the project has no webhook.
     static func appendWebhookEvents(_ page: PageWrites, finished: Bool, _ db: Database) throws {
-        let batch = page.webhookEvents
+        try appendWebhookEvents(page.webhookEvents, project: page.project, job: page.job, finished: finished, db)
+    }
+
+    /// Queues `batch`'s events of the project's job; `finished` adds its completion.
+    static func appendWebhookEvents(
+        _ batch: WebhookEventBatch, project: Int64, job: Int64, finished: Bool, _ db: Database
+    ) throws {
         guard !batch.isEmpty(finished: finished) else { return }
         let targets = try Row.fetchAll(
             db.cachedStatement(
@@ -205,13 +211,13 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     SELECT webhook.id, webhook.events, webhook.backlog, project.projectId
                     FROM webhook JOIN project ON project.id = webhook.projectId
                     WHERE webhook.projectId = ? AND webhook.disabledAt IS NULL
-                    """), arguments: [page.project])
+                    """), arguments: [project])
         guard let projectID = targets.first?["projectId"] as String? else { return }
         var counts: (delivered: Int, failed: Int)?
         if finished,
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT delivered, failed FROM outbox WHERE messageId = ?"),
-                arguments: [page.job])
+                arguments: [job])
         {
             counts = (row[0], row[1])
         }

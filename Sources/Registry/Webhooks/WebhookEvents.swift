@@ -21,6 +21,12 @@ public struct WebhookEventBatch: Sendable {
 
     public init() {}
 
+    /// A message finished without its page: the relay turned off under it (`RELAY_OFF`). Only its
+    /// completion is told; its recipients failed by the switch are in the completion's count.
+    public init(finishing messageID: String, now: Int64) {
+        (self.messageID, self.now) = (messageID, now)
+    }
+
     /// The events of a page's outcomes: each failed recipient's; the message's completion is
     /// added in the transaction, when it finds that the page finished the job.
     public init(_ outcomes: [DeliveryOutcome], of job: OutboxJob, page: AttemptPage, now: Int64) {
