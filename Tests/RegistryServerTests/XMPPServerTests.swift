@@ -534,7 +534,8 @@ struct XMPPHubTests {
         let fixture = try await Fixture.make()
         var limits = XMPPHub.Limits()
         limits.pendingPerConnection = 2
-        limits.receiptAckTimeout = .seconds(2)  // long enough for three writes on a loaded machine
+        // Long enough for three writes on a machine running the whole suite beside a build.
+        limits.receiptAckTimeout = .seconds(6)
         let hub = XMPPHub(limits: limits, registry: fixture.registry)
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
@@ -548,12 +549,12 @@ struct XMPPHubTests {
         #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:2", json: "{}", isReceipt: true), to: fixture.project) == .waiting(position: 1))
         // Downstream messages have a budget of their own.
         #expect(hub.admitDownstream(id, project: fixture.project) == .admitted)
-        try await Task.sleep(for: .milliseconds(2500))
+        try await Task.sleep(for: .milliseconds(6500))
         // The waiting receipt goes first, then the new message.
         #expect(try await hub.deliver(UpstreamMessage(messageID: "u-1", json: "{}", isReceipt: false), to: fixture.project) == .sent(connection: id))
         #expect(try await hub.waitingCount(of: fixture.project) == 0)
         // A plain upstream message never expires: it waits for its ack.
-        try await Task.sleep(for: .milliseconds(2500))
+        try await Task.sleep(for: .milliseconds(6500))
         #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:3", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
         #expect(hub.sessions(of: fixture.project).first?.unackedUpstream == 2)
     }
