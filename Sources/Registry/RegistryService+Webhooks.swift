@@ -42,6 +42,16 @@ extension RegistryService {
         return rotated
     }
 
+    /// Turns a webhook the registry disabled back on: same id and secret, its waiting events sent
+    /// at once, its 3 days of failures counted afresh. An enabled webhook is left as it is.
+    /// - Throws: `RegistryError.webhookNotFound`.
+    public func enableWebhook(_ id: String, in project: Project) async throws -> Webhook {
+        guard let enabled = try await webhooks.enableWebhook(id, of: project.rowID, now: Date()) else {
+            throw RegistryError.webhookNotFound
+        }
+        return enabled
+    }
+
     /// The event types `names` names: at least one, each known, none twice.
     static func eventTypes(_ names: [String]) throws(RegistryError) -> [WebhookEventType] {
         guard !names.isEmpty else {

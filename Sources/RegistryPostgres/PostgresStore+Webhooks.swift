@@ -70,6 +70,32 @@ extension PostgresStore: WebhookStore, WebhookDriver {
         }
     }
 
+    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+        try await transaction { connection in
+            // The webhook's row, locked, so that an attempt recorded meanwhile comes before or after.
+            guard
+                let (webhook, disabledAt) = try await connection.first(
+                    #"""
+                    SELECT id, "disabledAt" FROM webhook
+                    WHERE "projectId" = \#(project) AND "publicId" = \#(id) FOR UPDATE
+                    """#, as: (Int64, Int64?).self)
+            else { return nil }
+            if disabledAt != nil {
+                try await connection.run(
+                    #"""
+                    UPDATE webhook SET "disabledAt" = NULL, "disabledReason" = NULL, "failingSince" = NULL
+                    WHERE id = \#(webhook)
+                    """#)
+                try await connection.run(
+                    #"""
+                    UPDATE "webhookEvent" SET "nextAttemptAt" = \#(eventsDueAt)
+                    WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
+                    """#)
+            }
+            return try await connection.webhookRows(of: project, id: id).first
+        }
+    }
+
     public func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int) async throws
         -> [WebhookDelivery]
     {

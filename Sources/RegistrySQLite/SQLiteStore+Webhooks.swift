@@ -74,6 +74,29 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
         }
     }
 
+    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+        try await write { db, _ in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT id, disabledAt FROM webhook WHERE projectId = ? AND publicId = ?",
+                    arguments: [project, id])
+            else { return nil }
+            if (row["disabledAt"] as Int64?) != nil {
+                let webhook: Int64 = row["id"]
+                try db.execute(
+                    sql: """
+                        UPDATE webhook SET disabledAt = NULL, disabledReason = NULL, failingSince = NULL WHERE id = ?
+                        """, arguments: [webhook])
+                try db.execute(
+                    sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
+                    arguments: [eventsDueAt, webhook, eventsDueAt])
+            }
+            return try Row.fetchOne(
+                db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE publicId = ?", arguments: [id]
+            ).map(Self.webhook)
+        }
+    }
+
     public func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int) async throws
         -> [WebhookDelivery]
     {

@@ -65,8 +65,83 @@ struct WebhookAPITests {
             #expect(
                 try await client.call(.post, "/api/webhooks/\(id):rotateSecret", auth: .some(other)).status == .notFound
             )
+            #expect(try await client.call(.post, "/api/webhooks/\(id):enable", auth: .some(other)).status == .notFound)
             #expect(try await client.call(.get, "/api/webhooks", auth: .some(other)).json?["webhooks"] == [])
             #expect(try await client.call(.get, "/api/webhooks/\(id)").status == .ok)
+        }
+    }
+
+    @Test("POST :enable turns a disabled webhook on again with its id and secret; its queue is sent at once")
+    func enable() async throws {
+        let fixture = try await Fixture.make()
+        let store = try #require(fixture.registry.store as? any RegistryBackend)
+        let url = "https://93.184.215.14/hooks"
+        try await fixture.test { client in
+            let created = try await client.call(
+                .post, "/api/webhooks", body: #"{"url":"\#(url)","events":["delivery.failed"]}"#)
+            let id = try #require(created.json?["id"]?.string)
+            let secret = try #require(created.json?["secret"]?.string)
+            // Enabling a webhook that is on changes nothing.
+            let fresh = try await client.call(.get, "/api/webhooks/\(id)")
+            let noop = try await client.call(.post, "/api/webhooks/\(id):enable")
+            #expect(noop.status == .ok)
+            #expect(noop.json == fresh.json)
+            // Two failures queued; every attempt fails for 3 days and the webhook is disabled.
+            try await WebhookDeliveryTests.queueEvents(fixture.registry, fixture.project)
+            let start = Date()
+            let events = try await store.claimWebhookEvents(
+                "w", leaseUntil: start.addingTimeInterval(60), now: start, limit: 10)
+            #expect(events.count == 2)
+            _ = try await store.recordWebhookAttempt(
+                events[0], .failed("HTTP 502"), claimant: "w", schedule: .standard, now: start)
+            let later = start.addingTimeInterval(WebhookRules.disableAfter + 1)
+            _ = try await store.recordWebhookAttempt(
+                events[1], .failed("HTTP 502"), claimant: "w", schedule: .standard, now: later)
+            let disabled = try await client.call(.get, "/api/webhooks/\(id)")
+            #expect(disabled.json?["disabled"] == true)
+            #expect(disabled.json?["disabledReason"]?.string?.contains("HTTP 502") == true)
+
+            let enabled = try await client.call(.post, "/api/webhooks/\(id):enable")
+            #expect(enabled.status == .ok)
+            #expect(enabled.json?["id"]?.string == id)
+            #expect(enabled.json?["disabled"] == false)
+            #expect(enabled.json?["disabledAt"] == nil)
+            #expect(enabled.json?["disabledReason"] == nil)
+            #expect(enabled.json?["failingSince"] == nil)
+            #expect(enabled.json?["backlog"] == 2)
+            #expect(enabled.json?["lastError"] == "HTTP 502")
+            #expect(enabled.json?["secret"] == nil)
+            #expect(enabled.json == (try await client.call(.get, "/api/webhooks/\(id)").json))
+            // Both events are due now, the one retried 3 days ahead too, and signed with the first secret.
+            let now = Date()
+            let again = try await store.claimWebhookEvents(
+                "w2", leaseUntil: now.addingTimeInterval(60), now: now, limit: 10)
+            #expect(Set(again.map(\.eventID)) == Set(events.map(\.eventID)))
+            let event = try #require(again.first)
+            #expect(event.secret == secret && event.previousSecret == nil)
+            try await WebhookDeliveryTests.receiver { port, received in
+                var local = event
+                local.url = "http://127.0.0.1:\(port)/hook"
+                let channel = HTTPWebhookChannel(options: WebhookDeliveryTests.options())
+                #expect(await channel.send(local) == .delivered)
+                await channel.shutdown()
+                let got = try #require(received.withLock { $0.first })
+                #expect(got.id == event.eventID && got.body == event.payload)
+                let timestamp = try #require(Int64(got.timestamp))
+                #expect(
+                    got.signature
+                        == WebhookSignature.sign(id: got.id, timestamp: timestamp, body: got.body, secret: secret))
+            }
+            // Enabled, it is unchanged by another :enable.
+            let shown = try await client.call(.get, "/api/webhooks/\(id)")
+            let twice = try await client.call(.post, "/api/webhooks/\(id):enable")
+            #expect(twice.status == .ok)
+            #expect(twice.json == shown.json)
+            // An unknown id: 404 in the native envelope.
+            let unknown = try await client.call(.post, "/api/webhooks/wh_unknown:enable")
+            #expect(unknown.status == .notFound)
+            #expect(unknown.json?["error"]?["code"] == "not_found")
+            #expect(unknown.json?["error"]?["message"] == "no webhook has this id in the project")
         }
     }
 
@@ -323,12 +398,20 @@ struct WebhookDeliveryTests {
         let registry = try await RegistryService(store: TestBackend.makeStore())
         let (project, _) = try await registry.createProject(projectId: "p", senderId: "123456789012")
         let store = try #require(registry.store as? any RegistryBackend)
-        _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
-        try await store.setRelay(
-            RelayRulesTests.settings.stored, for: project)
         _ = try await store.createWebhook(
             project: project.rowID, url: "https://93.184.215.14/h", events: WebhookEventType.allCases, limit: 16,
             now: Date())
+        try await queueEvents(registry, project)
+        return (registry, project, store)
+    }
+
+    /// Queues the events of a topic send to two dead tokens for the project's webhooks: a prune
+    /// and a failure each, and the completion.
+    static func queueEvents(_ registry: RegistryService, _ project: Project) async throws {
+        let store = try #require(registry.store as? any RegistryBackend)
+        _ = try await registry.subscribe([token(1), token(2)], to: "news", in: project)
+        try await store.setRelay(
+            RelayRulesTests.settings.stored, for: project)
         let message = AcceptedMessage(
             id: "m1", project: project, via: .legacy, message: Message(target: .topic("news")),
             recipients: RoaringBitmap([1, 2]), receivedAt: Date())
@@ -343,6 +426,5 @@ struct WebhookDeliveryTests {
                 DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
             },
             of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
-        return (registry, project, store)
     }
 }

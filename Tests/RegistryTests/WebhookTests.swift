@@ -250,6 +250,58 @@ struct WebhookTests {
         #expect(try await store.webhook(hooks[0].webhook.id, of: project.rowID)?.backlog == 2)
     }
 
+    @Test(
+        "A disabled webhook enabled again keeps its id, secret, counters and queue, due at once; its 3 days start again"
+    )
+    func enabledAgain() async throws {
+        let (store, project, job, page, hooks) = try await claimedSend(2, hooks: [[.deliveryFailed]])
+        let id = hooks[0].webhook.id
+        _ = try await store.record(
+            page.attempts.map { outcome($0, .failed, "INVALID_ARGUMENT") }, of: job, page: page, claimant: "a",
+            leaseUntil: Date(), now: Date())
+        // An hour between attempts: an event not due when the webhook is enabled is brought forward.
+        let schedule = WebhookRetrySchedule(waits: [.seconds(3600), .seconds(3600)])
+        let start = Date()
+        let events = try await queued(store, at: start)
+        #expect(events.count == 2)
+        _ = try await store.recordWebhookAttempt(
+            events[0], .failed("HTTP 502"), claimant: "w", schedule: schedule, now: start)
+        let later = start.addingTimeInterval(WebhookRules.disableAfter + 1)
+        let last = try await store.recordWebhookAttempt(
+            events[1], .failed("HTTP 502"), claimant: "w", schedule: schedule, now: later)
+        guard case .disabled = last else {
+            Issue.record("not disabled: \(last)")
+            return
+        }
+        let disabled = try #require(try await store.webhook(id, of: project.rowID))
+        let now = later.addingTimeInterval(60)
+        #expect(try await queued(store, at: now).isEmpty)
+
+        let enabled = try #require(try await store.enableWebhook(id, of: project.rowID, now: now))
+        #expect(enabled.id == id)
+        #expect(enabled.disabledAt == nil && enabled.disabledReason == nil && enabled.failingSince == nil)
+        #expect(enabled == (try await store.webhook(id, of: project.rowID)))
+        // Counters, last attempt and error stay as they were.
+        #expect((enabled.backlog, enabled.sent, enabled.failed, enabled.dropped) == (2, 0, 0, 0))
+        #expect(enabled.lastError == disabled.lastError && enabled.lastAttemptAt == disabled.lastAttemptAt)
+        // Both events, the one due in an hour too, are claimed at once, signed with the same secret.
+        let again = try await queued(store, at: now)
+        #expect(Set(again.map(\.eventID)) == Set(events.map(\.eventID)))
+        #expect(again.allSatisfy { $0.secret == hooks[0].secret && $0.attempts == 1 && $0.webhookID == id })
+        // The 3 days are counted from the next failure: one now does not disable it again.
+        let failed = try await store.recordWebhookAttempt(
+            again[0], .failed("HTTP 503"), claimant: "w", schedule: schedule, now: now)
+        #expect(failed == .retried(at: now.addingTimeInterval(3600)))
+        let failing = try #require(try await store.webhook(id, of: project.rowID))
+        #expect(failing.disabledAt == nil)
+        #expect(failing.failingSince.map(EpochMilliseconds.milliseconds) == EpochMilliseconds.milliseconds(now))
+        // Enabling an enabled webhook changes nothing, its queue's schedule neither.
+        #expect(try await store.enableWebhook(id, of: project.rowID, now: now.addingTimeInterval(1)) == failing)
+        try await store.releaseWebhookEvents(claimedBy: "w")
+        #expect(try await queued(store, at: now.addingTimeInterval(2)).map(\.eventID) == [again[1].eventID])
+        #expect(try await store.enableWebhook("wh_none", of: project.rowID, now: now) == nil)
+    }
+
     @Test("A webhook's secret is whsec_ and 32 random bytes; a rotated one signs beside the new for 24 h")
     func secretsAndRotation() async throws {
         let (store, project, job, page, hooks) = try await claimedSend(1, hooks: [[.messageCompleted]])
@@ -293,6 +345,7 @@ struct WebhookTests {
         #expect(try await store.webhook(ids[0], of: other.rowID) == nil)
         #expect(try await store.deleteWebhook(ids[0], of: other.rowID) == false)
         #expect(try await store.rotateWebhookSecret(ids[0], of: other.rowID, now: Date()) == nil)
+        #expect(try await store.enableWebhook(ids[0], of: other.rowID, now: Date()) == nil)
         #expect(try await store.deleteWebhook(ids[0], of: project.rowID))
         #expect(try await store.webhooks(of: project.rowID).count == 15)
     }

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -635,6 +636,27 @@ def failing_hook(url, seeded):
         time.sleep(0.2)
 
 
+def disable_hook(hook_id, reason):
+    """Writes what the registry writes when a webhook has failed for 3 days, which a test cannot wait out."""
+    now = int(time.time() * 1000)
+    values = {"now": now, "reason": reason, "since": now - 3 * 86_400_000, "hook": hook_id}
+    db = os.environ["CONSOLE_DB"]
+    if not db.startswith(("postgres://", "postgresql://")):
+        connection = sqlite3.connect(db, timeout=30)
+        with connection:
+            connection.execute("UPDATE webhook SET disabledAt = :now, disabledReason = :reason, failingSince = :since "
+                               "WHERE publicId = :hook", values)
+        connection.close()
+        return
+    # registry-db.sh's URL: the schema is its search_path, which psql takes from PGOPTIONS.
+    base, _, query = db.partition("?")
+    schema = urllib.parse.parse_qs(query)["search_path"][0]
+    sql = """UPDATE webhook SET "disabledAt" = :now, "disabledReason" = :'reason', "failingSince" = :since
+             WHERE "publicId" = :'hook'"""
+    subprocess.run(["psql", base, "-q", "-v", "ON_ERROR_STOP=1", *[f"-v{k}={v}" for k, v in values.items()]],
+                   input=sql, text=True, check=True, env={**os.environ, "PGOPTIONS": f"-c search_path={schema}"})
+
+
 def card(driver, hook_id):
     return wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, f"article[data-hook='{hook_id}']")))
 
@@ -749,3 +771,30 @@ def test_rotating_and_deleting_a_webhook(console, closed_url):
     wait(driver).until(lambda d: not d.find_elements(By.CSS_SELECTOR, f"article[data-hook='{created['id']}']"))
     # Its secret, shown just before, went with it.
     assert not driver.find_elements(By.ID, "webhook-secret")
+
+
+def test_enabling_a_disabled_webhook(console, closed_url):
+    url = closed_url.replace("/fcm-events", "/disabled-events")
+    created = create_hook(url, ["delivery.failed"])
+    disable_hook(created["id"], "every attempt failed since 2026-11-24T00:00:00.000Z (3 days); last error: connection refused")
+    assert api("GET", f"/api/webhooks/{created['id']}")["disabled"]
+    driver = console("#/relay/webhooks")
+    heading(driver, "Relay")
+    shown = card(driver, created["id"])
+    assert shown.find_element(By.CSS_SELECTOR, ".badge[data-state='disabled']")
+    assert "connection refused" in shown.find_element(By.CSS_SELECTOR, "[data-field='disabledReason']").text
+    # Enabling asks first; dismissed, it stays disabled.
+    shown.find_element(By.CSS_SELECTOR, "button.enable").click()
+    alert = wait(driver).until(EC.alert_is_present())
+    assert url in alert.text and "signing secret" in alert.text
+    alert.dismiss()
+    assert api("GET", f"/api/webhooks/{created['id']}")["disabled"]
+    # Accepted: on again, with its id, and the card shows it working without the button.
+    card(driver, created["id"]).find_element(By.CSS_SELECTOR, "button.enable").click()
+    wait(driver).until(EC.alert_is_present()).accept()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#webhooks .outcome"), f"Enabled the webhook to {url}"))
+    now = api("GET", f"/api/webhooks/{created['id']}")
+    assert not now["disabled"] and "disabledAt" not in now and "failingSince" not in now
+    wait(driver).until(lambda d: not card(d, created["id"]).find_elements(By.CSS_SELECTOR, "button.enable"))
+    assert not card(driver, created["id"]).find_elements(By.CSS_SELECTOR, ".badge[data-state='disabled']")
+    assert requests.delete(f"{URL}/api/webhooks/{created['id']}", headers=API, timeout=30).status_code == 204

@@ -161,6 +161,10 @@ public protocol WebhookStore: Sendable {
     /// A new secret; the one before keeps signing beside it for `WebhookRules.rotationOverlap`.
     /// `nil` when the project has no such webhook.
     func rotateWebhookSecret(_ id: String, of project: Int64, now: Date) async throws -> CreatedWebhook?
+    /// Turns a disabled webhook back on, keeping its id, secrets, counters and queued events, which
+    /// are due at `now`; its failures are counted from nothing again. An enabled one is left as it
+    /// is. `nil` when the project has no such webhook.
+    func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook?
 
     /// Claims up to `limit` due events of enabled webhooks that nobody holds (or whose lease ran out).
     func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws

@@ -20,6 +20,11 @@ public protocol WebhookDriver: Sendable {
     /// The secret becomes the previous one, signing until `previousUntil`; `secret` the current.
     func replaceWebhookSecret(_ id: String, of project: Int64, with secret: String, previousUntil: Int64) async throws
         -> Webhook?
+    /// In one transaction, only while the webhook is disabled (else nothing is written): clears
+    /// `disabledAt`, `disabledReason` and `failingSince`, and brings the next attempt of each of its
+    /// queued events due later than `eventsDueAt` forward to it; claims, attempts and counters stay.
+    /// - Returns: the webhook as it is after; `nil` when the project has no such webhook.
+    func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook?
     /// In one transaction: up to `limit` queue rows due at `now` of enabled webhooks, unclaimed or
     /// with an expired lease, earliest due first, claimed for `claimant`; each with its webhook's
     /// URL and secrets (the previous one only while it still signs at `now`).

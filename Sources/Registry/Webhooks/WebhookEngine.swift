@@ -36,6 +36,12 @@ extension WebhookStore where Self: WebhookDriver {
         }
     }
 
+    /// A disabled webhook's failing-for clock starts again from nothing, and what waited for it is
+    /// due now: a receiver that is back hears at once, not at each event's place in the schedule.
+    public func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
+        try await enableWebhookRow(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now))
+    }
+
     public func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws
         -> [WebhookDelivery]
     {

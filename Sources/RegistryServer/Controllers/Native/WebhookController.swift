@@ -14,6 +14,7 @@ struct WebhookController {
         routes.on("/api/webhooks/:id", .get, use: show)
         routes.on("/api/webhooks/:id", .delete, use: delete)
         routes.on("/api/webhooks/{id}:rotateSecret", .post, use: rotateSecret)
+        routes.on("/api/webhooks/{id}:enable", .post, use: enable)
     }
 
     /// `{"url": "https://…", "events": ["token.unregistered", …]}`.
@@ -111,5 +112,14 @@ struct WebhookController {
         let project = try context.requireProject()
         let rotated = try await registry.rotateWebhookSecret(try request.pathValue("id", context: context), in: project)
         return try JSONResponse.make(WithSecret(rotated), status: .ok)
+    }
+
+    /// `POST /api/webhooks/{id}:enable`: a disabled webhook on again, with its id, secret and waiting
+    /// events; shown as `GET /api/webhooks/{id}` shows it. An enabled one is left as it is.
+    @Sendable func enable(_ request: Request, context: RegistryRequestContext) async throws -> ShownOne {
+        let project = try context.requireProject()
+        return ShownOne(
+            webhook: Shown(try await registry.enableWebhook(try request.pathValue("id", context: context), in: project))
+        )
     }
 }

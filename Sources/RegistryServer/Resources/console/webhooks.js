@@ -1,6 +1,7 @@
 // The project's webhooks, a section of the Relay screen: each hook's state (backlog, sent, failed,
 // its last attempt and error, disabled and why), refreshed with the screen; adding one, whose
-// signing secret is shown once; rotating a secret; deleting a hook. Only `/api/webhooks`.
+// signing secret is shown once; rotating a secret; enabling a disabled hook; deleting a hook.
+// Only `/api/webhooks`.
 import { del, get, part, post } from "./api.js";
 import { count, facts, fill, h, problem, refill, stats, when } from "./dom.js";
 import { outcome } from "./token.js";
@@ -44,7 +45,7 @@ export function webhooksSection({ project, signal }) {
       refill(list, emptyState(project));
       return;
     }
-    refill(list, hooks.map((hook) => hookCard(hook, { rotate, remove })));
+    refill(list, hooks.map((hook) => hookCard(hook, { rotate, enable, remove })));
   };
 
   const rotate = async (hook) => {
@@ -58,6 +59,16 @@ export function webhooksSection({ project, signal }) {
         what: "The new signing secret of the webhook to",
         note: "The previous secret keeps signing beside this one for 24 hours: give this one to the receiver before then.",
       });
+      await refresh();
+    } catch (error) { said.failed(error); }
+  };
+
+  const enable = async (hook) => {
+    const waiting = hook.backlog ? ` Its ${count(hook.backlog)} waiting ${hook.backlog === 1 ? "event is" : "events are"} sent at once.` : "";
+    if (!confirm(`Enable the webhook to ${hook.url} again?\n\nIt keeps its id and signing secret, so the receiver needs no change, and gets new events again.${waiting} If the endpoint still fails for 3 days, it is disabled again.`)) return;
+    try {
+      await post(`/api/webhooks/${part(hook.id)}:enable`);
+      said.done(`Enabled the webhook to ${hook.url}: it gets events again${hook.backlog ? `, starting with its ${count(hook.backlog)} waiting ${hook.backlog === 1 ? "one" : "ones"}` : ""}.`);
       await refresh();
     } catch (error) { said.failed(error); }
   };
@@ -110,7 +121,7 @@ function stateBadge(hook) {
   return h("span", { class: "badge", dataset: { state: "new" } }, "no event sent yet");
 }
 
-function hookCard(hook, { rotate, remove }) {
+function hookCard(hook, { rotate, enable, remove }) {
   return h("article", { class: "card hook", dataset: { hook: hook.id }, "aria-label": `Webhook to ${hook.url}` },
     h("div", { class: "split" },
       h("h3", {}, h("code", {}, hook.url)),
@@ -126,11 +137,12 @@ function hookCard(hook, { rotate, remove }) {
         ? [h("code", { class: "fcm-error", dataset: { field: "lastError" } }, hook.lastError), hook.failingSince ? null : h("span", { class: "muted" }, " (it has answered since)")]
         : "none"],
       hook.disabled ? ["Disabled", [`${when(hook.disabledAt)}: `, h("span", { dataset: { field: "disabledReason" } }, hook.disabledReason || "every attempt failed for 3 days"), h("br"),
-        h("span", { class: "muted" }, "Nothing is queued or sent for it. Delete it, and add the endpoint again once it answers.")]] : null,
+        h("span", { class: "muted" }, "Nothing is queued or sent for it. Once the endpoint answers again, enable it: its id and secret stay, and what waits is sent at once.")]] : null,
       hook.previousSecretExpiresAt ? ["Previous secret", `signs beside the current one until ${when(hook.previousSecretExpiresAt)}`] : null,
       ["Added", [when(hook.createdAt), h("span", { class: "muted" }, ` · ${hook.id}`)]],
     ].filter(Boolean)),
     h("div", { class: "actions" },
+      hook.disabled ? h("button", { type: "button", class: "small enable", dataset: { key: `enable-${hook.id}` }, "aria-label": `Enable the webhook to ${hook.url} again…`, onclick: () => enable(hook) }, "Enable…") : null,
       h("button", { type: "button", class: "plain small rotate", dataset: { key: `rotate-${hook.id}` }, "aria-label": `Rotate the secret of ${hook.url}…`, onclick: () => rotate(hook) }, "Rotate secret…"),
       h("button", { type: "button", class: "danger small delete", dataset: { key: `delete-${hook.id}` }, "aria-label": `Delete the webhook to ${hook.url}…`, onclick: () => remove(hook) }, "Delete…")));
 }
