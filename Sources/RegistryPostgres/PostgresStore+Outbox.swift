@@ -31,12 +31,8 @@ extension PostgresStore: OutboxStore, OutboxDriver {
 
     public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws {
         try await transaction { connection in
-            try await connection.run(
-                #"""
-                UPDATE delivery SET state = 'failed', error = \#(error), "nextAttemptAt" = NULL, "updatedAt" = \#(now)
-                WHERE state = 'pending' AND "messageId" IN
-                  (SELECT "messageId" FROM outbox WHERE "projectId" = \#(project) AND "finishedAt" IS NULL)
-                """#)
+            // The jobs first, then their pending rows: a job another server inserts meanwhile is in
+            // neither set (each statement sees what was committed when it began).
             var finished: [(job: Int64, id: String)] = []
             for try await (job, id) in try await connection.query(
                 #"""
@@ -49,6 +45,11 @@ extension PostgresStore: OutboxStore, OutboxDriver {
             ).decode((Int64, String).self) {
                 finished.append((job, id))
             }
+            try await connection.run(
+                #"""
+                UPDATE delivery SET state = 'failed', error = \#(error), "nextAttemptAt" = NULL, "updatedAt" = \#(now)
+                WHERE state = 'pending' AND "messageId" = ANY(\#(finished.map(\.job)))
+                """#)
             try await connection.run(#"DELETE FROM relay WHERE "projectId" = \#(project)"#)
             for (job, id) in finished {
                 try await connection.appendWebhookEvents(

@@ -26,17 +26,38 @@ extension PostgresStore: WebhookCopyStore {
         }
     }
 
-    public func insertWebhookCopy(_ webhook: WebhookCopy, into project: Int64) async throws -> Bool {
+    public func writeWebhookCopy(
+        _ webhook: WebhookCopy, into project: Int64, admitting admit: @escaping @Sendable (Int) -> Bool
+    ) async throws -> Bool? {
         try await transaction { connection in
-            try await connection.count(
+            // The project's row, locked: a webhook added meanwhile counts before or after, as in
+            // `insertWebhook`.
+            try await connection.run(#"SELECT id FROM project WHERE id = \#(project) FOR UPDATE"#)
+            if let owner = try await connection.first(
+                #"SELECT "projectId" FROM webhook WHERE "publicId" = \#(webhook.publicID) FOR UPDATE"#, as: Int64.self)
+            {
+                guard owner == project else { return nil }
+                try await connection.run(
+                    #"""
+                    UPDATE webhook SET url = \#(webhook.url), events = \#(webhook.events), secret = \#(webhook.secret),
+                      "previousSecret" = \#(webhook.previousSecret), "previousSecretUntil" = \#(webhook.previousSecretUntil),
+                      "disabledAt" = \#(webhook.disabledAt), "disabledReason" = \#(webhook.disabledReason)
+                    WHERE "publicId" = \#(webhook.publicID)
+                    """#)
+                return true
+            }
+            let existing = try await connection.one(
+                #"SELECT COUNT(*)::bigint FROM webhook WHERE "projectId" = \#(project)"#, as: Int64.self)
+            guard admit(Int(existing)) else { return false }
+            try await connection.run(
                 #"""
                 INSERT INTO webhook ("publicId", "projectId", url, events, secret, "previousSecret", "previousSecretUntil",
                   "createdAt", "disabledAt", "disabledReason")
                 VALUES (\#(webhook.publicID), \#(project), \#(webhook.url), \#(webhook.events), \#(webhook.secret),
                   \#(webhook.previousSecret), \#(webhook.previousSecretUntil), \#(webhook.createdAt), \#(webhook.disabledAt),
                   \#(webhook.disabledReason))
-                ON CONFLICT ("publicId") DO NOTHING RETURNING 1
-                """#) > 0
+                """#)
+            return true
         }
     }
 }

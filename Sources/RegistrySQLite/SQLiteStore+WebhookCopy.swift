@@ -21,20 +21,40 @@ extension SQLiteStore: WebhookCopyStore {
         }
     }
 
-    public func insertWebhookCopy(_ webhook: WebhookCopy, into project: Int64) async throws -> Bool {
+    public func writeWebhookCopy(
+        _ webhook: WebhookCopy, into project: Int64, admitting admit: @escaping @Sendable (Int) -> Bool
+    ) async throws -> Bool? {
         try await write { db, _ in
+            if let owner = try Int64.fetchOne(
+                db, sql: "SELECT projectId FROM webhook WHERE publicId = ?", arguments: [webhook.publicID])
+            {
+                guard owner == project else { return nil }
+                try db.execute(
+                    sql: """
+                        UPDATE webhook SET url = ?, events = ?, secret = ?, previousSecret = ?, previousSecretUntil = ?,
+                          disabledAt = ?, disabledReason = ?
+                        WHERE publicId = ?
+                        """,
+                    arguments: [
+                        webhook.url, webhook.events, webhook.secret, webhook.previousSecret, webhook.previousSecretUntil,
+                        webhook.disabledAt, webhook.disabledReason, webhook.publicID,
+                    ])
+                return true
+            }
+            let existing =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook WHERE projectId = ?", arguments: [project]) ?? 0
+            guard admit(existing) else { return false }
             try db.execute(
                 sql: """
                     INSERT INTO webhook (publicId, projectId, url, events, secret, previousSecret, previousSecretUntil,
                       createdAt, disabledAt, disabledReason)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (publicId) DO NOTHING
                     """,
                 arguments: [
                     webhook.publicID, project, webhook.url, webhook.events, webhook.secret, webhook.previousSecret,
                     webhook.previousSecretUntil, webhook.createdAt, webhook.disabledAt, webhook.disabledReason,
                 ])
-            return db.changesCount > 0
+            return true
         }
     }
 }

@@ -20,7 +20,7 @@ struct CopyCommand: AsyncParsableCommand {
             sight of ps. Example: FCM_REGISTRY_COPY_TO='postgres://registry:…@db:5432/registry' fcm-registry copy \
             --from registry.sqlite. Each project's relay (its settings and own --rate), mirror and webhooks \
             (ids and secrets kept, so receivers verify as before; counters from 0, queued events left behind) \
-            are copied at the end.
+            are copied at the end; run again, they are brought up to date.
             """
     )
 
@@ -123,7 +123,19 @@ struct CopyCommand: AsyncParsableCommand {
                 copied.mirrors += 1
             }
             for webhook in try await source.webhookCopies(of: sourceProject.rowID) {
-                if try await target.insertWebhookCopy(webhook, into: project.rowID) { copied.webhooks += 1 }
+                switch try await target.copyWebhook(webhook, into: project.rowID) {
+                case .copied: copied.webhooks += 1
+                case .projectFull:
+                    FileHandle.standardError.write(
+                        Data(
+                            ("webhook \(webhook.publicID) of \(project.projectId) not copied: the project has "
+                                + "\(WebhookRules.webhooksPerProject) webhooks in --to already\n").utf8))
+                case .idTakenElsewhere:
+                    FileHandle.standardError.write(
+                        Data(
+                            ("webhook \(webhook.publicID) of \(project.projectId) not copied: another project of --to "
+                                + "has a webhook with that id\n").utf8))
+                }
             }
         }
         return copied
@@ -151,7 +163,8 @@ private struct CopySummary: Encodable {
     }
 }
 
-/// The projects that relay and mirror in the target, and the webhooks new there.
+/// The projects that relay and mirror in the target, and the webhooks copied (added, or brought
+/// up to date where a copy before had added them).
 private struct CopiedSettings {
     var relays = 0
     var mirrors = 0

@@ -27,12 +27,43 @@ struct WebhookCopyTests {
 
         let (target, to) = try await makeRegistry()
         let targetStore = try #require(target.store as? any RegistryBackend)
-        #expect(try await targetStore.insertWebhookCopy(copy, into: to.rowID))
-        #expect(try await targetStore.insertWebhookCopy(copy, into: to.rowID) == false)
+        #expect(try await targetStore.copyWebhook(copy, into: to.rowID) == .copied)
         #expect(try await targetStore.webhookCopies(of: to.rowID) == [copy])
+        // Printed, a copy never shows its secrets.
+        #expect(!"\(copy)".contains(copy.secret) && !String(reflecting: copy).contains(copy.secret))
         let shown = try #require(try await targetStore.webhook(created.webhook.id, of: to.rowID))
         #expect(shown.url == created.webhook.url && shown.events == created.webhook.events)
         #expect(shown.sent == 0 && shown.backlog == 0 && shown.disabledAt == nil)
+
+        // Rotated again and disabled at the source, then copied again: brought up to date, once.
+        var changed = copy
+        changed.previousSecret = copy.secret
+        changed.secret = "whsec_bmV3IHNlY3JldA=="
+        changed.url = "https://93.184.215.14/other"
+        changed.disabledAt = 5_000
+        changed.disabledReason = "failing for 3 days"
+        #expect(try await targetStore.copyWebhook(changed, into: to.rowID) == .copied)
+        #expect(try await targetStore.webhookCopies(of: to.rowID) == [changed])
+
+        // Another project's id is not taken over.
+        let (other, _) = try await target.createProject(projectId: "other-app", senderId: "223456789012")
+        #expect(try await targetStore.copyWebhook(changed, into: other.rowID) == .idTakenElsewhere)
+        #expect(try await targetStore.webhookCopies(of: other.rowID).isEmpty)
+    }
+
+    @Test func aCopyKeepsToTheProjectsBoundOfWebhooks() async throws {
+        let (target, project) = try await makeRegistry()
+        let store = try #require(target.store as? any RegistryBackend)
+        for _ in 0..<WebhookRules.webhooksPerProject {
+            _ = try await store.createWebhook(
+                project: project.rowID, url: "https://93.184.215.14/h", events: [.messageCompleted],
+                limit: WebhookRules.webhooksPerProject, now: Date())
+        }
+        let extra = WebhookCopy(
+            publicID: "wh_2onemoreaddedby", url: "https://93.184.215.14/h", events: 4, secret: "whsec_c2VjcmV0",
+            previousSecret: nil, previousSecretUntil: nil, createdAt: 1_000, disabledAt: nil, disabledReason: nil)
+        #expect(try await store.copyWebhook(extra, into: project.rowID) == .projectFull)
+        #expect(try await store.webhookCopies(of: project.rowID).count == WebhookRules.webhooksPerProject)
     }
 
     @Test func aDisabledWebhookStaysDisabled() async throws {
@@ -42,7 +73,7 @@ struct WebhookCopyTests {
             publicID: "wh_2disabledbefore", url: "https://93.184.215.14/h", events: WebhookEventType.mask([.tokenUnregistered]),
             secret: "whsec_c2VjcmV0", previousSecret: nil, previousSecretUntil: nil, createdAt: 1_000, disabledAt: 2_000,
             disabledReason: "failing for 5 days")
-        #expect(try await store.insertWebhookCopy(disabled, into: project.rowID))
+        #expect(try await store.copyWebhook(disabled, into: project.rowID) == .copied)
         let shown = try #require(try await store.webhook("wh_2disabledbefore", of: project.rowID))
         #expect(shown.disabledReason == "failing for 5 days")
         #expect(shown.disabledAt == EpochMilliseconds.date(2_000))
