@@ -102,43 +102,20 @@ struct CopyCommand: AsyncParsableCommand {
         }
     }
 
-    /// Each project's relay settings and own rate, mirror settings and webhooks, onto the project
-    /// of the same id in the target.
+    /// The projects' settings, after the records: the tally, and a line on stderr for each
+    /// webhook left out.
     private func copyProjectSettings(from source: any RegistryBackend, to target: any RegistryBackend) async throws
-        -> CopiedSettings
+        -> ProjectSettingsCopy.Tally
     {
-        let relays = try await source.relaySettings()
-        let rates = try await source.sendRates()
-        let targetProjects = Dictionary(uniqueKeysWithValues: try await target.projects().map { ($0.projectId, $0) })
-        var copied = CopiedSettings()
-        for sourceProject in try await source.projects() {
-            guard let project = targetProjects[sourceProject.projectId] else { continue }
-            if let relay = relays[sourceProject.rowID] {
-                try await target.setRelay(relay, for: project)
-                copied.relays += 1
-            }
-            if let rate = rates[sourceProject.rowID] { try await target.setSendRate(rate, for: project) }
-            if let mirror = try await source.mirrorSettings(of: sourceProject) {
-                try await target.setMirrorSettings(mirror, for: project)
-                copied.mirrors += 1
-            }
-            for webhook in try await source.webhookCopies(of: sourceProject.rowID) {
-                switch try await target.copyWebhook(webhook, into: project.rowID) {
-                case .copied: copied.webhooks += 1
-                case .projectFull:
-                    FileHandle.standardError.write(
-                        Data(
-                            ("webhook \(webhook.publicID) of \(project.projectId) not copied: the project has "
-                                + "\(WebhookRules.webhooksPerProject) webhooks in --to already\n").utf8))
-                case .idTakenElsewhere:
-                    FileHandle.standardError.write(
-                        Data(
-                            ("webhook \(webhook.publicID) of \(project.projectId) not copied: another project of --to "
-                                + "has a webhook with that id\n").utf8))
-                }
-            }
+        let tally = try await ProjectSettingsCopy.copy(from: source, to: target)
+        for skipped in tally.skipped {
+            let why =
+                skipped.outcome == .projectFull
+                ? "the project has \(WebhookRules.webhooksPerProject) webhooks in --to already"
+                : "another project of --to has a webhook with that id"
+            FileHandle.standardError.write(Data("webhook \(skipped.webhook) of \(skipped.project) not copied: \(why)\n".utf8))
         }
-        return copied
+        return tally
     }
 }
 
@@ -147,7 +124,7 @@ struct CopyCommand: AsyncParsableCommand {
 private struct CopySummary: Encodable {
     var records: Int
     var added: ImportTally
-    var settings: CopiedSettings?
+    var settings: ProjectSettingsCopy.Tally?
 
     private enum CodingKeys: String, CodingKey {
         case records, added, relays, mirrors, webhooks
@@ -161,14 +138,6 @@ private struct CopySummary: Encodable {
         try container.encodeIfPresent(settings?.mirrors, forKey: .mirrors)
         try container.encodeIfPresent(settings?.webhooks, forKey: .webhooks)
     }
-}
-
-/// The projects that relay and mirror in the target, and the webhooks copied (added, or brought
-/// up to date where a copy before had added them).
-private struct CopiedSettings {
-    var relays = 0
-    var mirrors = 0
-    var webhooks = 0
 }
 
 /// Records handed from an export (a callback on the store's reading thread) to the writing task,

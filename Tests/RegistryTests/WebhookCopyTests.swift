@@ -79,3 +79,38 @@ struct WebhookCopyTests {
         #expect(shown.disabledAt == EpochMilliseconds.date(2_000))
     }
 }
+
+/// The settings step of `copy` as a whole, store to store: relay settings, own rate, mirror
+/// settings and webhooks onto the target's project of the same id, nothing for a project the
+/// target lacks.
+@Suite("Project settings copied", .onEveryBackend)
+struct ProjectSettingsCopyTests {
+    @Test func relayRateMirrorAndWebhooksReachTheProjectOfTheSameID() async throws {
+        let (source, project) = try await makeRegistry()
+        let from = try #require(source.store as? any RegistryBackend)
+        let mirror = ChannelSettings(
+            channel: "fcm-v1", settings: ["upstream": .string("https://g")], secrets: ["privateKey": .string("m")])
+        try await from.setRelay(OutboxTests.settings, for: project)
+        try await from.setSendRate(400, for: project)
+        try await from.setMirrorSettings(mirror, for: project)
+        let hook = try await from.createWebhook(
+            project: project.rowID, url: "https://93.184.215.14/h", events: [.deliveryFailed], limit: 16, now: Date())
+        let (lonely, _) = try await source.createProject(projectId: "only-in-source", senderId: "323456789012")
+        try await from.setRelay(OutboxTests.settings, for: lonely)
+
+        let target = try await RegistryService(store: TestBackend.makeStore())
+        // The target's row ids differ from the source's: matched by the project's id.
+        _ = try await target.createProject(projectId: "first-in-target", senderId: "423456789012")
+        let (copyOfProject, _) = try await target.createProject(projectId: project.projectId, senderId: project.senderId)
+        let to = try #require(target.store as? any RegistryBackend)
+
+        let tally = try await ProjectSettingsCopy.copy(from: from, to: to)
+        #expect(tally == ProjectSettingsCopy.Tally(relays: 1, mirrors: 1, webhooks: 1, skipped: []))
+        #expect(try await to.relaySettings() == [copyOfProject.rowID: OutboxTests.settings])
+        #expect(try await to.sendRates() == [copyOfProject.rowID: 400])
+        #expect(try await to.mirrorSettings(of: copyOfProject) == mirror)
+        #expect(try await to.webhookCopies(of: copyOfProject.rowID).map(\.secret) == [hook.secret])
+        #expect(try await ProjectSettingsCopy.copy(from: from, to: to) == tally)
+        #expect(try await to.webhookCopies(of: copyOfProject.rowID).count == 1)
+    }
+}
