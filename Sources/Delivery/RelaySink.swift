@@ -72,10 +72,3 @@ public struct RelaySink: MessageSink {
         return min(deadline, max(ttl, 30))
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as `Date` arithmetic wants it.
-    var seconds: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

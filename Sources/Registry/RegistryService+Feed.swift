@@ -175,8 +175,7 @@ extension RegistryService {
 
     /// A duration in seconds, to the millisecond, for JSON and metrics.
     public static func seconds(_ duration: Duration) -> Double {
-        let components = duration.components
-        return ((Double(components.seconds) + Double(components.attoseconds) / 1e18) * 1000).rounded() / 1000
+        (duration.seconds * 1000).rounded() / 1000
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Registry
 
 #if canImport(Glibc)
     import Glibc
@@ -159,11 +160,5 @@ public struct ProgressLine: Sendable {
             let size = (attributes[.size] as? NSNumber)?.intValue
         else { return nil }
         return .bytes(size)
-    }
-}
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -210,17 +210,13 @@ public final class DatabasePool: Sendable {
     // MARK: - Out of reach, and back
 
     private func noteLeased() {
-        lastLeased.store(Self.nanoseconds(ContinuousClock.now - epoch), ordering: .relaxed)
+        lastLeased.store((ContinuousClock.now - epoch).nanoseconds, ordering: .relaxed)
     }
 
     /// Whether a connection was handed out at or after `instant`.
     private func leased(since instant: ContinuousClock.Instant) -> Bool {
         let last = lastLeased.load(ordering: .relaxed)
-        return last > 0 && last >= Self.nanoseconds(instant - epoch)
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        return last > 0 && last >= (instant - epoch).nanoseconds
     }
 
     /// A failure that may mean the database is out of reach. A connection refused or lost does; a

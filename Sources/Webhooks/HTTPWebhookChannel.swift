@@ -86,7 +86,7 @@ public struct HTTPWebhookChannel: WebhookChannel {
                 group.addTask {
                     let remaining = deadline - ContinuousClock.now
                     let response = try await client.execute(
-                        prepared, timeout: .nanoseconds(max(1, Self.nanoseconds(remaining))))
+                        prepared, timeout: .nanoseconds(max(1, remaining.nanoseconds)))
                     // At most `limit` bytes of the answer, whatever it says its length is.
                     var answer: [UInt8] = []
                     for try await chunk in response.body {
@@ -100,7 +100,7 @@ public struct HTTPWebhookChannel: WebhookChannel {
                 }
                 group.addTask {
                     try await Task.sleep(until: deadline)
-                    return .failed("no answer within \(Self.nanoseconds(options.timeout) / 1_000_000_000) s")
+                    return .failed("no answer within \(options.timeout.nanoseconds / 1_000_000_000) s")
                 }
                 let first = try await group.next() ?? .failed("no answer")
                 group.cancelAll()
@@ -109,10 +109,6 @@ public struct HTTPWebhookChannel: WebhookChannel {
         } catch {
             return .failed(Self.describe(error))
         }
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
     /// A connection failure in words, without the URL's secrets (there are none in a checked URL).

@@ -115,9 +115,3 @@ struct GroupTally: Encodable {
         tokens = tally.tokens
     }
 }
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

@@ -66,8 +66,7 @@ extension WebhookStore where Self: WebhookDriver {
         case .failed(let error):
             write.error = error
             if let wait = schedule.wait(afterAttempts: delivery.attempts + 1) {
-                let next = now.addingTimeInterval(
-                    Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+                let next = now.addingTimeInterval(wait.seconds)
                 write.nextAttemptAt = EpochMilliseconds.milliseconds(next)
                 outcome = .retried(at: next)
             } else {
