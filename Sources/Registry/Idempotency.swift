@@ -128,7 +128,8 @@ public struct IdempotentSend: Sendable {
     }
 }
 
-/// The row a store writes with a message: the key, the request's fingerprint and the answer.
+/// A key's row: what a store writes with a message (the key, the request's fingerprint and the
+/// answer), and reads back for a later request with the key.
 ///
 /// A send whose answer waits for FCM (a direct send through the relay) is written `complete:
 /// false` with the answer it would give if FCM said nothing in time (every recipient accepted,
@@ -162,20 +163,6 @@ public struct IdempotencyRecord: Sendable {
     }
 }
 
-/// A key a store found, not expired.
-public struct StoredIdempotency: Sendable {
-    public var fingerprint: String
-    public var messageID: String
-    public var answer: StoredAnswer
-    public var complete: Bool
-    public var lockedUntil: Int64
-
-    public init(fingerprint: String, messageID: String, answer: StoredAnswer, complete: Bool, lockedUntil: Int64) {
-        (self.fingerprint, self.messageID, self.answer) = (fingerprint, messageID, answer)
-        (self.complete, self.lockedUntil) = (complete, lockedUntil)
-    }
-}
-
 /// The message's transaction found its key taken (by a request that committed first, on this
 /// server or another): nothing was written.
 public struct IdempotencyKeyTaken: Error, Sendable {
@@ -204,7 +191,7 @@ public enum IdempotencyVerdict: Sendable {
 /// never a key without its message, never a keyed message without its key.
 public protocol IdempotencyStore: Sendable {
     /// The project's key, unless it expired by `now` (epoch milliseconds).
-    func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> StoredIdempotency?
+    func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> IdempotencyRecord?
     /// Replaces the answer of an incomplete key written for `messageID` and marks it complete.
     /// - Returns: `false` when there is no such incomplete key (nothing written).
     func completeIdempotencyKey(_ key: String, in project: Int64, messageID: String, answer: StoredAnswer)

@@ -7,19 +7,21 @@ import Registry
 /// key at once, the second waits for the first's commit and finds the key taken. The rules are
 /// `Registry`'s (`Idempotency.swift`).
 extension PostgresStore: IdempotencyStore {
-    public func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> StoredIdempotency? {
+    public func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> IdempotencyRecord? {
         try await database.withConnection { connection in
             try await connection.first(
                 #"""
-                SELECT fingerprint, "messageId", status, headers, body, complete, "lockedUntil" FROM "idempotencyKey"
+                SELECT fingerprint, "messageId", status, headers, body, complete, "createdAt", "lockedUntil", "expiresAt"
+                FROM "idempotencyKey"
                 WHERE "projectId" = \#(project) AND key = \#(key) AND "expiresAt" > \#(now)
-                """#, as: (String, String, Int32, String, Data, Bool, Int64).self
-            ).map { fingerprint, messageID, status, headers, body, complete, lockedUntil in
-                StoredIdempotency(
-                    fingerprint: fingerprint, messageID: messageID,
+                """#, as: (String, String, Int32, String, Data, Bool, Int64, Int64, Int64).self
+            ).map { (row: (String, String, Int32, String, Data, Bool, Int64, Int64, Int64)) -> IdempotencyRecord in
+                let (fingerprint, messageID, status, headers, body, complete, createdAt, lockedUntil, expiresAt) = row
+                return IdempotencyRecord(
+                    key: key, fingerprint: fingerprint, messageID: messageID,
                     answer: StoredAnswer(
                         status: Int(status), headers: StoredAnswer.headers(fromJSON: headers), body: Array(body)),
-                    complete: complete, lockedUntil: lockedUntil)
+                    complete: complete, createdAt: createdAt, lockedUntil: lockedUntil, expiresAt: expiresAt)
             }
         }
     }

@@ -6,21 +6,23 @@ import Registry
 /// taken only inside a message's write (`insertMessage`), so the one writer decides which request
 /// has it; the rules are `Registry`'s (`Idempotency.swift`).
 extension SQLiteStore: IdempotencyStore {
-    public func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> StoredIdempotency? {
+    public func idempotencyKey(_ key: String, in project: Int64, now: Int64) async throws -> IdempotencyRecord? {
         try await read { db in
             try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT fingerprint, messageId, status, headers, body, complete, lockedUntil FROM idempotencyKey
+                        SELECT key, fingerprint, messageId, status, headers, body, complete, createdAt, lockedUntil, expiresAt
+                        FROM idempotencyKey
                         WHERE projectId = ? AND key = ? AND expiresAt > ?
                         """), arguments: [project, key, now]
             ).map { row in
-                StoredIdempotency(
-                    fingerprint: row["fingerprint"], messageID: row["messageId"],
+                IdempotencyRecord(
+                    key: row["key"], fingerprint: row["fingerprint"], messageID: row["messageId"],
                     answer: StoredAnswer(
                         status: row["status"], headers: StoredAnswer.headers(fromJSON: row["headers"]),
                         body: Array(row["body"] as Data)),
-                    complete: row["complete"], lockedUntil: row["lockedUntil"])
+                    complete: row["complete"], createdAt: row["createdAt"], lockedUntil: row["lockedUntil"],
+                    expiresAt: row["expiresAt"])
             }
         }
     }
