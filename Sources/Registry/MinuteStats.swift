@@ -43,7 +43,7 @@ extension RegistryService {
     /// The project's counts a minute over the last `window` (at most a day), oldest first; minutes
     /// without any count are left out.
     public func minuteStats(in project: Project, window: Duration) async throws -> [MinuteStats] {
-        let span = min(Int64(window.components.seconds) * 1000, MinuteStats.longestWindow)
+        let span = min(EpochMilliseconds.milliseconds(window), MinuteStats.longestWindow)
         let now = EpochMilliseconds.now()
         // The window ends with the current minute and holds `span` of whole minutes.
         let from = MinuteStats.minute(of: now) + 60_000 - span
