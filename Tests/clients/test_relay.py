@@ -25,6 +25,7 @@ import requests
 from firebase_admin import credentials, exceptions, messaging
 from pyfcm import FCMNotification
 from pyfcm.errors import FCMNotRegisteredError
+from polling import eventually
 
 RELAY_URL = os.environ["RELAY_URL"]
 RELAY_PROJECT = os.environ["RELAY_PROJECT"]
@@ -54,18 +55,6 @@ def token(label):
 def quoted(value):
     """Message ids and tokens in a path: legacy ids hold ':' and '%'."""
     return urllib.parse.quote(value, safe="")
-
-
-def eventually(probe, timeout=30.0, every=0.1):
-    """probe() until it returns something truthy; its last value is shown when time runs out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout} s; last: {value!r}")
-        time.sleep(every)
 
 
 def ok(reply):

@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 from standardwebhooks.webhooks import Webhook
+from polling import eventually
 
 BINARY = os.environ["FCM_REGISTRY_BINARY"]
 RELAY_DB = os.environ["RELAY_DB"]
@@ -31,17 +32,6 @@ UPSTREAM = {"Authorization": f"key={os.environ['UPSTREAM_KEY']}"}
 WORK = os.environ["WORK"]
 # A documented option: the waits between attempts, short so that an outage costs seconds.
 RETRY_SCHEDULE = "1s,1s,2s,2s,2s,2s,2s,2s,2s,2s"
-
-
-def eventually(probe, timeout=30.0, every=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout} s; last: {value!r}")
-        time.sleep(every)
 
 
 def ok(reply, status=200):
