@@ -50,12 +50,14 @@ cat > "$work/schemathesis.toml" <<'TOML'
 [parameters]
 "path.project" = "fuzz-app"
 TOML
+# Run from the scratch folder: schemathesis keeps its cache (.schemathesis/) in the working
+# directory, and a test run leaves the checkout as it found it.
 status=0
-"$work/venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$base/openapi.json" \
+(cd "$work" && "$work/venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$base/openapi.json" \
   --header "Authorization: key=$key" --header "project_id: 424242424242" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --phases examples,coverage,fuzzing --max-examples "${SCHEMATHESIS_EXAMPLES:-50}" --workers 1 \
-  --request-timeout 10 --seed 1 --no-color 2>&1 | tee "$work/schemathesis.log" || status=$?
+  --request-timeout 10 --seed 1 --no-color) 2>&1 | tee "$work/schemathesis.log" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log" >&2
   tail -50 "$work/server.log" >&2
