@@ -211,7 +211,7 @@ CREATE TABLE outbox (
   deadline INTEGER NOT NULL,
   createdAt INTEGER NOT NULL,
   finishedAt INTEGER
-);
+, cancelledAt INTEGER);
 
 CREATE INDEX outbox_open ON outbox(notBefore) WHERE finishedAt IS NULL;
 

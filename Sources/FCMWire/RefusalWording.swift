@@ -13,6 +13,8 @@ public struct RefusalWording: Sendable, Equatable {
         case notFound
         /// What it would create exists already (409).
         case conflict
+        /// What it acts on is not in a state that allows it (409).
+        case failedPrecondition
         /// Nothing was done; the same request may succeed shortly (503).
         case unavailable
     }
@@ -57,6 +59,8 @@ extension RegistryError {
         case .serviceAccountNotFound: RefusalWording(.notFound, "no such service account")
         case .messageNotFound:
             RefusalWording(.notFound, "no logged message has this id: it was never sent here, or the log dropped it")
+        case .messageFinished:
+            RefusalWording(.failedPrecondition, "the message has finished: nothing is left to send or cancel")
         case .rekeyToSameToken:
             RefusalWording(.invalid, "to must be another registration id than the token re-keyed", field: "to")
         case .invalidPageToken:

@@ -30,11 +30,7 @@ public struct LoggedMessage: Sendable {
     }
 
     /// The message's recipients by state, when it was relayed.
-    public var delivery: DeliveryCounts? {
-        job.map {
-            DeliveryCounts(recipients: $0.recipients, delivered: $0.delivered, failed: $0.failed)
-        }
-    }
+    public var delivery: DeliveryCounts? { job.map(DeliveryCounts.init) }
 }
 
 /// A logged message's outbox job: its counts and how far its recipients were walked. The message
@@ -50,23 +46,31 @@ public struct LoggedJob: Sendable, Hashable {
     public var walked: Bool
     public var isDirect: Bool
     public var finished: Bool
+    /// Whether the job was cancelled (it is then finished too): what had no outcome never will.
+    public var cancelled: Bool
     /// In a listing by token: the token's delivery row of the job, when it has one.
     public var row: TokenDelivery?
 
     public init(
         id: Int64, recipients: Int, delivered: Int, failed: Int, cursor: Int64, walked: Bool, isDirect: Bool,
-        finished: Bool, row: TokenDelivery? = nil
+        finished: Bool, cancelled: Bool = false, row: TokenDelivery? = nil
     ) {
         (self.id, self.recipients, self.delivered, self.failed) = (id, recipients, delivered, failed)
         (self.cursor, self.walked, self.isDirect, self.finished, self.row) = (cursor, walked, isDirect, finished, row)
+        self.cancelled = cancelled
     }
 
-    /// What became of the message on the token with this id: its row when it has one; else
-    /// delivered when the walk passed it (a first-attempt delivery of a walk leaves no row), failed
-    /// when the job finished before reaching it (the relay was turned off), pending otherwise.
+    /// What became of the message on the token with this id: its row when it has one (a pending
+    /// one of a cancelled job is cancelled); else delivered when the walk passed it (a
+    /// first-attempt delivery of a walk leaves no row), cancelled or failed when the job finished
+    /// before reaching it (cancelled, or the relay was turned off), pending otherwise.
     public func delivery(toTokenID id: Int64) -> TokenDelivery {
-        if let row { return row }
+        if var row {
+            if cancelled && row.state == .pending { row.state = .cancelled }
+            return row
+        }
         if !isDirect && cursor >= id { return TokenDelivery(state: .delivered, error: nil, attempts: 1) }
+        if cancelled { return TokenDelivery(state: .cancelled, error: nil, attempts: 0) }
         if finished { return TokenDelivery(state: .failed, error: nil, attempts: 0) }
         return TokenDelivery(state: .pending, error: nil, attempts: 0)
     }

@@ -66,6 +66,15 @@ public protocol OutboxStore: Sendable {
     /// Counts a token the relay unregistered because FCM said it is gone.
     func countPruned(project: Int64, tokens: Int) async throws
 
+    /// Stops what has not been sent of a relayed message: its job finishes at once, and the
+    /// recipients without an outcome are cancelled (the job's `cancelledAt`; no row is written per
+    /// recipient, so a cancelled fan-out of millions costs one statement). A page in flight when
+    /// the cancel lands records nothing: its requests count as cancelled, though the channel may
+    /// still deliver them. The message's completion event is queued in the same transaction.
+    /// - Returns: the counts once cancelled; `nil` when the message was not relayed.
+    /// - Throws: `RegistryError.messageFinished` when the job had already finished (or finished
+    ///   meanwhile).
+    func cancel(message id: String, in project: Project, now: Date) async throws -> DeliveryCounts?
     /// A logged message's delivery counts; `nil` when the message was not relayed.
     func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts?
     /// A message's deliveries in `state`, in the order they were attempted (pending ones not yet
@@ -176,6 +185,9 @@ public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
     case pending
     case delivered
     case failed
+    /// Never sent: the message was cancelled first. No delivery row holds it; a cancelled job's
+    /// rows still pending, and its recipients the walk had not reached, read as cancelled.
+    case cancelled
 }
 
 /// What became of one attempt.
@@ -219,16 +231,26 @@ public struct DeliveryCounts: Sendable, Hashable, Codable {
     public var pending: Int
     public var delivered: Int
     public var failed: Int
+    public var cancelled: Int
 
-    public init(pending: Int, delivered: Int, failed: Int) {
+    public init(pending: Int, delivered: Int, failed: Int, cancelled: Int = 0) {
         self.pending = pending
         self.delivered = delivered
         self.failed = failed
+        self.cancelled = cancelled
     }
 
-    /// A job's counts: what is neither delivered nor failed yet is pending.
-    public init(recipients: Int, delivered: Int, failed: Int) {
-        self.init(pending: recipients - delivered - failed, delivered: delivered, failed: failed)
+    /// A job's counts: what is neither delivered nor failed yet is pending, or cancelled when the
+    /// job was.
+    public init(recipients: Int, delivered: Int, failed: Int, cancelled: Bool = false) {
+        let unsent = recipients - delivered - failed
+        self.init(
+            pending: cancelled ? 0 : unsent, delivered: delivered, failed: failed, cancelled: cancelled ? unsent : 0)
+    }
+
+    /// A logged job's counts.
+    public init(_ job: LoggedJob) {
+        self.init(recipients: job.recipients, delivered: job.delivered, failed: job.failed, cancelled: job.cancelled)
     }
 }
 

@@ -4,28 +4,38 @@ import Foundation
 /// project's queue.
 extension OutboxStore where Self: OutboxDriver {
     public func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts? {
-        try await loggedJob(ofMessage: id, in: project.rowID).map { job in
-            DeliveryCounts(recipients: job.recipients, delivered: job.delivered, failed: job.failed)
-        }
+        try await loggedJob(ofMessage: id, in: project.rowID).map(DeliveryCounts.init)
     }
 
     public func deliveries(
         ofMessage id: String, in project: Project, state: DeliveryState, after: Int64?, limit: Int
     ) async throws -> Page<DeliveryEntry>? {
         guard let job = try await loggedJob(ofMessage: id, in: project.rowID) else { return nil }
+        // A cancelled job's pending recipients are its cancelled ones, rows and walk alike.
+        let stored: DeliveryState
+        switch (state, job.cancelled) {
+        case (.pending, true): return Page(items: [], nextAfter: nil)
+        case (.cancelled, false): return Page(items: [], nextAfter: nil)
+        case (.cancelled, true): stored = .pending
+        default: stored = state
+        }
         var entries: [DeliveryEntry] = []
         let position = after ?? 0
         if position < OutboxListing.walkPositions {
-            entries = try await deliveryRows(of: job.id, state: state, after: position, limit: limit + 1)
+            entries = try await deliveryRows(of: job.id, state: stored, after: position, limit: limit + 1).map {
+                var entry = $0
+                entry.state = state
+                return entry
+            }
         }
         // Pending also means not attempted yet: the rest of the recipients, after the cursor.
-        if state == .pending, !job.walked, entries.count <= limit {
+        if stored == .pending, !job.walked, entries.count <= limit {
             let cursor = max(job.cursor, position - OutboxListing.walkPositions)
             let ids = try await recipientIDs(of: job.id, after: cursor, limit: limit + 1 - entries.count)
             for token in try await walkTokens(ids) {
                 entries.append(
                     DeliveryEntry(
-                        token: token.value, state: .pending, error: nil, attempts: 0,
+                        token: token.value, state: state, error: nil, attempts: 0,
                         position: OutboxListing.walkPositions + token.id))
             }
         }

@@ -107,7 +107,7 @@ extension OutboxStore where Self: OutboxDriver {
             switch outcome.state {
             case .delivered: tally.delivered += 1
             case .failed: tally.failed += 1
-            case .pending: break
+            case .pending, .cancelled: break
             }
             if let error = outcome.error { tally.lastError = error }
         }

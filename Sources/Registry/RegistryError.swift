@@ -31,6 +31,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case rekeyToSameToken
     /// No logged message has this id in the project (never sent, or evicted from the log).
     case messageNotFound
+    /// The message's delivery has finished (or was cancelled): there is nothing left to cancel.
+    case messageFinished
     /// A `pageToken` the listing did not issue (another listing's, or edited).
     case invalidPageToken
     /// The process holds as many injected faults as it keeps.

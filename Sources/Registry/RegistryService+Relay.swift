@@ -79,6 +79,13 @@ extension RegistryService {
         try await outbox.delivery(ofMessage: id, in: project)
     }
 
+    /// Stops what has not been sent of a relayed message (see `OutboxStore.cancel`).
+    /// - Returns: its counts once cancelled; `nil` when the message was not relayed.
+    /// - Throws: `RegistryError.messageFinished` when nothing is left to cancel.
+    public func cancel(message id: String, in project: Project) async throws -> DeliveryCounts? {
+        try await outbox.cancel(message: id, in: project, now: Date())
+    }
+
     /// A relayed message's recipients in `state`; `nil` when the message was not relayed.
     public func deliveries(ofMessage id: String, state: DeliveryState, in project: Project, page: PageRequest)
         async throws -> Page<DeliveryEntry>?

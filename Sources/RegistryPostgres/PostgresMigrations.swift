@@ -20,6 +20,7 @@ enum PostgresMigrations {
         ("v7-webhooks", v7),
         ("v8-minute-stats", v8),
         ("v9-channel-settings", v9),
+        ("v11-message-cancel", v11),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -494,6 +495,9 @@ enum PostgresMigrations {
     /// A project's settings for its channel in the channel's words, as SQLite's `v15 channel
     /// settings`: `relay` and `mirror` keep the channel's name, its settings and its secrets (JSON
     /// text), and the FCM HTTP v1 service accounts kept so far become the `fcm-v1` channel's.
+    /// SQLite's "v17 message cancel".
+    static let v11: [String] = [#"ALTER TABLE outbox ADD COLUMN "cancelledAt" bigint"#]
+
     static let v9: [String] = ["relay", "mirror"].flatMap { table in
         [
             """

@@ -10,15 +10,15 @@ extension PostgresStore {
             try await connection.first(
                 #"""
                 SELECT outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor, outbox.walked,
-                  outbox.direct, outbox."finishedAt"
+                  outbox.direct, outbox."finishedAt", outbox."cancelledAt"
                 FROM message JOIN outbox ON outbox."messageId" = message.id
                 WHERE message."projectId" = \#(project) AND message."messageId" = \#(id)
-                """#, as: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?).self
-            ).map { (row: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?)) -> LoggedJob in
-                let (id, recipients, delivered, failed, cursor, walked, direct, finishedAt) = row
+                """#, as: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?, Int64?).self
+            ).map { (row: (Int64, Int64, Int64, Int64, Int64, Int64, Bool, Int64?, Int64?)) -> LoggedJob in
+                let (id, recipients, delivered, failed, cursor, walked, direct, finishedAt, cancelledAt) = row
                 return LoggedJob(
                     id: id, recipients: Int(recipients), delivered: Int(delivered), failed: Int(failed), cursor: cursor,
-                    walked: walked != 0, isDirect: direct, finished: finishedAt != nil)
+                    walked: walked != 0, isDirect: direct, finished: finishedAt != nil, cancelled: cancelledAt != nil)
             }
         }
     }

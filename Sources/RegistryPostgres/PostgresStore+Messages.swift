@@ -29,7 +29,8 @@ extension PostgresStore: MessageLogStore {
                     SELECT message.id, message."messageId", message.protocol, message.target, message.body,
                            message."recipientCount", message."receivedAt", NULL::bytea,
                            outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
-                           outbox.walked, outbox.direct, outbox."finishedAt", NULL::text, NULL::text, NULL::integer
+                           outbox.walked, outbox.direct, outbox."finishedAt", NULL::text, NULL::text, NULL::integer,
+                           outbox."cancelledAt"
                     FROM message LEFT JOIN outbox ON outbox."messageId" = message.id
                     WHERE message."projectId" = \#(project.rowID) AND message.id < \#(before ?? .max)
                     ORDER BY message.id DESC LIMIT \#(limit + 1)
@@ -42,7 +43,7 @@ extension PostgresStore: MessageLogStore {
                            message."recipientCount", message."receivedAt", chunk."tokenIds",
                            outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
                            outbox.walked, outbox.direct, outbox."finishedAt", delivery.state, delivery.error,
-                           delivery.attempts
+                           delivery.attempts, outbox."cancelledAt"
                     FROM "messageRecipientChunk" AS chunk JOIN message ON message.id = chunk."messageId"
                     LEFT JOIN outbox ON outbox."messageId" = message.id
                     LEFT JOIN delivery
@@ -59,11 +60,11 @@ extension PostgresStore: MessageLogStore {
             // of the answer is dropped with the statement.
             for try await (
                 id, messageID, via, target, body, count, receivedAt, chunk, job, recipients, delivered, failed, cursor,
-                walked, direct, finishedAt, rowState, rowError, rowAttempts
+                walked, direct, finishedAt, rowState, rowError, rowAttempts, cancelledAt
             ) in rows.decode(
                 (
                     Int64, String, String, String, String, Int64, Int64, Data?, Int64?, Int64?, Int64?, Int64?, Int64?,
-                    Int64?, Bool?, Int64?, String?, String?, Int32?
+                    Int64?, Bool?, Int64?, String?, String?, Int32?, Int64?
                 ).self)
             {
                 if let token, let chunk, !RecipientChunks.contains(token, in: chunk) { continue }
@@ -79,7 +80,7 @@ extension PostgresStore: MessageLogStore {
                                 id: job, recipients: Int(recipients ?? 0), delivered: Int(delivered ?? 0),
                                 failed: Int(failed ?? 0),
                                 cursor: cursor ?? -1, walked: (walked ?? 0) != 0, isDirect: direct ?? false,
-                                finished: finishedAt != nil,
+                                finished: finishedAt != nil, cancelled: cancelledAt != nil,
                                 row: rowState.flatMap(DeliveryState.init(rawValue:)).map {
                                     TokenDelivery(state: $0, error: rowError, attempts: Int(rowAttempts ?? 0))
                                 })

@@ -29,6 +29,24 @@ extension PostgresStore: OutboxStore, OutboxDriver {
         }
     }
 
+    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64) async throws -> Bool {
+        try await transaction { connection in
+            // The job's row lock orders this against a page being recorded: whichever commits
+            // first, the other sees a finished job (a page records nothing then).
+            guard
+                try await connection.first(
+                    #"""
+                    UPDATE outbox SET "cancelledAt" = \#(now), "finishedAt" = \#(now), "claimedBy" = NULL,
+                      "leaseUntil" = NULL
+                    WHERE "messageId" = \#(job) AND "finishedAt" IS NULL RETURNING "messageId"
+                    """#, as: Int64.self) != nil
+            else { return false }
+            try await connection.appendWebhookEvents(
+                WebhookEventBatch(finishing: messageID, now: now), project: project, job: job, finished: true)
+            return true
+        }
+    }
+
     public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws {
         try await transaction { connection in
             // The jobs first, then their pending rows: a job another server inserts meanwhile is in

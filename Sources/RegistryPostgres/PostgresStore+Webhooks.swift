@@ -243,12 +243,16 @@ extension PostgresConnection {
             projectID = name
         }
         guard let projectID else { return }
-        var counts: (delivered: Int, failed: Int)?
+        var counts: WebhookEventBatch.Counts?
         if finished,
-            let (delivered, failed) = try await first(
-                #"SELECT delivered, failed FROM outbox WHERE "messageId" = \#(job)"#, as: (Int64, Int64).self)
+            let (delivered, failed, cancelled) = try await first(
+                #"""
+                SELECT delivered, failed,
+                  CASE WHEN "cancelledAt" IS NULL THEN 0 ELSE recipients - delivered - failed END
+                FROM outbox WHERE "messageId" = \#(job)
+                """#, as: (Int64, Int64, Int64).self)
         {
-            counts = (Int(delivered), Int(failed))
+            counts = WebhookEventBatch.Counts(delivered: Int(delivered), failed: Int(failed), cancelled: Int(cancelled))
         }
         let (rows, dropped) = batch.rows(for: targets, projectID: projectID, finished: finished, counts: counts)
         if !rows.isEmpty {

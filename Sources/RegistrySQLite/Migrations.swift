@@ -56,6 +56,9 @@ enum Migrations {
         migrator.registerMigration("v15 channel settings", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v15)
         }
+        migrator.registerMigration("v17 message cancel", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v17)
+        }
         return migrator
     }
 
@@ -495,6 +498,11 @@ enum Migrations {
     /// FCM's: `relay` and `mirror` keep the channel's name and two JSON objects, its settings
     /// (shown by `GET /api/relay`) and its secrets (never shown). The rows of the FCM HTTP v1
     /// service accounts kept so far move into them as the `fcm-v1` channel's.
+    /// A cancelled job: finished at the same time, its recipients without an outcome cancelled.
+    private static let v17 = """
+        ALTER TABLE outbox ADD COLUMN cancelledAt INTEGER;
+        """
+
     private static let v15 = """
         CREATE TABLE relayV15 (
           projectId INTEGER PRIMARY KEY REFERENCES project(id) ON DELETE CASCADE,

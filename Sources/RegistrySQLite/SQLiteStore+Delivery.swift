@@ -11,7 +11,7 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT outbox.messageId, outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
-                      outbox.walked, outbox.direct, outbox.finishedAt
+                      outbox.walked, outbox.direct, outbox.finishedAt, outbox.cancelledAt
                     FROM message JOIN outbox ON outbox.messageId = message.id
                     WHERE message.projectId = ? AND message.messageId = ?
                     """, arguments: [project, id]
@@ -19,7 +19,7 @@ extension SQLiteStore {
                 LoggedJob(
                     id: $0["messageId"], recipients: $0["recipients"], delivered: $0["delivered"], failed: $0["failed"],
                     cursor: $0["cursor"], walked: $0["walked"], isDirect: $0["direct"],
-                    finished: $0["finishedAt"] as Int64? != nil)
+                    finished: $0["finishedAt"] as Int64? != nil, cancelled: $0["cancelledAt"] as Int64? != nil)
             }
         }
     }

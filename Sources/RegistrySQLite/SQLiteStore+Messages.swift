@@ -123,7 +123,7 @@ extension SQLiteStore: MessageLogStore {
                 message.recipientCount, message.receivedAt, outbox.messageId AS jobId,
                 outbox.recipients AS jobRecipients, outbox.delivered AS jobDelivered, outbox.failed AS jobFailed,
                 outbox.cursor AS jobCursor, outbox.walked AS jobWalked, outbox.direct AS jobDirect,
-                outbox.finishedAt AS jobFinishedAt
+                outbox.finishedAt AS jobFinishedAt, outbox.cancelledAt AS jobCancelledAt
                 """
             let rows: RowCursor
             var token: UInt32?
@@ -181,7 +181,7 @@ extension SQLiteStore: MessageLogStore {
         return LoggedJob(
             id: id, recipients: row["jobRecipients"], delivered: row["jobDelivered"], failed: row["jobFailed"],
             cursor: row["jobCursor"], walked: row["jobWalked"], isDirect: row["jobDirect"],
-            finished: row["jobFinishedAt"] as Int64? != nil,
+            finished: row["jobFinishedAt"] as Int64? != nil, cancelled: row["jobCancelledAt"] as Int64? != nil,
             row: state.flatMap(DeliveryState.init(rawValue:)).map {
                 TokenDelivery(state: $0, error: row["rowError"], attempts: row["rowAttempts"] ?? 0)
             })

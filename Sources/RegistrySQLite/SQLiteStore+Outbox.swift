@@ -51,6 +51,20 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
         }
     }
 
+    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64) async throws -> Bool {
+        try await write { db, _ in
+            try db.execute(
+                sql: """
+                    UPDATE outbox SET cancelledAt = ?, finishedAt = ?, claimedBy = NULL, leaseUntil = NULL
+                    WHERE messageId = ? AND finishedAt IS NULL
+                    """, arguments: [now, now, job])
+            guard db.changesCount > 0 else { return false }
+            try Self.appendWebhookEvents(
+                WebhookEventBatch(finishing: messageID, now: now), project: project, job: job, finished: true, db)
+            return true
+        }
+    }
+
     // MARK: - Jobs
 
     public func insertJob(_ job: NewOutboxJob, admitting admit: @escaping @Sendable (Int) throws -> Void) async throws

@@ -236,13 +236,18 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     WHERE webhook.projectId = ? AND webhook.disabledAt IS NULL
                     """), arguments: [project])
         guard let projectID = targets.first?["projectId"] as String? else { return }
-        var counts: (delivered: Int, failed: Int)?
+        var counts: WebhookEventBatch.Counts?
         if finished,
             let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT delivered, failed FROM outbox WHERE messageId = ?"),
+                db.cachedStatement(
+                    sql: """
+                        SELECT delivered, failed,
+                          CASE WHEN cancelledAt IS NULL THEN 0 ELSE recipients - delivered - failed END
+                        FROM outbox WHERE messageId = ?
+                        """),
                 arguments: [job])
         {
-            counts = (row[0], row[1])
+            counts = WebhookEventBatch.Counts(delivered: row[0], failed: row[1], cancelled: row[2])
         }
         let (rows, dropped) = batch.rows(
             for: targets.map {

@@ -86,6 +86,7 @@ enum ErrorEnvelope {
             case .invalid: return badRequest(family, wording.message, field: wording.field)
             case .notFound: return notFound(family, wording.message)
             case .conflict: return .native(.conflict, "already_exists", wording.message)
+            case .failedPrecondition: return .native(.conflict, "failed_precondition", wording.message)
             case .unavailable: return unavailable(family, wording.message)
             }
         }

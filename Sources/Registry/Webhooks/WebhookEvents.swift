@@ -21,8 +21,9 @@ public struct WebhookEventBatch: Sendable {
 
     public init() {}
 
-    /// A message finished without its page: the relay turned off under it (`RELAY_OFF`). Only its
-    /// completion is told; its recipients failed by the switch are in the completion's count.
+    /// A message finished without its page: the relay turned off under it (`RELAY_OFF`), or it was
+    /// cancelled. Only its completion is told; its recipients failed by the switch, or cancelled,
+    /// are in the completion's counts.
     public init(finishing messageID: String, now: Int64) {
         (self.messageID, self.now) = (messageID, now)
     }
@@ -38,6 +39,18 @@ public struct WebhookEventBatch: Sendable {
                 (error == "UNREGISTERED" || error == "SENDER_ID_MISMATCH")
                 && !walkedGone.contains(outcome.attempt.token)
             failed(outcome.attempt.token, error: error, gone: gone)
+        }
+    }
+
+    /// A finished message's recipients by outcome, as its completion event tells them.
+    public struct Counts: Sendable, Hashable {
+        public var delivered: Int
+        public var failed: Int
+        /// Never sent: the message was cancelled first. Told only when it was.
+        public var cancelled: Int
+
+        public init(delivered: Int, failed: Int, cancelled: Int = 0) {
+            (self.delivered, self.failed, self.cancelled) = (delivered, failed, cancelled)
         }
     }
 
@@ -75,10 +88,10 @@ public struct WebhookEventBatch: Sendable {
     /// - Parameters:
     ///   - projectID: the project's name, as the events say it.
     ///   - finished: whether the page finished its message.
-    ///   - counts: the message's delivered and failed recipients once the page is recorded.
+    ///   - counts: the message's recipients by outcome once the page is recorded.
     /// - Returns: the rows, and per webhook how many events its full backlog dropped.
     public func rows(
-        for targets: [Target], projectID: String, finished: Bool, counts: (delivered: Int, failed: Int)?
+        for targets: [Target], projectID: String, finished: Bool, counts: Counts?
     ) -> (rows: [Row], dropped: [Int64: Int]) {
         var events: [(type: WebhookEventType, data: [String: WebhookJSON])] = facts.map { fact in
             var data: [String: WebhookJSON] = [
@@ -91,14 +104,12 @@ public struct WebhookEventBatch: Sendable {
             return (fact.type, data)
         }
         if finished, let counts {
-            events.append(
-                (
-                    .messageCompleted,
-                    [
-                        "projectId": .string(projectID), "messageId": .string(messageID),
-                        "delivered": .number(counts.delivered), "failed": .number(counts.failed),
-                    ]
-                ))
+            var data: [String: WebhookJSON] = [
+                "projectId": .string(projectID), "messageId": .string(messageID),
+                "delivered": .number(counts.delivered), "failed": .number(counts.failed),
+            ]
+            if counts.cancelled > 0 { data["cancelled"] = .number(counts.cancelled) }
+            events.append((.messageCompleted, data))
         }
         var rows: [Row] = []
         var dropped: [Int64: Int] = [:]

@@ -11,6 +11,7 @@ struct DeliveryController {
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/messages/:id", .get, use: message)
         routes.on("/api/messages/:id/deliveries", .get, use: deliveries)
+        routes.on("/api/messages/{id}:cancel", .post, use: cancel)
         routes.on("/api/relay", .get, use: relay)
     }
 
@@ -23,6 +24,23 @@ struct DeliveryController {
         let id = try request.pathValue("id", context: context)
         var message = MessageController.Logged(try await registry.loggedMessage(id, in: project))
         message.delivery = try await registry.delivery(ofMessage: id, in: project)
+        return message
+    }
+
+    /// `POST /api/messages/{id}:cancel`: stops what has not been sent of a relayed message, and
+    /// answers it as `GET /api/messages/{id}` then does, its unsent recipients counted as
+    /// `cancelled`. A message whose delivery has finished, or that was logged and not relayed, is
+    /// 409 `failed_precondition`.
+    @Sendable func cancel(_ request: Request, context: RegistryRequestContext) async throws
+        -> MessageController.Logged
+    {
+        let project = try context.requireProject()
+        let id = try request.pathValue("id", context: context)
+        var message = MessageController.Logged(try await registry.loggedMessage(id, in: project))
+        guard let counts = try await registry.cancel(message: id, in: project) else {
+            throw RegistryError.messageFinished
+        }
+        message.delivery = counts
         return message
     }
 
@@ -39,14 +57,14 @@ struct DeliveryController {
         var nextPageToken: String?
     }
 
-    /// `GET /api/messages/{id}/deliveries?state=pending|delivered|failed`: the recipients in that
+    /// `GET /api/messages/{id}/deliveries?state=pending|delivered|failed|cancelled`: the recipients in that
     /// state (default `failed`), a page at a time.
     @Sendable func deliveries(_ request: Request, context: RegistryRequestContext) async throws -> DeliveryList {
         let project = try context.requireProject()
         let id = try request.pathValue("id", context: context)
         let stateName = request.uri.queryParameters.get("state") ?? "failed"
         guard let state = DeliveryState(rawValue: stateName) else {
-            throw BadRequest("state must be pending, delivered or failed", field: "state")
+            throw BadRequest("state must be pending, delivered, failed or cancelled", field: "state")
         }
         _ = try await registry.loggedMessage(id, in: project)
         guard
