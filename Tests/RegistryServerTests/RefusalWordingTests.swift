@@ -13,7 +13,7 @@ struct RefusalWordingTests {
         .malformedToken, .tokenNotFound, .tooManyTopics(limit: 2000), .subscriptionExists, .subscriptionNotFound,
         .invalidProject("sender id must be 1 to 20 digits"), .projectExists("project test-app exists"),
         .projectNotFound("other"), .serverKeyNotFound, .serviceAccountNotFound, .rekeyToSameToken, .messageNotFound,
-        .invalidPageToken, .tooManyFaults(limit: 1000), .storeBusy, .webhookNotFound, .tooManyWebhooks(limit: 16),
+        .messageFinished, .invalidPageToken, .tooManyFaults(limit: 1000), .storeBusy, .webhookNotFound, .tooManyWebhooks(limit: 16),
         .invalidWebhookURL("a webhook URL must be https"), .invalidWebhookEvents("events must not be empty"),
     ]
 
