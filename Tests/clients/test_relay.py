@@ -197,7 +197,7 @@ def test_a_v1_send_reaches_fcm_and_fcm_tokens_join_the_registry(app):
         android=messaging.AndroidConfig(priority="high", ttl=120))
     message_id = message_id_of(messaging.send(message, app=app))
 
-    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0}
+    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0, "cancelled": 0}
     [delivered] = deliveries(message_id, "delivered")
     assert (delivered["token"], delivered["attempts"]) == (tok, 1)
     [received] = received_upstream(tok)
@@ -315,7 +315,7 @@ def test_send_each_and_topic_and_condition_sends(app):
     assert (response.success_count, response.failure_count) == (3, 1)
     assert isinstance(response.responses[1].exception, messaging.UnregisteredError)
     for answer in (response.responses[2], response.responses[3]):
-        assert settled(message_id_of(answer.message_id)) == {"pending": 0, "delivered": 1, "failed": 0}
+        assert settled(message_id_of(answer.message_id)) == {"pending": 0, "delivered": 1, "failed": 0, "cancelled": 0}
     got = eventually(lambda: sorted(m["payload"]["data"]["n"] for m in received_upstream(live))
                      if len(received_upstream(live)) == 3 else None)
     assert got == ["1", "3", "4"]
@@ -380,7 +380,7 @@ def test_a_topic_send_is_answered_at_once_and_delivered_in_the_background():
     answer = legacy_send({"to": f"/topics/{topic}", "notification": {"title": "Rain"}})
     message_id = str(answer["message_id"])
 
-    assert settled(message_id) == {"pending": 0, "delivered": 2, "failed": 1}
+    assert settled(message_id) == {"pending": 0, "delivered": 2, "failed": 1, "cancelled": 0}
     assert sorted(d["token"] for d in deliveries(message_id, "delivered")) == sorted(live)
     failed = deliveries(message_id, "failed")
     assert [(d["token"], d["state"], d["error"]) for d in failed] == [(dead, "failed", "UNREGISTERED")]
@@ -427,7 +427,7 @@ def test_quota_exceeded_pauses_the_project_then_delivers():
         # The pause lasts the upstream's Retry-After (3 s): polled well inside it.
         paused = eventually(paused_status, every=0.05)
         assert paused["lastError"] == "QUOTA_EXCEEDED"
-        assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0}
+        assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0, "cancelled": 0}
     finally:
         requests.delete(f"{UPSTREAM_URL}/api/fault", headers=UPSTREAM)
     [delivered] = deliveries(message_id, "delivered")
@@ -459,7 +459,7 @@ def test_pyfcm_notify_reaches_fcm(pyfcm_client):
     result = pyfcm_client.notify(
         fcm_token=tok, notification_title="Hello", notification_body="from pyfcm", data_payload={"k": "v"})
     message_id = message_id_of(result["name"])
-    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0}
+    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0, "cancelled": 0}
     [received] = received_upstream(tok)
     assert received["payload"]["token"] == tok
     assert received["payload"]["notification"] == {"title": "Hello", "body": "from pyfcm"}
@@ -472,7 +472,7 @@ def test_pyfcm_topic_send_and_unregistered_token(pyfcm_client):
     register_upstream(tok)
     subscribe_relay(topic, tok)
     message_id = message_id_of(pyfcm_client.notify(topic_name=topic, data_payload={"t": "1"})["name"])
-    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0}
+    assert settled(message_id) == {"pending": 0, "delivered": 1, "failed": 0, "cancelled": 0}
     assert [m["payload"]["data"] for m in received_upstream(tok)] == [{"t": "1"}]
     with pytest.raises(FCMNotRegisteredError):
         pyfcm_client.notify(fcm_token=token("pyfcm-gone"), data_payload={"t": "2"})

@@ -229,10 +229,14 @@ def test_message_delivery_counts(console, seeded):
     link.click()
     heading(driver, "Message")
     delivery = api("GET", f"/api/messages/{urllib.parse.quote(seeded['direct'], safe='')}")["delivery"]
-    assert delivery == {"pending": 0, "delivered": 3, "failed": 1}
+    assert delivery == {"pending": 0, "delivered": 3, "failed": 1, "cancelled": 0}
     for state, value in delivery.items():
+        if state == "cancelled":
+            continue  # shown only once something was cancelled
         shown = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, f"#delivery-summary dd[data-stat='{state}']")))
         assert shown.get_attribute("data-value") == str(value), state
+    assert not driver.find_elements(By.CSS_SELECTOR, "#delivery-summary dd[data-stat='cancelled']")
+    assert not driver.find_elements(By.ID, "cancel")  # nothing left to cancel
     # The failed recipient, with FCM's error.
     row = wait(driver).until(EC.visibility_of_element_located((By.XPATH, f"//tr[td[contains(., '{seeded['unknown']}')]]")))
     assert "UNREGISTERED" in row.text
@@ -798,3 +802,47 @@ def test_enabling_a_disabled_webhook(console, closed_url):
     wait(driver).until(lambda d: not card(d, created["id"]).find_elements(By.CSS_SELECTOR, "button.enable"))
     assert not card(driver, created["id"]).find_elements(By.CSS_SELECTOR, ".badge[data-state='disabled']")
     assert requests.delete(f"{URL}/api/webhooks/{created['id']}", headers=API, timeout=30).status_code == 204
+
+
+def test_a_fan_out_sent_by_mistake_is_cancelled_from_its_screen(console, seeded):
+    """FCM keeps answering UNAVAILABLE for three devices, so a topic send to them waits for its
+    retries; the message's screen cancels it, and nothing more of it is sent."""
+    upstream = {"Authorization": f"key={UPSTREAM_KEY}"}
+    waiting = seeded["news"][5_100:5_103]
+    for device in waiting:
+        ok(requests.put(f"{UPSTREAM_URL}/api/tokens/{urllib.parse.quote(device, safe='')}/fault", headers=upstream,
+                        timeout=30, json={"error": "UNAVAILABLE", "retryAfter": "3600s"}))
+    try:
+        subscribe("by-mistake", waiting)
+        sent = ok(requests.post(f"{URL}/fcm/send", headers=API, timeout=30, json={
+            "to": "/topics/by-mistake", "notification": {"title": "Sent by mistake"}}))
+        message_id = str(sent["message_id"])
+        path = f"/api/messages/{urllib.parse.quote(message_id, safe='')}"
+        # Every device tried once and waiting an hour for its retry.
+        deadline = time.monotonic() + 30
+        while True:
+            pending = api("GET", f"{path}/deliveries", params={"state": "pending"})["deliveries"]
+            if len(pending) == 3 and all(entry["attempts"] == 1 for entry in pending):
+                break
+            assert time.monotonic() < deadline, pending
+            time.sleep(0.2)
+        driver = console(f"#/messages/{urllib.parse.quote(message_id, safe='')}")
+        heading(driver, "Message")
+        button = wait(driver).until(EC.element_to_be_clickable((By.ID, "cancel")))
+        button.click()
+        alert = wait(driver).until(EC.alert_is_present())
+        assert "never sent" in alert.text
+        alert.accept()
+        wait(driver).until(EC.text_to_be_present_in_element((By.ID, "cancel-delivery"), "Cancelled: 3 recipients"))
+        shown = driver.find_element(By.CSS_SELECTOR, "#delivery-summary dd[data-stat='cancelled']")
+        assert shown.get_attribute("data-value") == "3"
+        wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "caption"), "Recipients cancelled"))
+        assert sorted(shown_tokens(driver)) == sorted(waiting)
+        assert api("GET", path)["delivery"] == {"pending": 0, "delivered": 0, "failed": 0, "cancelled": 3}
+        # A second cancel is refused: nothing is left to send.
+        again = requests.post(f"{URL}{path}:cancel", headers=API, timeout=30)
+        assert again.status_code == 409 and again.json()["error"]["code"] == "failed_precondition", again.text
+    finally:
+        for device in waiting:
+            requests.delete(f"{UPSTREAM_URL}/api/tokens/{urllib.parse.quote(device, safe='')}/fault", headers=upstream,
+                            timeout=30)

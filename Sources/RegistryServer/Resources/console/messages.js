@@ -1,6 +1,6 @@
 // The message log, newest first, with what happened to each message on each device. The list
 // carries each message's counts (one call a page); the screens refresh while they are shown.
-import { get, part } from "./api.js";
+import { get, part, post } from "./api.js";
 import { count, facts, fill, h, live, Pager, problem, refill, segment, stats, table, when } from "./dom.js";
 
 /** How often the list and a message's screen ask again while shown. */
@@ -13,7 +13,8 @@ export function deliveryBadges(delivery) {
   return h("span", { class: "badges" },
     delivery.pending ? h("span", { class: "badge pending" }, `pending ${count(delivery.pending)}`) : null,
     h("span", { class: "badge delivered" }, `delivered ${count(delivery.delivered)}`),
-    delivery.failed ? h("span", { class: "badge failed" }, `failed ${count(delivery.failed)}`) : null);
+    delivery.failed ? h("span", { class: "badge failed" }, `failed ${count(delivery.failed)}`) : null,
+    delivery.cancelled ? h("span", { class: "badge cancelled" }, `cancelled ${count(delivery.cancelled)}`) : null);
 }
 
 /** What a reader recognises a message by: its notification's title or body, else its data keys. */
@@ -73,7 +74,7 @@ export async function messageList(main, { signal }) {
   live(signal, () => pager.refresh(), listEvery);
 }
 
-const states = ["failed", "pending", "delivered"];
+const states = ["failed", "pending", "delivered", "cancelled"];
 
 export async function messageDetail(main, { signal }, id) {
   let chosen;
@@ -101,7 +102,26 @@ export async function messageDetail(main, { signal }, id) {
     for (const button of tabs.querySelectorAll("button")) button.setAttribute("aria-pressed", String(button.dataset.state === state));
     pager.first();
   };
+  // The cancelled tab only once something was cancelled.
+  const showTabs = (delivery) => {
+    for (const button of tabs.querySelectorAll("button[data-state='cancelled']")) button.hidden = !delivery.cancelled;
+  };
   fill(tabs, states.map((state) => h("button", { type: "button", dataset: { state }, "aria-pressed": "false", onclick: () => choose(state) }, state)));
+
+  // A fan-out sent by mistake is stopped here: what has not been sent never is.
+  const cancelBox = h("div", { class: "actions", id: "cancel-delivery" });
+  const cancelDelivery = async () => {
+    const pendingNow = Number(summaryCard.querySelector("dd[data-stat='pending']")?.dataset.value || 0);
+    if (!confirm(`Cancel this message?\n\nIts ${count(pendingNow)} recipients without an outcome are never sent (a few requests already on their way to FCM may still arrive). Recipients already delivered or failed keep their outcome. This cannot be undone.`)) return;
+    try {
+      const answer = await post(`/api/messages/${part(id)}:cancel`);
+      showDelivery(answer.delivery);
+      refill(cancelBox, h("p", { class: "done", role: "status" }, `Cancelled: ${count(answer.delivery.cancelled)} recipients will not be sent.`));
+      choose("cancelled");
+    } catch (error) {
+      refill(cancelBox, problem(error));
+    }
+  };
 
   const message = await get(`/api/messages/${part(id)}`);
   if (signal.aborted) return;
@@ -121,16 +141,31 @@ export async function messageDetail(main, { signal }, id) {
     ])),
     h("h2", {}, "Delivery"),
     summaryCard,
+    cancelBox,
     message.delivery ? [tabs, listing, pager.element] : null,
     h("h2", {}, "Payload, as fcm-registry understood it"),
     h("pre", {}, payload));
 
-  const showDelivery = (delivery) => refill(summaryCard, delivery
-    ? stats([["Pending", delivery.pending, "pending"], ["Delivered", delivery.delivered, "delivered"], ["Failed", delivery.failed, "failed"]])
-    : h("p", { class: "muted" }, "Not relayed: the project did not deliver through FCM when this message came, or it was a dry run."));
+  const showDelivery = (delivery) => {
+    refill(summaryCard, delivery
+      ? stats([
+        ["Pending", delivery.pending, "pending"], ["Delivered", delivery.delivered, "delivered"], ["Failed", delivery.failed, "failed"],
+        ...(delivery.cancelled ? [["Cancelled", delivery.cancelled, "cancelled"]] : []),
+      ])
+      : h("p", { class: "muted" }, "Not relayed: the project did not deliver through FCM when this message came, or it was a dry run."));
+    if (!delivery) return;
+    showTabs(delivery);
+    // Cancel is offered while something is left to send.
+    const button = cancelBox.querySelector("button#cancel");
+    if (delivery.pending && !button) {
+      refill(cancelBox, h("button", { type: "button", class: "danger", id: "cancel", onclick: cancelDelivery }, "Cancel delivery…"));
+    } else if (!delivery.pending && button) {
+      refill(cancelBox);
+    }
+  };
   showDelivery(message.delivery);
   if (!message.delivery) return;
-  choose(message.delivery.failed ? "failed" : message.delivery.pending ? "pending" : "delivered");
+  choose(message.delivery.failed ? "failed" : message.delivery.pending ? "pending" : message.delivery.cancelled ? "cancelled" : "delivered");
   // The counts, and the page of recipients shown, follow the deliveries while the screen is shown.
   let settled = !message.delivery.pending;
   live(signal, async () => {
