@@ -22,7 +22,7 @@ import Testing
             let listed = try #require(
                 try await harness.client.call(.get, "/api/messages").json?["messages"]?.array?.first)
             let single = try await harness.client.call(.get, "/api/messages/\(Int64(id))").json
-            #expect(listed["delivery"] == ["pending": 0, "delivered": 1, "failed": 1])
+            #expect(listed["delivery"] == ["pending": 0, "delivered": 1, "failed": 1, "cancelled": 0])
             #expect(listed["delivery"] == single?["delivery"])
             #expect(listed["tokenDelivery"] == nil)
             // Each token's listing says what became of the message on it, with FCM's error.
