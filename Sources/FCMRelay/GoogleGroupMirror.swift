@@ -53,9 +53,20 @@ public final class GoogleGroupMirror: GroupMirror, Service {
                     body: Self.body(of: call))
             }
         }
-        return MirrorAnswer(
-            status: answer.status, contentType: answer.contentType, body: answer.body,
-            notificationKey: answer.status == 200 ? Self.notificationKey(in: answer.body) : nil)
+        if answer.status == 401 || answer.status == 403 {
+            // The app's own key was checked here: Google's refusal is of the mirror's service account.
+            throw MirrorFault.credentialsRefused(
+                status: answer.status, account: settings.clientEmail, words: Self.errorWords(in: answer.body))
+        }
+        guard answer.status == 200 else {
+            return MirrorAnswer(status: answer.status, contentType: answer.contentType, body: answer.body, notificationKey: nil)
+        }
+        switch Self.usableKey(in: answer.body) {
+        case .success(let key):
+            return MirrorAnswer(status: 200, contentType: answer.contentType, body: answer.body, notificationKey: key)
+        case .failure(let fault):
+            throw fault
+        }
     }
 
     public func send(
@@ -133,9 +144,51 @@ public final class GoogleGroupMirror: GroupMirror, Service {
         return Array((try? encoder.encode(operation)) ?? Data())
     }
 
-    static func notificationKey(in body: [UInt8]) -> String? {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
-        return json["notification_key"] as? String
+    /// The `notification_key` of a 200 answer, one this registry can keep as a name of the group;
+    /// else what the answer was instead. The body was read up to `UpstreamClient.maximumAnswerBytes`:
+    /// a longer one comes empty.
+    static func usableKey(in body: [UInt8]) -> Result<String, MirrorFault> {
+        guard !body.isEmpty else {
+            return .failure(.unusableAnswer("an empty body, or one over 64 KiB, which is not read"))
+        }
+        guard let text = String(validating: body, as: UTF8.self) else {
+            return .failure(.unusableAnswer("bytes that are not UTF-8"))
+        }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) else {
+            return .failure(.unusableAnswer("not JSON: \(excerpt(text))"))
+        }
+        guard let object = json as? [String: Any] else {
+            return .failure(.unusableAnswer("JSON that is not an object: \(excerpt(text))"))
+        }
+        guard let key = object["notification_key"] as? String else {
+            return .failure(.unusableAnswer("a JSON object without a notification_key string"))
+        }
+        guard NotificationKeyCodec.isImportable(key) else {
+            return .failure(
+                .unusableAnswer(
+                    "a notification_key that is not one Google issues (APA91b…, under 512 characters of [A-Za-z0-9_:.-]): \(excerpt(key))"
+                ))
+        }
+        return .success(key)
+    }
+
+    /// What an error answer says, as FCM words it (`{"error":"…"}` or Google's `{"error":{"message":…}}`).
+    static func errorWords(in body: [UInt8]) -> String {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return "" }
+        if let words = json["error"] as? String { return excerpt(words) }
+        if let error = json["error"] as? [String: Any], let words = error["message"] as? String { return excerpt(words) }
+        return ""
+    }
+
+    /// The start of an upstream's text, quoted, safe to show and to log: at most 60 characters,
+    /// anything but printable ASCII escaped.
+    static func excerpt(_ text: String) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars.prefix(60) {
+            shown += (0x20..<0x7F).contains(scalar.value) && scalar != "\"" && scalar != "\\"
+                ? String(scalar) : "\\u{\(String(scalar.value, radix: 16))}"
+        }
+        return "\"" + shown + (text.unicodeScalars.count > 60 ? "…" : "") + "\""
     }
 }
 

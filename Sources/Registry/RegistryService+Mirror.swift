@@ -10,7 +10,9 @@ extension RegistryService {
     /// What this database would refuse to record (a name or tokens it cannot take) is refused
     /// before Google is asked, and what Google refuses is not recorded: the app is never told of
     /// a change that only one side made.
-    /// - Throws: `MirrorUnreachable` when Google gave no answer (nothing recorded); the
+    /// - Throws: `MirrorUnreachable` when Google gave no answer (nothing recorded); `MirrorFault`
+    ///   when Google's answer cannot be used or refused the mirror's service account (nothing
+    ///   recorded), or when Google accepted a change this database then could not record; the
     ///   registry's own errors for a call it would not record.
     public func mirrored(_ call: MirroredGroupCall, in project: Project) async throws -> MirrorAnswer? {
         guard let mirror, let settings = try await store.mirrorSettings(of: project) else { return nil }
@@ -24,10 +26,29 @@ extension RegistryService {
         case .lookUp(let name):
             _ = try groupName(name)
         }
-        let answer = try await mirror.forward(call, senderID: project.senderId, settings: settings, project: project.rowID)
+        var answer = try await mirror.forward(call, senderID: project.senderId, settings: settings, project: project.rowID)
         guard answer.status == 200 else { return answer }
-        try await record(call, keyFromGoogle: answer.notificationKey, in: project)
+        guard answer.notificationKey != nil else { throw MirrorFault.unusableAnswer("no notification_key") }
+        do {
+            try await record(call, keyFromGoogle: answer.notificationKey, in: project)
+        } catch {
+            let reason = Self.recordingFailure(error)
+            guard case .lookUp = call else { throw MirrorFault.notRecorded(operation: call.operation, reason: reason) }
+            // A look-up changed nothing at Google, and the group keeps the keys recorded before.
+            answer.keyNotKept = reason
+        }
         return answer
+    }
+
+    /// Why a change Google accepted could not be written here, in words for the app and the log.
+    private static func recordingFailure(_ error: any Error) -> String {
+        switch error {
+        case let problem as ArchiveProblem: problem.message
+        case let problem as ImportError: problem.problem
+        case let refusal as RegistryError: "\(refusal)"
+        case let failure as any StoreConnectionFailure: "the database cannot be reached: \(failure.summary)"
+        default: "the database refused the write: \(String(describing: type(of: error)))"
+        }
     }
 
     /// Writes here what Google has just done.

@@ -1,5 +1,6 @@
 import FCMWire
 import Hummingbird
+import Logging
 import Registry
 
 /// FCM's device-group API: `POST /fcm/notification` (create, add, remove) and `GET /fcm/notification`.
@@ -38,7 +39,7 @@ struct DeviceGroupController {
             throw BadRequest("registration_ids is required")
         }
         let call = try Self.call(operation, name: body.notification_key_name, key: body.notification_key, tokens: tokens)
-        if let answer = try await registry.mirrored(call, in: project) { return Self.response(answer) }
+        if let answer = try await mirrored(call, in: project, logger: context.logger) { return Self.response(answer) }
         switch call {
         case .create(let name, let tokens):
             return Self.keyResponse(try await registry.createGroup(named: name, tokens: tokens, in: project))
@@ -58,7 +59,9 @@ struct DeviceGroupController {
         guard let name = request.query("notification_key_name"), !name.isEmpty else {
             throw BadRequest("notification_key_name is required")
         }
-        if let answer = try await registry.mirrored(.lookUp(name: name), in: project) { return Self.response(answer) }
+        if let answer = try await mirrored(.lookUp(name: name), in: project, logger: context.logger) {
+            return Self.response(answer)
+        }
         return Self.keyResponse(try await registry.notificationKey(forGroupNamed: name, in: project))
     }
 
@@ -74,6 +77,30 @@ struct DeviceGroupController {
                 ? .add(name: name, key: key, tokens: tokens) : .remove(name: name, key: key, tokens: tokens)
         default:
             throw BadRequest("unknown operation '\(operation)': use create, add or remove")
+        }
+    }
+
+    /// The call through the mirror, when the project mirrors; what the mirror cannot vouch for is
+    /// answered as an error in FCM's device-group envelope (`{"error":"…"}`), never as a success:
+    /// 502 when Google's answer is unusable or refuses the mirror's service account (the fault is
+    /// upstream, or in the mirror's configuration, not in the app's request), 500 when Google
+    /// accepted and this registry could not record it.
+    private func mirrored(_ call: MirroredGroupCall, in project: Project, logger: Logger) async throws -> MirrorAnswer? {
+        do {
+            let answer = try await registry.mirrored(call, in: project)
+            if let reason = answer?.keyNotKept {
+                logger.warning("the key of a mirrored look-up was not kept", metadata: ["reason": "\(reason)"])
+            }
+            return answer
+        } catch let fault as MirrorFault {
+            switch fault {
+            case .unusableAnswer, .credentialsRefused:
+                logger.warning("the device-group mirror cannot use Google's answer", metadata: ["error": "\(fault)"])
+                throw APIError.plain(.badGateway, "\(fault)")
+            case .notRecorded:
+                logger.error("the device-group mirror could not record a change", metadata: ["error": "\(fault)"])
+                throw APIError.plain(.internalServerError, "\(fault)")
+            }
         }
     }
 
