@@ -285,13 +285,15 @@ public struct RelayStatus: Sendable, Hashable {
     public var pruned: Int
     public var pausedUntil: Date?
     public var lastError: String?
+    /// When `lastError` was recorded: an error of last week reads differently from one of a minute ago.
+    public var lastErrorAt: Date?
     /// The channel messages leave through, and its settings that may be shown (never a secret).
     public var channel: String
     public var settings: [String: JSONValue]
 
     public init(
         projectID: String, pending: Int, inFlight: Int, delivered: Int, failed: Int, pruned: Int, pausedUntil: Date?,
-        lastError: String?, channel: String, settings: [String: JSONValue]
+        lastError: String?, lastErrorAt: Date? = nil, channel: String, settings: [String: JSONValue]
     ) {
         self.projectID = projectID
         self.pending = pending
@@ -301,6 +303,7 @@ public struct RelayStatus: Sendable, Hashable {
         self.pruned = pruned
         self.pausedUntil = pausedUntil
         self.lastError = lastError
+        self.lastErrorAt = lastErrorAt
         self.channel = channel
         self.settings = settings
     }

@@ -161,6 +161,8 @@ public struct RelayChange: Sendable {
     public var pausedUntil: Int64??
     /// `nil` keeps the last error as it is.
     public var lastError: String?
+    /// When `lastError` was recorded (epoch milliseconds); written with it, and only with it.
+    public var lastErrorAt: Int64?
     /// The minute (its start, epoch milliseconds) whose `minuteStat` row the counters are also
     /// added to, in the same transaction; `nil` adds them to none.
     public var minute: Int64?
@@ -175,16 +177,19 @@ public struct RelayRow: Sendable {
     public var pruned: Int
     public var pausedUntil: Int64?
     public var lastError: String?
+    /// When `lastError` was recorded (epoch milliseconds); `nil` for an error recorded before the
+    /// time was kept.
+    public var lastErrorAt: Int64?
     public var channel: String
     /// What of the channel's settings may be shown.
     public var settings: [String: JSONValue]
 
     public init(
-        delivered: Int, failed: Int, pruned: Int, pausedUntil: Int64?, lastError: String?, channel: String,
-        settings: [String: JSONValue]
+        delivered: Int, failed: Int, pruned: Int, pausedUntil: Int64?, lastError: String?, lastErrorAt: Int64?,
+        channel: String, settings: [String: JSONValue]
     ) {
         (self.delivered, self.failed, self.pruned) = (delivered, failed, pruned)
-        (self.pausedUntil, self.lastError) = (pausedUntil, lastError)
+        (self.pausedUntil, self.lastError, self.lastErrorAt) = (pausedUntil, lastError, lastErrorAt)
         (self.channel, self.settings) = (channel, settings)
     }
 }

@@ -111,6 +111,7 @@ extension OutboxStore where Self: OutboxDriver {
             }
             if let error = outcome.error { tally.lastError = error }
         }
+        if tally.lastError != nil { tally.lastErrorAt = EpochMilliseconds.milliseconds(now) }
         // The page's counts also go to their minute's stats, in the same transaction.
         tally.minute = MinuteStats.minute(of: EpochMilliseconds.milliseconds(now))
         var writes = PageWrites(
@@ -138,6 +139,7 @@ extension OutboxStore where Self: OutboxDriver {
         var change = RelayChange()
         change.pausedUntil = .some(until.map(EpochMilliseconds.milliseconds))
         change.lastError = error
+        change.lastErrorAt = error.map { _ in EpochMilliseconds.now() }
         try await updateRelay(of: project, change)
     }
 

@@ -21,6 +21,7 @@ enum PostgresMigrations {
         ("v8-minute-stats", v8),
         ("v9-channel-settings", v9),
         ("v11-message-cancel", v11),
+        ("v10-relay-error-time", v10),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -491,6 +492,9 @@ enum PostgresMigrations {
         // bytewise, as SQLite compares them; the unique index has the database's collation.
         #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
     ]
+
+    /// SQLite's "v16 relay error time": when the relay's last error was recorded.
+    static let v10: [String] = [#"ALTER TABLE relay ADD COLUMN "lastErrorAt" bigint"#]
 
     /// A project's settings for its channel in the channel's words, as SQLite's `v15 channel
     /// settings`: `relay` and `mirror` keep the channel's name, its settings and its secrets (JSON

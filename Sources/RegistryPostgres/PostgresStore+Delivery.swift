@@ -59,13 +59,13 @@ extension PostgresStore {
         try await database.withConnection { connection in
             try await connection.first(
                 #"""
-                SELECT delivered, failed, pruned, "pausedUntil", "lastError", channel, settings
+                SELECT delivered, failed, pruned, "pausedUntil", "lastError", "lastErrorAt", channel, settings
                 FROM relay WHERE "projectId" = \#(project)
-                """#, as: (Int64, Int64, Int64, Int64?, String?, String, String).self
+                """#, as: (Int64, Int64, Int64, Int64?, String?, Int64?, String, String).self
             ).map {
                 RelayRow(
                     delivered: Int($0.0), failed: Int($0.1), pruned: Int($0.2), pausedUntil: $0.3, lastError: $0.4,
-                    channel: $0.5, settings: ChannelSettings.fields(ofJSON: $0.6))
+                    lastErrorAt: $0.5, channel: $0.6, settings: ChannelSettings.fields(ofJSON: $0.7))
             }
         }
     }

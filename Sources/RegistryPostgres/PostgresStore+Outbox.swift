@@ -302,7 +302,8 @@ extension PostgresConnection {
             UPDATE relay SET delivered = delivered + \#(Int64(change.delivered)), failed = failed + \#(Int64(change.failed)),
               pruned = pruned + \#(Int64(change.pruned)),
               "pausedUntil" = CASE WHEN \#(change.pausedUntil != nil) THEN \#(change.pausedUntil ?? nil) ELSE "pausedUntil" END,
-              "lastError" = COALESCE(\#(change.lastError), "lastError")
+              "lastError" = COALESCE(\#(change.lastError), "lastError"),
+              "lastErrorAt" = COALESCE(\#(change.lastErrorAt), "lastErrorAt")
             WHERE "projectId" = \#(project)
             """#)
         if let minute = change.minute {

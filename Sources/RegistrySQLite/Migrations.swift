@@ -59,6 +59,9 @@ enum Migrations {
         migrator.registerMigration("v17 message cancel", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v17)
         }
+        migrator.registerMigration("v16 relay error time", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v16)
+        }
         return migrator
     }
 
@@ -492,6 +495,11 @@ enum Migrations {
           PRIMARY KEY (projectId, minute)
         ) WITHOUT ROWID;
         CREATE INDEX minuteStat_minute ON minuteStat(minute);
+        """
+
+    /// When the relay's last error was recorded; an error recorded before stays without a time.
+    private static let v16 = """
+        ALTER TABLE relay ADD COLUMN lastErrorAt INTEGER;
         """
 
     /// A project's settings for its channel, in the channel's words rather than in columns of

@@ -58,7 +58,7 @@ extension SQLiteStore {
             try Row.fetchOne(db, sql: "SELECT * FROM relay WHERE projectId = ?", arguments: [project]).map {
                 RelayRow(
                     delivered: $0["delivered"], failed: $0["failed"], pruned: $0["pruned"], pausedUntil: $0["pausedUntil"],
-                    lastError: $0["lastError"], channel: $0["channel"],
+                    lastError: $0["lastError"], lastErrorAt: $0["lastErrorAt"], channel: $0["channel"],
                     settings: ChannelSettings.fields(ofJSON: $0["settings"]))
             }
         }

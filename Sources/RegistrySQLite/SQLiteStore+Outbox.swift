@@ -177,12 +177,13 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
         try db.cachedStatement(
             sql: """
                 UPDATE relay SET delivered = delivered + ?, failed = failed + ?, pruned = pruned + ?,
-                  pausedUntil = CASE WHEN ? THEN ? ELSE pausedUntil END, lastError = COALESCE(?, lastError)
+                  pausedUntil = CASE WHEN ? THEN ? ELSE pausedUntil END, lastError = COALESCE(?, lastError),
+                  lastErrorAt = COALESCE(?, lastErrorAt)
                 WHERE projectId = ?
                 """
         ).execute(arguments: [
             change.delivered, change.failed, change.pruned, change.pausedUntil != nil, change.pausedUntil ?? nil,
-            change.lastError, project,
+            change.lastError, change.lastErrorAt, project,
         ])
         if let minute = change.minute {
             try countMinute(

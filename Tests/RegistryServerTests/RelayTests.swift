@@ -50,6 +50,10 @@ import Testing
             let relay = try await harness.client.call(.get, "/api/relay")
             let shown = try #require(relay.json?["projects"]?.array?.first)
             #expect(shown["pruned"] == 1)
+            // The last error, with when it was recorded (RFC 3339).
+            #expect(shown["lastError"] == "UNREGISTERED")
+            let errorAt = try #require(shown["lastErrorAt"]?.string)
+            #expect(errorAt.wholeMatch(of: #/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/#) != nil, "\(errorAt)")
             // The channel and its settings that may be shown; never the key.
             #expect(shown["channel"] == "fcm-v1")
             #expect(shown["settings"]?["firebaseProjectId"] == "test-app")

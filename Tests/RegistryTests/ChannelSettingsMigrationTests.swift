@@ -82,7 +82,7 @@ struct ChannelSettingsMigrationTests {
                       'http://127.0.0.1:9', 0)
                     """#)
             }
-            #expect(try await store.migrate() == ["v9-channel-settings"])
+            #expect(try await store.migrate().first == "v9-channel-settings")
             try await Self.expectMoved(store)
         }
     }

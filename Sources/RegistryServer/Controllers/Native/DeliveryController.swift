@@ -93,6 +93,8 @@ struct DeliveryController {
         var pruned: Int
         var pausedUntil: Date?
         var lastError: String?
+        /// When `lastError` was recorded.
+        var lastErrorAt: Date?
     }
 
     struct RelayList: ResponseEncodable {
@@ -109,7 +111,8 @@ struct DeliveryController {
                 firebaseProjectId: status.channel == "fcm-v1" ? status.settings["firebaseProjectId"]?.string : nil,
                 upstream: status.channel == "fcm-v1" ? status.settings["upstream"]?.string : nil,
                 pending: status.pending, inFlight: status.inFlight, delivered: status.delivered, failed: status.failed,
-                pruned: status.pruned, pausedUntil: status.pausedUntil, lastError: status.lastError)
+                pruned: status.pruned, pausedUntil: status.pausedUntil, lastError: status.lastError,
+                lastErrorAt: status.lastErrorAt)
         ])
     }
 }
