@@ -59,6 +59,8 @@ export CONSOLE_URL="http://127.0.0.1:$port" CONSOLE_KEY=$(key_of "$work/app.json
 # A second server on the same database stands for the first after a restart: what it shows comes
 # from the store alone.
 export CONSOLE_BINARY="$binary" CONSOLE_DB="$app_db"
+# The relay's service account, to turn delivery back on after a test turns it off.
+export CONSOLE_SERVICE_ACCOUNT="$work/firebase-sa.json"
 export UPSTREAM_URL="http://127.0.0.1:$upstream_port" UPSTREAM_KEY=$(key_of "$work/upstream.json")
 if [ "${1:-}" = "--screenshots" ]; then export CONSOLE_SCREENSHOTS="$PWD/docs/console"; fi
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/console/test_console.py || {

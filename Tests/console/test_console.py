@@ -846,3 +846,223 @@ def test_a_fan_out_sent_by_mistake_is_cancelled_from_its_screen(console, seeded)
         for device in waiting:
             requests.delete(f"{UPSTREAM_URL}/api/tokens/{urllib.parse.quote(device, safe='')}/fault", headers=upstream,
                             timeout=30)
+
+
+# MARK: - The composer's targets, pasted lists, the charts, the relay's state (issue 40)
+
+
+def shared_db(sql_sqlite, sql_postgres, values):
+    """Runs one statement on the registry's database, as disable_hook does: for what a test cannot wait out."""
+    db = os.environ["CONSOLE_DB"]
+    if not db.startswith(("postgres://", "postgresql://")):
+        connection = sqlite3.connect(db, timeout=30)
+        with connection:
+            connection.execute(sql_sqlite, values)
+        connection.close()
+        return
+    base, _, query = db.partition("?")
+    schema = urllib.parse.parse_qs(query)["search_path"][0]
+    subprocess.run(["psql", base, "-q", "-v", "ON_ERROR_STOP=1", *[f"-v{k}={v}" for k, v in values.items()]],
+                   input=sql_postgres, text=True, check=True, env={**os.environ, "PGOPTIONS": f"-c search_path={schema}"})
+
+
+def replace_field(field, text):
+    """Types `text` over what a field holds, as a user selecting all and typing does (input events and all)."""
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.DELETE)
+    if text:
+        field.send_keys(text)
+
+
+@pytest.fixture(scope="session")
+def compose_audience(seeded):
+    """Two devices "FCM" knows, as a topic and as a device group, so that a send to either is delivered."""
+    devices = seeded["news"][:2]
+    subscribe("compose-kinds", devices)
+    groups = requests.get(f"{URL}/api/groups/compose-kinds", headers=API, timeout=30)
+    if groups.status_code == 404:
+        ok(requests.post(f"{URL}/fcm/notification", headers={**API, "project_id": "123456789012"}, timeout=30,
+                         json={"operation": "create", "notification_key_name": "compose-kinds", "registration_ids": devices}))
+    return devices
+
+
+@pytest.mark.parametrize("kind", ["token", "topic", "condition", "group"])
+def test_the_composer_sends_to_every_kind_of_target(console, compose_audience, kind):
+    """Send reaches the server for each kind of target: the message is in the log and its screen opens
+    (a condition once sent nothing: the hidden token field was required, and the form stopped in silence)."""
+    target = {
+        "token": compose_audience[1],
+        "topic": "compose-kinds",
+        "condition": "'compose-kinds' in topics && 'news' in topics",
+        "group": "compose-kinds",
+    }[kind]
+    title = f"To a {kind} {time.time_ns()}"
+    driver = console("#/compose")
+    heading(driver, "Send a message")
+    driver.find_element(By.CSS_SELECTOR, f"#target-kind option[value='{kind}']").click()
+    field = driver.find_element(By.ID, "target-condition" if kind == "condition" else "target")
+    assert field.is_displayed()
+    replace_field(field, target)
+    if kind != "token":
+        wait(driver).until(lambda d: d.find_element(By.ID, "audience-count").get_attribute("data-count") == "2")
+    replace_field(driver.find_element(By.ID, "title"), title)
+    driver.find_element(By.ID, "send").click()
+    heading(driver, "Message")
+    assert title in driver.find_element(By.TAG_NAME, "main").text
+    logged = [m for m in api("GET", "/api/messages", params={"pageSize": 20})["messages"] if title in m["payload"]]
+    assert len(logged) == 1, logged
+    payload = json.loads(logged[0]["payload"])
+    name = {"token": "token", "topic": "topic", "condition": "condition", "group": "notification_key"}[kind]
+    assert name in payload, payload
+    if kind in ("token", "topic"):
+        assert payload[name].endswith(target), payload
+    if kind == "condition":
+        assert "compose-kinds" in payload[name], payload
+    assert driver.execute_script("return location.hash") == "#/messages/" + urllib.parse.quote(logged[0]["id"], safe="")
+
+
+def test_the_composer_says_what_stops_a_send(console):
+    driver = console("#/compose")
+    heading(driver, "Send a message")
+    driver.find_element(By.CSS_SELECTOR, "#target-kind option[value='condition']").click()
+    replace_field(driver.find_element(By.ID, "target-condition"), "")
+    driver.find_element(By.ID, "send").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.ID, "compose-outcome"), "Name a target first."))
+    assert driver.execute_script("return document.activeElement.id") == "target-condition"
+
+
+def test_a_pasted_list_is_split_on_lines_and_commas_and_what_is_no_token_is_refused(console, seeded):
+    news = seeded["news"]
+    driver = console("#/topics/pasted-list")
+    heading(driver, "Topic pasted-list")
+    wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), "No token is subscribed to pasted-list yet"))
+    pasted = f"{news[70]}\nnot a token\n{news[71]}, {news[72]}\r\n\nshort\nbad/token{'x' * 40}\n  {news[70]}  \n"
+    driver.find_element(By.ID, "topic-tokens").send_keys(pasted)
+    driver.find_element(By.ID, "subscribe").click()
+    wait(driver).until(EC.text_to_be_present_in_element(
+        (By.CLASS_NAME, "outcome"), "Subscribed 3 of 3 tokens to pasted-list; 3 entries refused as no registration token"))
+    refused = driver.find_element(By.CSS_SELECTOR, ".outcome .refused")
+    assert refused.get_attribute("data-refused") == "3"
+    items = [item.text for item in refused.find_elements(By.TAG_NAME, "li")]
+    assert items[0].startswith("not a token") and "space" in items[0], items
+    assert items[1].startswith("short") and "too short" in items[1], items
+    assert items[2].startswith("bad/token") and "characters" in items[2], items
+    # Only the three tokens were sent: none of the words became a token.
+    assert sorted(m["token"] for m in api("GET", "/api/topics/pasted-list")["subscribers"]) == sorted(news[70:73])
+    for word in ["not", "a", "token", "short", "not a token"]:
+        assert requests.get(f"{URL}/api/tokens/{urllib.parse.quote(word, safe='')}", headers=API, timeout=30).status_code in (400, 404)
+    # What was refused stays in the field, to be fixed.
+    assert driver.find_element(By.ID, "topic-tokens").get_attribute("value").split("\n")[0] == "not a token"
+    # A group's members the same way; with nothing left to send, nothing is sent.
+    driver = console("#/groups/family-grace")
+    heading(driver, "Group family-grace")
+    wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#notification-key code")))
+    driver.find_element(By.ID, "group-tokens").send_keys("not a token, either")
+    driver.find_element(By.ID, "add-members").click()
+    wait(driver).until(EC.text_to_be_present_in_element(
+        (By.CSS_SELECTOR, ".outcome [role='alert']"), "Nothing sent: 2 entries refused as no registration token"))
+    assert driver.find_element(By.CSS_SELECTOR, ".outcome .refused").get_attribute("data-refused") == "2"
+    assert api("GET", "/api/groups/family-grace")["memberCount"] == 3
+
+
+def add_to_stats(delivered):
+    """Adds `delivered` deliveries to the project's counts of two minutes ago, as a large fan-out would."""
+    minute = (int(time.time() * 1000) // 60_000 - 2) * 60_000
+    values = {"minute": minute, "delivered": delivered, "project": "console-app"}
+    shared_db(
+        "INSERT INTO minuteStat (projectId, minute, delivered) SELECT id, :minute, :delivered FROM project "
+        "WHERE projectId = :project ON CONFLICT (projectId, minute) DO UPDATE SET delivered = delivered + excluded.delivered",
+        """INSERT INTO "minuteStat" ("projectId", minute, delivered) SELECT id, :minute, :delivered FROM project
+           WHERE "projectId" = :'project' ON CONFLICT ("projectId", minute) DO UPDATE SET delivered = "minuteStat".delivered + excluded.delivered""",
+        values)
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_the_history_charts_keep_their_labels_inside_and_every_count_readable(console, seeded, width, height):
+    """Deliveries by the hundred thousand beside messages by the handful: each count keeps a scale of its
+    own (none lies flat at zero), axis numbers stay short (100K), and no label is cut off."""
+    if width == SIZES[0][0]:
+        add_to_stats(150_000)
+    driver = console("#/overview", width, height)
+    heading(driver, "Project console-app")
+    for window, buckets in [("24h", "96"), ("1h", "60")]:
+        driver.find_element(By.CSS_SELECTOR, f"button[data-window='{window}']").click()
+        wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "#history svg.chart").get_attribute("data-buckets") == buckets)
+        totals = ok(requests.get(f"{URL}/api/stats", headers=API, params={"window": window}, timeout=30))["totals"]
+        assert totals["delivered"] >= 150_000 and 0 < totals["accepted"] < 1000, totals
+        report = driver.execute_script("""
+            const out = {clipped: [], lines: {}, labels: []};
+            for (const svg of document.querySelectorAll('#history svg.chart')) {
+              const box = svg.getBoundingClientRect();
+              for (const text of svg.querySelectorAll('text')) {
+                const r = text.getBoundingClientRect();
+                out.labels.push(text.textContent);
+                if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+                  out.clipped.push([text.textContent, r.left - box.left, box.right - r.right, r.top - box.top, box.bottom - r.bottom]);
+              }
+              const rows = [...svg.querySelectorAll('.grid line')].filter(l => l.getAttribute('y1') === l.getAttribute('y2'))
+                .map(l => Number(l.getAttribute('y1')));
+              const plot = Math.max(...rows) - Math.min(...rows);
+              for (const line of svg.querySelectorAll('polyline.line')) {
+                const ys = line.getAttribute('points').split(' ').map(p => Number(p.split(',')[1]));
+                const name = [...line.classList].find(c => c !== 'line');
+                out.lines[name] = (Math.max(...ys) - Math.min(...ys)) / plot;
+              }
+            }
+            return out""")
+        assert report["clipped"] == [], (window, width, report["clipped"])
+        # Every count with something in the window rises at least a fifth of its chart's height.
+        for name in ["accepted", "delivered", "failed"]:
+            if totals[name]:
+                assert report["lines"][name] >= 0.2, (window, width, name, report["lines"])
+        # Short numbers: 150,000 deliveries read as 150K or 200K at the top of their axis, never cut to "00,000".
+        assert any(label.endswith("K") for label in report["labels"]), report["labels"]
+        assert not any(len(label) > 5 and label[0].isdigit() and "," in label for label in report["labels"]), report["labels"]
+
+
+def test_the_relay_says_when_its_last_error_happened(console):
+    driver = console("#/relay")
+    heading(driver, "Relay")
+    relay = api("GET", "/api/relay")["projects"][0]
+    assert relay["lastError"] and relay["lastErrorAt"], relay
+    shown = wait(driver).until(EC.presence_of_element_located((By.CSS_SELECTOR, "[data-field='relayLastErrorAt']")))
+    assert driver.find_element(By.CSS_SELECTOR, "[data-field='relayLastError']").text == relay["lastError"]
+    assert shown.get_attribute("datetime") == relay["lastErrorAt"]
+    # "at 28 Nov 2026, 05:50:44", in the reader's time zone.
+    assert shown.text.startswith("at ") and relay["lastErrorAt"][:4] in shown.text, shown.text
+
+
+def relay_cli(*arguments):
+    subprocess.run([os.environ["CONSOLE_BINARY"], "project", "relay", "--project-id", "console-app", *arguments,
+                    "--db", os.environ["CONSOLE_DB"]], check=True, stdout=subprocess.DEVNULL)
+
+
+def test_the_header_follows_the_relay_turned_off_and_on(console):
+    """`project relay --off` while the console is open: the header's badge says so without a sign-in,
+    as the Relay screen does, and again when delivery is back. (Turning the relay off resets its counts:
+    this test comes last.)"""
+    driver = console("#/messages")
+    heading(driver, "Messages")
+    badge = lambda d: d.find_element(By.CSS_SELECTOR, "#project .delivery").text
+    assert badge(driver) == "delivering"
+    driver.execute_script("window.sameTab = true")
+    deadline = time.monotonic() + 60
+    while True:
+        relay = api("GET", "/api/relay")["projects"][0]
+        if relay["pending"] == 0 and relay["inFlight"] == 0:
+            break
+        assert time.monotonic() < deadline, relay
+        time.sleep(0.2)
+    relay_cli("--off")
+    try:
+        wait(driver, 20).until(lambda d: badge(d) == "recording only")
+        assert driver.execute_script("return window.sameTab") is True
+        assert "fcm-registry project relay" in driver.find_element(By.CSS_SELECTOR, "#project .delivery").get_attribute("title")
+        driver.execute_script("location.hash = '#/relay'")
+        heading(driver, "Relay")
+        wait(driver).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), "This project does not relay"))
+        assert badge(driver) == "recording only"
+    finally:
+        relay_cli("--service-account", os.environ["CONSOLE_SERVICE_ACCOUNT"], "--upstream", UPSTREAM_URL)
+    wait(driver, 20).until(lambda d: badge(d) == "delivering")
+    assert driver.execute_script("return window.sameTab") is True

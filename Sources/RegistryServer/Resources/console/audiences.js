@@ -79,9 +79,52 @@ export async function groupSummary(name) {
   return page.groups.find((group) => group.name === name) || null;
 }
 
-/** Splits a pasted list of tokens (lines, commas or spaces) into tokens, each once. */
+/**
+ * FCM's form of a registration token (and of a Firebase installation id, which is sent where a
+ * token is): the server's alphabet and bound (Registry's `RegistrationToken`), and no shorter
+ * than 16 characters, where FCM's shortest, an installation id, has 22.
+ */
+const tokenForm = /^[A-Za-z0-9_:.-]+$/;
+const shortestToken = 16, longestToken = 4096;
+
+/** Why `entry` is not a registration token, or `null` when it is one in FCM's form. */
+function notAToken(entry) {
+  if (/\s/.test(entry)) return "holds a space";
+  if (!tokenForm.test(entry)) return "holds characters no token has";
+  if (entry.length < shortestToken) return "too short";
+  if (entry.length > longestToken) return "too long";
+  return null;
+}
+
+/**
+ * A pasted list of tokens: one an entry, entries split on line breaks and commas (never on
+ * spaces: "not a token" is one refused entry, not three tokens), trimmed, each once. `refused`
+ * are the entries not in FCM's form, with why; only `tokens` are sent.
+ */
 function pasted(text) {
-  return [...new Set(text.split(/[\s,]+/).map((token) => token.trim()).filter(Boolean))];
+  const entries = [...new Set(text.split(/[\r\n,]+/).map((entry) => entry.trim()).filter(Boolean))];
+  const tokens = [], refused = [];
+  for (const entry of entries) {
+    const why = notAToken(entry);
+    if (why) refused.push({ entry, why }); else tokens.push(entry);
+  }
+  return { tokens, refused };
+}
+
+/** "1 entry refused as no registration token", for a summary. */
+function refusedCount(refused) {
+  return `${count(refused.length)} ${refused.length === 1 ? "entry" : "entries"} refused as no registration token`;
+}
+
+/** The refused entries, each with why, the first 20 of them: what the operator fixes and pastes again. */
+function refusedList(refused) {
+  if (!refused.length) return null;
+  const shown = refused.slice(0, 20);
+  return h("div", { class: "refused", dataset: { refused: String(refused.length) } },
+    h("p", {}, `Not sent: ${count(refused.length)} ${refused.length === 1 ? "entry is" : "entries are"} not in FCM's form (letters, digits, “-”, “_”, “:” and “.”, 16 to 4,096 characters):`),
+    h("ul", {}, shown.map(({ entry, why }) =>
+      h("li", {}, h("code", {}, entry.length > 80 ? `${entry.slice(0, 79)}…` : entry), ` — ${why}`))),
+    refused.length > shown.length ? h("p", { class: "muted" }, `and ${count(refused.length - shown.length)} more.`) : null);
 }
 
 /**
@@ -128,15 +171,18 @@ export async function topicDetail(main, { signal }, name) {
   const said = outcome();
   const tokens = h("textarea", { id: "topic-tokens", rows: 3, spellcheck: "false", autocomplete: "off", "aria-describedby": "topic-tokens-help" });
   const act = async (operation) => {
-    const list = pasted(tokens.value);
-    if (!list.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+    const { tokens: list, refused } = pasted(tokens.value);
+    if (!list.length && !refused.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+    if (!list.length) { said.failed(new Error(`Nothing sent: ${refusedCount(refused)}.`), refusedList(refused)); return; }
     if (operation === "batchRemove" && list.length > 1 && !confirm(`Unsubscribe ${count(list.length)} tokens from ${name}?`)) return;
     try {
       const { done, errors } = await batch(operation, name, list);
       const verb = operation === "batchAdd" ? "Subscribed" : "Unsubscribed";
-      const refused = [...errors].map(([error, times]) => `${count(times)} refused with ${error}`).join(", ");
-      said.done(`${verb} ${count(done)} of ${count(list.length)} tokens ${operation === "batchAdd" ? "to" : "from"} ${name}${refused ? `; ${refused}` : ""}.`);
-      if (done) tokens.value = "";
+      const answered = [...errors].map(([error, times]) => `${count(times)} refused with ${error}`);
+      const notes = [...answered, ...(refused.length ? [refusedCount(refused)] : [])].join("; ");
+      said.done(`${verb} ${count(done)} of ${count(list.length)} tokens ${operation === "batchAdd" ? "to" : "from"} ${name}${notes ? `; ${notes}` : ""}.`, refusedList(refused));
+      // What was refused stays in the field, to be fixed and sent again.
+      if (done) tokens.value = refused.map(({ entry }) => entry).join("\n");
       if (listing.contains(empty)) await pager.first(); else await pager.refresh();
     } catch (error) { said.failed(error); }
   };
@@ -144,7 +190,7 @@ export async function topicDetail(main, { signal }, name) {
     h("summary", {}, "Subscribe or unsubscribe tokens"),
     h("label", { for: "topic-tokens" }, "Registration tokens"),
     tokens,
-    h("p", { id: "topic-tokens-help", class: "muted" }, "One or more, separated by lines, commas or spaces; sent 1,000 a call through the Instance ID batch API."),
+    h("p", { id: "topic-tokens-help", class: "muted" }, "One or more, one a line or separated by commas; an entry that is not a registration token is refused and shown, the rest sent 1,000 a call through the Instance ID batch API."),
     h("div", { class: "actions" },
       h("button", { type: "button", id: "subscribe", onclick: () => act("batchAdd") }, "Subscribe"),
       h("button", { type: "button", class: "plain", id: "unsubscribe", onclick: () => act("batchRemove") }, "Unsubscribe")),
@@ -265,16 +311,18 @@ export async function groupDetail(main, { project, signal }, name) {
   const adding = h("textarea", { id: "group-tokens", rows: 2, spellcheck: "false", autocomplete: "off" });
   const add = h("form", { class: "card manage", onsubmit: async (event) => {
       event.preventDefault();
-      const tokens = pasted(adding.value);
-      if (!tokens.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+      const { tokens, refused } = pasted(adding.value);
+      if (!tokens.length && !refused.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
+      if (!tokens.length) { said.failed(new Error(`Nothing sent: ${refusedCount(refused)}.`), refusedList(refused)); return; }
       try {
         await change("add", tokens);
-        said.done(`Added ${count(tokens.length)} ${tokens.length === 1 ? "token" : "tokens"} to the group.`);
-        adding.value = "";
+        said.done(`Added ${count(tokens.length)} ${tokens.length === 1 ? "token" : "tokens"} to the group${refused.length ? `; ${refusedCount(refused)}` : ""}.`, refusedList(refused));
+        // What was refused stays in the field, to be fixed and sent again.
+        adding.value = refused.map(({ entry }) => entry).join("\n");
         await pager.refresh();
       } catch (error) { said.failed(error); }
     } },
-    h("label", { for: "group-tokens" }, "Add members (registration tokens, one a line)"),
+    h("label", { for: "group-tokens" }, "Add members (registration tokens, one a line or separated by commas)"),
     adding,
     h("div", { class: "actions" }, h("button", { type: "submit", id: "add-members" }, "Add to group")));
   fill(main,

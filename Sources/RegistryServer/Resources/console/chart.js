@@ -1,6 +1,6 @@
 // Charts as inline SVG, no library: bars for the largest topics, lines over time for the server's
-// per-minute counts. Each has gridlines, labelled axes, a text alternative, and a value to read
-// under the pointer.
+// per-minute counts (a chart of its own for each count, on its own scale). Each has gridlines,
+// labelled axes in short numbers (100K), a text alternative, and a value to read under the pointer.
 import { count, h, s, segment } from "./dom.js";
 
 /** Rounds a chart's top up to 1, 2 or 5 times a power of ten, so gridlines fall on round numbers. */
@@ -23,7 +23,7 @@ export function barChart(items, { title, empty }) {
     const at = x(share * largest);
     return s("g", { class: "grid" },
       s("line", { x1: at, y1: top, x2: at, y2: height - axis }),
-      s("text", { x: at, y: height - 4, "text-anchor": "middle" }, count(share * largest)));
+      s("text", { class: "axis x", x: at, y: height - 4, "text-anchor": "middle" }, axisNumber(share * largest)));
   });
   const rows = items.map((item, index) => {
     const y = top + index * rowHeight;
@@ -40,51 +40,78 @@ export function barChart(items, { title, empty }) {
 }
 
 const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit" });
+const compact = new Intl.NumberFormat("en", { notation: "compact", maximumFractionDigits: 1 });
+/** An axis's number, short enough for its margin: 950, 1.2K, 100K, 3.4M. */
+export function axisNumber(value) {
+  return value < 1000 ? count(value) : compact.format(value);
+}
+
+/** Where an axis label at `at` is anchored, so that it stays inside `0…width` whatever its length. */
+function anchor(at, width, room = 18) {
+  if (at < room) return "start";
+  if (at > width - room) return "end";
+  return "middle";
+}
 
 /**
- * Lines over a time window: `series` are `{name, className, values}` where `values` maps a
- * bucket's start (epoch ms) to its count; the window is `from`…`to` in buckets of `step` ms.
- * Hovering (or touching) shows the bucket's time and values in `readout`.
+ * Counts over a time window, one small chart per series, one above the other on the same time
+ * axis: each has its own scale, so a series of hundreds (messages) is as readable as one of a
+ * hundred thousand (deliveries) instead of lying flat under it. `series` are `{name, className,
+ * values}` where `values` maps a bucket's start (epoch ms) to its count; the window is
+ * `from`…`to` in buckets of `step` ms. Pointing at (or touching) any chart shows that bucket's
+ * time and every series' value in the readout, with a guide across every chart.
  */
 export function timeChart(series, { title, from, to, step, ticks }) {
-  const width = 420, height = 170, left = 44, right = 10, top = 10, bottom = 22;
+  const width = 420, height = 96, left = 44, right = 22, top = 10, bottom = 20;
   const buckets = [];
   for (let at = from; at < to; at += step) buckets.push(at);
-  const largest = niceTop(Math.max(1, ...series.flatMap((line) => buckets.map((at) => line.values.get(at) || 0))));
   const x = (at) => left + ((at - from) / Math.max(1, to - from - step)) * (width - left - right);
-  const y = (value) => top + (1 - value / largest) * (height - top - bottom);
-  const horizontal = [0, 0.5, 1].map((share) => s("g", { class: "grid" },
-    s("line", { x1: left, y1: y(share * largest), x2: width - right, y2: y(share * largest) }),
-    s("text", { x: left - 6, y: y(share * largest) + 4, "text-anchor": "end" }, count(share * largest))));
-  const vertical = [];
-  for (let at = Math.ceil(from / ticks) * ticks; at < to; at += ticks) {
-    vertical.push(s("g", { class: "grid" },
-      s("line", { x1: x(at), y1: top, x2: x(at), y2: height - bottom }),
-      s("text", { x: x(at), y: height - 6, "text-anchor": "middle" }, clock.format(new Date(at)))));
-  }
-  const lines = series.map((line) => s("polyline", { class: `line ${line.className}`,
-    points: buckets.map((at) => `${x(at).toFixed(1)},${y(line.values.get(at) || 0).toFixed(1)}`).join(" ") }));
-  const guide = s("line", { class: "guide", x1: 0, y1: top, x2: 0, y2: height - bottom, visibility: "hidden" });
-  const nonzero = buckets.filter((at) => series.some((line) => line.values.get(at))).length;
-  const readout = h("p", { class: "readout muted" }, "Point at the chart (or touch it) to read its values.");
-  const svg = s("svg", { class: "chart time", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title,
-      dataset: { nonzero: String(nonzero), buckets: String(buckets.length) } },
-    s("title", {}, title), horizontal, vertical, lines, guide);
-  const point = (event) => {
+  const readout = h("p", { class: "readout muted" }, "Point at a chart (or touch it) to read its values.");
+  const guides = [];
+  const point = (svg, event) => {
     const box = svg.getBoundingClientRect();
     const unitX = ((event.clientX - box.left) / box.width) * width;
     const index = Math.round(((unitX - left) / (width - left - right)) * (buckets.length - 1));
     const at = buckets[Math.min(buckets.length - 1, Math.max(0, index))];
     if (at === undefined) return;
-    guide.setAttribute("x1", x(at)); guide.setAttribute("x2", x(at)); guide.setAttribute("visibility", "visible");
+    for (const guide of guides) { guide.setAttribute("x1", x(at)); guide.setAttribute("x2", x(at)); guide.setAttribute("visibility", "visible"); }
     const span = step > 60_000 ? `${clock.format(new Date(at))}–${clock.format(new Date(at + step))}` : clock.format(new Date(at));
     readout.textContent = `${span} · ${series.map((line) => `${line.name} ${count(line.values.get(at) || 0)}`).join(" · ")}`;
   };
-  svg.addEventListener("pointermove", point);
-  svg.addEventListener("pointerdown", point);
-  svg.addEventListener("pointerleave", () => guide.setAttribute("visibility", "hidden"));
-  const legend = h("p", { class: "legend" }, series.map((line) => h("span", { class: `key ${line.className}` }, line.name)));
-  return [svg, legend, readout];
+  const panels = series.map((line) => {
+    const peak = Math.max(0, ...buckets.map((at) => line.values.get(at) || 0));
+    const largest = niceTop(Math.max(1, peak));
+    const y = (value) => top + (1 - value / largest) * (height - top - bottom);
+    const horizontal = [0, 0.5, 1].map((share) => {
+      const value = share * largest;
+      return s("g", { class: "grid" },
+        s("line", { x1: left, y1: y(value), x2: width - right, y2: y(value) }),
+        // A half that is no whole number (2.5) keeps its gridline and goes unlabelled.
+        Number.isInteger(value) ? s("text", { class: "axis y", x: left - 6, y: y(value) + 4, "text-anchor": "end" }, axisNumber(value)) : null);
+    });
+    const vertical = [];
+    for (let at = Math.ceil(from / ticks) * ticks; at < to; at += ticks) {
+      vertical.push(s("g", { class: "grid" },
+        s("line", { x1: x(at), y1: top, x2: x(at), y2: height - bottom }),
+        s("text", { class: "axis x", x: x(at), y: height - 6, "text-anchor": anchor(x(at), width) }, clock.format(new Date(at)))));
+    }
+    const guide = s("line", { class: "guide", x1: 0, y1: top, x2: 0, y2: height - bottom, visibility: "hidden" });
+    guides.push(guide);
+    const nonzero = buckets.filter((at) => line.values.get(at)).length;
+    const total = buckets.reduce((sum, at) => sum + (line.values.get(at) || 0), 0);
+    const svg = s("svg", { class: "chart time", viewBox: `0 0 ${width} ${height}`, role: "img",
+        "aria-label": `${line.name}: ${count(total)} in all, at most ${count(peak)} in ${step > 60_000 ? "a quarter of an hour" : "a minute"}`,
+        dataset: { series: line.className, nonzero: String(nonzero), buckets: String(buckets.length), peak: String(peak) } },
+      s("title", {}, `${title}: ${line.name}`), horizontal, vertical,
+      s("polyline", { class: `line ${line.className}`,
+        points: buckets.map((at) => `${x(at).toFixed(1)},${y(line.values.get(at) || 0).toFixed(1)}`).join(" ") }),
+      guide);
+    svg.addEventListener("pointermove", (event) => point(svg, event));
+    svg.addEventListener("pointerdown", (event) => point(svg, event));
+    svg.addEventListener("pointerleave", () => guides.forEach((each) => each.setAttribute("visibility", "hidden")));
+    return h("div", { class: "panel" }, h("p", { class: "panel-name" }, h("span", { class: `key ${line.className}` }, line.name)), svg);
+  });
+  return [h("div", { class: "panels", role: "group", "aria-label": title }, panels), readout];
 }
 
 /** A chart and its caption in a card, with what else goes with it. */

@@ -25,7 +25,9 @@ export async function compose(main, { project, signal }, kind, target) {
   const audience = h("div", { id: "audience", "aria-live": "polite" });
   const kindSelect = h("select", { id: "target-kind" }, kinds.map(([value, label]) => h("option", { value }, label)));
   kindSelect.value = draft.kind;
-  const targetInput = h("input", { id: "target", type: "text", autocomplete: "off", spellcheck: "false", required: true });
+  // Not `required`: the field is hidden for a condition, and a hidden required field stops the
+  // form without a word. The console checks the target itself, as it checks the rest.
+  const targetInput = h("input", { id: "target", type: "text", autocomplete: "off", spellcheck: "false" });
   const conditionInput = h("textarea", { id: "target-condition", rows: 2, spellcheck: "false", autocomplete: "off", "aria-describedby": "audience" });
   const targetLabel = h("label", { for: "target" });
   const conditionLabel = h("label", { for: "target-condition" }, "Condition (HTTP v1 rules: at most 5 topics, ! allowed)");
@@ -108,7 +110,13 @@ export async function compose(main, { project, signal }, kind, target) {
 
   const send = async (dryRun) => {
     const target = draft.target.trim();
-    if (!target) { fill(said, problem(new Error("Name a target first."))); return; }
+    const targetControl = draft.kind === "condition" ? conditionInput : targetInput;
+    if (!target) { fill(said, problem(new Error("Name a target first."))); targetControl.focus(); return; }
+    if (draft.ttl !== "" && !(Number.isInteger(Number(draft.ttl)) && Number(draft.ttl) >= 0 && Number(draft.ttl) <= 2419200)) {
+      fill(said, problem(new Error("Time to live is a whole number of seconds, from 0 to 2,419,200 (4 weeks).")));
+      ttl.focus();
+      return;
+    }
     sendButton.disabled = dryButton.disabled = true;
     fill(said, h("p", { class: "muted" }, dryRun ? "Checking…" : "Sending…"));
     try {
@@ -124,7 +132,9 @@ export async function compose(main, { project, signal }, kind, target) {
 
   fill(main,
     h("h1", {}, "Send a message"),
-    h("form", { class: "compose", onsubmit: (event) => { event.preventDefault(); send(false); } },
+    // `novalidate`: the browser's own checks stop a send silently when the field they fault is
+    // hidden; the console's checks say what is wrong, in the outcome below the buttons.
+    h("form", { class: "compose", novalidate: true, onsubmit: (event) => { event.preventDefault(); send(false); } },
       h("section", { class: "card" },
         h("h2", {}, "To"),
         h("div", { class: "row" }, h("div", {}, h("label", { for: "target-kind" }, "Target"), kindSelect), targetField, conditionField),

@@ -1,5 +1,7 @@
 // The server's per-minute counts (`GET /api/stats`), drawn as lines over the last hour or day:
-// what the project accepted, delivered, failed and pruned, kept by the server for every tab.
+// what the project accepted, delivered, failed and pruned, kept by the server for every tab. Each
+// count has a chart of its own: messages (hundreds) and deliveries (a hundred thousand) on one
+// scale would leave all but the largest flat at zero.
 import { get } from "./api.js";
 import { timeChart } from "./chart.js";
 import { count, fill, h, problem } from "./dom.js";
@@ -61,7 +63,7 @@ export function historyCard() {
     const drawn = series.filter(([name]) => name !== "pruned" || answer.totals.pruned);
     fill(body,
       timeChart(drawn.map(([name, label]) => ({ name: label, className: name, values: values[name] })),
-        { title: `${shape.label}: messages accepted and deliveries, ${shape.step === 60_000 ? "a minute" : "every 15 minutes"}`, from, to, step: shape.step, ticks: shape.ticks }),
+        { title: `${shape.label}: messages accepted and deliveries, ${shape.step === 60_000 ? "a minute" : "every 15 minutes"}, each on its own scale`, from, to, step: shape.step, ticks: shape.ticks }),
       h("p", { class: "totals" }, series.map(([name, label]) =>
         h("span", { dataset: { total: name } }, `${label} `, h("strong", {}, count(answer.totals[name]))))));
   };

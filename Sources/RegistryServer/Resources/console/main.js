@@ -1,6 +1,6 @@
 // The console's shell: signing in and out, and the hash routes that pick a screen.
 import { forget, get, remember, serverKey, whenUnauthorized } from "./api.js";
-import { fill, h, problem } from "./dom.js";
+import { fill, h, live, problem } from "./dom.js";
 import { overview } from "./overview.js";
 import { conditions } from "./conditions.js";
 import { groupDetail, groupList, topicDetail, topicList } from "./audiences.js";
@@ -31,6 +31,12 @@ const routes = [
 
 /** The project the key opens: `GET /api/project`. */
 let project = null;
+/** Stops the header's own refresh when the tab signs out. */
+let session = new AbortController();
+/** How often the header asks again whether the project delivers, as the live screens ask theirs. */
+const headerEvery = 5000;
+/** When a screen last told the header how the project delivers (then the header need not ask). */
+let heardAt = 0;
 /** Stops the screen shown (its timers and refreshes) when another is shown. */
 let leaving = new AbortController();
 
@@ -106,19 +112,47 @@ async function signIn(key) {
 function signedIn() {
   nav.hidden = false;
   signOutButton.hidden = false;
-  fill(projectLabel, h("span", { class: "project-id" }, project.projectId), h("span", { class: "sender" }, ` · sender ${project.senderId}`));
-  // A project without a relay only records what it is sent: say so wherever the user looks.
-  const delivery = h("span", { class: `delivery ${project.delivery}`, title: project.delivery === "relayed"
-    ? "Messages are delivered to devices through FCM HTTP v1."
-    : "Messages are recorded in the message log only: nothing reaches a device until `fcm-registry project relay` turns delivery on." },
-    project.delivery === "relayed" ? "delivering" : "recording only");
-  projectLabel.append(" ", delivery);
+  fill(projectLabel, h("span", { class: "project-id" }, project.projectId), h("span", { class: "sender" }, ` · sender ${project.senderId}`),
+    " ", h("span", { id: "delivery" }));
+  showDelivery(project.delivery);
   document.title = `${project.projectId} · fcm-registry console`;
+  // The badge follows the relay while the tab is open (`project relay --off` on any server), as
+  // every count on a screen does: asked again every 5 s while the tab is visible, unless a
+  // screen that reads it (Overview, Relay) just told it.
+  session.abort();
+  session = new AbortController();
+  live(session.signal, async () => {
+    if (Date.now() - heardAt < headerEvery) return;
+    const now = await get("/api/project");
+    if (project && now.projectId === project.projectId) showDelivery(now.delivery);
+  }, headerEvery);
 }
+
+/**
+ * The header's badge: a project without a relay only records what it is sent, so say so
+ * wherever the user looks. `delivery` is `GET /api/project`'s: `relayed` or `recorded`.
+ */
+function showDelivery(delivery) {
+  const badge = document.getElementById("delivery");
+  if (!project || !badge) return;
+  project.delivery = delivery;
+  if (badge.dataset.delivery === delivery) return;
+  badge.dataset.delivery = delivery;
+  badge.className = `delivery ${delivery}`;
+  badge.title = delivery === "relayed"
+    ? "Messages are delivered to devices through FCM HTTP v1."
+    : "Messages are recorded in the message log only: nothing reaches a device until `fcm-registry project relay` turns delivery on.";
+  badge.textContent = delivery === "relayed" ? "delivering" : "recording only";
+}
+
+// A screen that has just read how the project delivers says so (`delivery` event): the header
+// shows it at once.
+document.addEventListener("delivery", (event) => { heardAt = Date.now(); showDelivery(event.detail); });
 
 function signOut(message) {
   forget();
   project = null;
+  session.abort();
   leaving.abort();
   signInScreen(message);
 }

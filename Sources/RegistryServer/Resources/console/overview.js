@@ -22,6 +22,7 @@ export async function overview(main, { project, signal }) {
       history.refresh(),
     ]);
     if (signal.aborted) return;
+    document.dispatchEvent(new CustomEvent("delivery", { detail: counts.delivery }));
     refill(size, stats([["Registered tokens", counts.registeredTokens, "registeredTokens"], ["Topics with subscribers", counts.topics, "topics"], ["Sender id", counts.senderId]]));
     refill(top, figure("Largest topics",
       barChart(topics.topics.map((topic) => ({ label: topic.name, value: topic.subscriberCount, href: topicHref(topic.name) })),

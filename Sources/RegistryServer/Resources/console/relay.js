@@ -17,6 +17,15 @@ function channelFacts(project) {
   ];
 }
 
+/** FCM's code of the relay's last error, and when it was recorded (an old database's has no time). */
+function lastError(project) {
+  return h("span", { class: "last-error" },
+    h("code", { class: "fcm-error", dataset: { field: "relayLastError" } }, project.lastError),
+    project.lastErrorAt
+      ? [" ", h("time", { datetime: project.lastErrorAt, class: "muted", dataset: { field: "relayLastErrorAt" } }, `at ${when(project.lastErrorAt)}`)]
+      : null);
+}
+
 /** `#/relay`, and `#/relay/webhooks` for the same screen at its webhooks. */
 export async function relayView(main, { project, signal }, section) {
   const body = h("div");
@@ -25,6 +34,8 @@ export async function relayView(main, { project, signal }, section) {
   const refresh = async () => {
     const [answer] = await Promise.all([get("/api/relay"), webhooks.refresh(), history.refresh()]);
     if (signal.aborted) return;
+    // The header's badge says the same as this screen.
+    document.dispatchEvent(new CustomEvent("delivery", { detail: answer.projects.length ? "relayed" : "recorded" }));
     refill(body, answer.projects.length
       ? answer.projects.map((project) => h("section", { class: "card" },
           h("h2", {}, project.channel === "fcm-v1"
@@ -38,7 +49,7 @@ export async function relayView(main, { project, signal }, section) {
           facts([
             ...channelFacts(project),
             ["Paused until", project.pausedUntil ? h("span", { class: "badge pending" }, when(project.pausedUntil)) : "not paused"],
-            ["Last error", project.lastError ? h("code", { class: "fcm-error" }, project.lastError) : "none"],
+            ["Last error", project.lastError ? lastError(project) : "none"],
           ]),
           h("p", { class: "muted" }, "Pruned tokens are those FCM answered UNREGISTERED or SENDER_ID_MISMATCH: the registry unregistered them, so they left their groups and topics.")))
       : h("section", { class: "card" },

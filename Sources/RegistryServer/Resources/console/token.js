@@ -9,8 +9,8 @@ export function outcome() {
   const element = h("div", { class: "outcome", role: "status", "aria-live": "polite" });
   return {
     element,
-    done: (text) => fill(element, h("p", { class: "done" }, text)),
-    failed: (error) => fill(element, problem(error)),
+    done: (text, ...more) => fill(element, h("p", { class: "done" }, text), ...more),
+    failed: (error, ...more) => fill(element, problem(error), ...more),
     clear: () => fill(element),
   };
 }
