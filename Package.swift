@@ -186,11 +186,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        /// How the server connects out: every address of a name raced as RFC 8305 (Happy Eyeballs)
+        /// says, for every outgoing client, and a failed connection in plain words.
+        .target(
+            name: "Outbound",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "FCMRelay",
             dependencies: [
                 "Delivery",
                 "FCMWire",
+                "Outbound",
                 "Registry",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -214,10 +226,11 @@ let package = Package(
             name: "Webhooks",
             dependencies: [
                 "Delivery",
+                "Outbound",
                 "Registry",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
@@ -307,6 +320,7 @@ let package = Package(
                 "Conditions",
                 "ConnectionGuards",
                 "FCMWire",
+                "Outbound",
                 "Registry",
                 "RegistryApp",
                 "RegistrySQLite",

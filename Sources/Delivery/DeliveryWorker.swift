@@ -12,7 +12,10 @@ import Synchronization
 /// tokens the channel says are gone, and retries what may be retried.
 ///
 /// On SIGTERM it claims nothing more, lets each job finish the page in flight and record it, and
-/// gives the job back: a restart goes on where it stopped, without duplicates. After `kill -9`,
+/// gives the job back: a restart goes on where it stopped, without duplicates. A page still out
+/// half the shutdown deadline later (an upstream that never answers) has its requests ended there:
+/// what was answered is recorded, the rest stays pending for the next start, and the server
+/// stops within its deadline. Cancelled (the deadline passed), it ends every job at once. After `kill -9`,
 /// the jobs' leases expire (or the server, started again under its name, takes them back) and
 /// what was sent and not recorded is sent again: at least once, and duplicates bounded by the
 /// requests in flight and the slice being written.
@@ -28,6 +31,10 @@ public final class DeliveryWorker: Service, Sendable {
     /// The jobs being worked, by id.
     private let active = Mutex<[Int64: (job: OutboxJob, task: Task<Void, Never>)]>([:])
     private let stopping = Atomic<Bool>(false)
+    /// Fired once a stopping server's pages in flight have had their time: their requests end.
+    private let sendsStop = StopSignal()
+    /// How long the server may take to stop, from SIGTERM (`--shutdown-deadline`).
+    private let shutdownDeadline: Duration
     private let projects = Mutex<[Int64: Project]>([:])
     /// Fan-outs worked at once; each sends up to `options.concurrency` requests at a time.
     static let jobsAtOnce = 4
@@ -39,8 +46,9 @@ public final class DeliveryWorker: Service, Sendable {
 
     public init(
         registry: RegistryService, channel: any DeliveryChannel, options: RelayOptions, handoff: RelayHandoff,
-        logger: Logger
+        logger: Logger, shutdownDeadline: Duration = .seconds(10)
     ) {
+        self.shutdownDeadline = shutdownDeadline
         self.registry = registry
         self.channel = channel
         self.options = options
@@ -62,6 +70,7 @@ public final class DeliveryWorker: Service, Sendable {
             }
         }
         handoff.attach { [self] job in start(job) }
+        let stopTimer = Mutex<Task<Void, Never>?>(nil)
         await withGracefulShutdownHandler {
             var lastGauges = ContinuousClock.now - .seconds(60)
             var lastPauses = ContinuousClock.now - .seconds(60)
@@ -80,9 +89,25 @@ public final class DeliveryWorker: Service, Sendable {
         } onGracefulShutdown: { [self] in
             stopping.store(true, ordering: .relaxed)
             handoff.wake()
+            // The group stops its peers one after another, all within the deadline: the pages
+            // in flight take half of it at most.
+            let grace = shutdownDeadline / 2
+            stopTimer.withLock { timer in
+                timer = Task { [sendsStop] in
+                    try? await Task.sleep(for: grace)
+                    sendsStop.fire()
+                }
+            }
         }
         handoff.detach()
-        for working in active.withLock({ Array($0.values) }) { await working.task.value }
+        await withTaskCancellationHandler {
+            for working in active.withLock({ Array($0.values) }) { await working.task.value }
+        } onCancel: { [self] in
+            // Past the deadline: every job ends now, its requests with it.
+            sendsStop.fire()
+            for working in active.withLock({ Array($0.values) }) { working.task.cancel() }
+        }
+        stopTimer.withLock { $0?.cancel() }
         await channel.shutdown()
     }
 
@@ -247,6 +272,12 @@ public final class DeliveryWorker: Service, Sendable {
             guard let next = try await recordedAndRead else { return }  // another server holds it now
             unrecorded = nil
             let arrivals = inFlight.arrivals
+            if arrivals.allSatisfy({ $0.answer == .unanswered }), stopping.load(ordering: .relaxed) {
+                // Ended by the stop: nothing was answered, nothing is recorded, and the job goes
+                // back as it was, for the next start.
+                try await outbox.release(job, claimant: me, notBefore: Date())
+                return
+            }
             if arrivals.allSatisfy({ $0.answer == .unanswered }) {
                 // No answer at all (FCM or its token endpoint unreachable): an outage, not these
                 // recipients' failure. Nothing of the page is recorded (no slice goes out before an
@@ -327,27 +358,56 @@ public final class DeliveryWorker: Service, Sendable {
         let pageDeadline =
             options.requestTimeout * 2
             + .seconds(Double(options.pageSize * Self.jobsAtOnce) / Double(await budget.rate(of: job.project)) + 5)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
+        let sendsStop = sendsStop
+        return try await withThrowingTaskGroup(of: LeaseStep<T>.self) { group in
             group.addTask {
                 while !Task.isCancelled {
                     try await Task.sleep(for: lease / 3)
                     _ = try await outbox.renew(job, claimant: me, leaseUntil: Date().addingTimeInterval(lease.seconds))
                 }
-                return nil
+                return .renewing
             }
             group.addTask {
                 try await Task.sleep(for: pageDeadline)
                 throw PageTimedOut(deadline: pageDeadline)
             }
-            group.addTask { await body() }
-            while let result = try await group.next() {
-                if let result {
+            group.addTask {
+                await sendsStop.wait()
+                return .stop
+            }
+            group.addTask { .done(await body()) }
+            // Once the server's stop ends the sends, `body` is cancelled and returns what it has;
+            // the other tasks' ends (cancelled) say nothing then.
+            var stopped = false
+            while true {
+                let step: LeaseStep<T>?
+                do {
+                    step = try await group.next()
+                } catch {
+                    if stopped { continue }
+                    throw error
+                }
+                switch step {
+                case .done(let result)?:
                     group.cancelAll()
                     return result
+                case .stop?:
+                    stopped = true
+                    group.cancelAll()
+                case .renewing?:
+                    continue
+                case nil:
+                    throw CancellationError()
                 }
             }
-            throw CancellationError()
         }
+    }
+
+    /// What ended one of `withLeaseRenewed`'s tasks.
+    private enum LeaseStep<T: Sendable>: Sendable {
+        case done(T)
+        case stop
+        case renewing
     }
 
     /// Sends a round of a job's recipients through the channel, within the project's budget, and

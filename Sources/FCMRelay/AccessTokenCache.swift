@@ -39,7 +39,10 @@ actor AccessTokenCache {
     /// project's key changed.
     func token(for project: Int64, settings: FCMSettings) async throws -> String {
         if let entry = entries[project], entry.settings == settings, entry.refreshAt > .now { return entry.token }
-        if let task = fetching[project] { return try await task.value.token }
+        // A waiter cancelled (the server stops) stops the fetch rather than wait out its timeout.
+        if let task = fetching[project] {
+            return try await withTaskCancellationHandler { try await task.value.token } onCancel: { task.cancel() }
+        }
         let fetch = fetch
         let task = Task {
             let (token, lifetime) = try await fetch(settings)
@@ -49,7 +52,7 @@ actor AccessTokenCache {
         }
         fetching[project] = task
         defer { fetching[project] = nil }
-        let entry = try await task.value
+        let entry = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
         entries[project] = entry
         fetches += 1
         return entry.token

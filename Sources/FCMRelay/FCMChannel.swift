@@ -2,6 +2,7 @@ import Delivery
 import FCMWire
 import Foundation
 import Logging
+import Outbound
 import Registry
 import Synchronization
 
@@ -51,7 +52,16 @@ public final class FCMChannel: DeliveryChannel {
             return
         }
         // One access token for the round, not a look-up per request.
-        guard let bearer = try? await accessTokens.token(for: job.project, settings: relay) else {
+        let bearer: String
+        do {
+            bearer = try await accessTokens.token(for: job.project, settings: relay)
+        } catch {
+            if !(error is CancellationError) {
+                warnOnceAMinute(
+                    about: job.project, .noAccessToken, "relay: no access token from the token endpoint; nothing is sent",
+                    ["project": "\(job.project)", "token_uri": "\(ConnectionFailure.escaped(relay.tokenURI))",
+                     "error": "\(ConnectionFailure.words(for: error))"])
+            }
             for index in attempts.indices { answered(index, .unanswered) }
             return
         }
@@ -83,6 +93,12 @@ public final class FCMChannel: DeliveryChannel {
         if let fault = round.upstreamFault.withLock({ $0 }) {
             reportUpstreamFault(fault, of: job.project, upstream: relay.upstream)
         }
+        if let unreachable = round.unreachable.withLock({ $0 }) {
+            warnOnceAMinute(
+                about: job.project, .unreachable, "relay: cannot reach the upstream; retrying",
+                ["project": "\(job.project)", "upstream": "\(ConnectionFailure.escaped(relay.upstream))",
+                 "error": "\(unreachable)"])
+        }
     }
 
     /// What a round learns beside its answers: the requests whose access token was refused, and
@@ -90,6 +106,8 @@ public final class FCMChannel: DeliveryChannel {
     private final class RoundNotes: Sendable {
         let refused = Mutex<[Int]>([])
         let upstreamFault = Mutex<String?>(nil)
+        /// The first connection that failed, in plain words.
+        let unreachable = Mutex<String?>(nil)
     }
 
     /// One answer in the engine's terms, read by FCM's words.
@@ -108,7 +126,10 @@ public final class FCMChannel: DeliveryChannel {
         case .failure(let error as Stalled):
             logger.debug("relay: a request stalled", metadata: ["message.id": "\(job.messageID)", "error": "\(error)"])
             return .stalled
-        case .failure:
+        case .failure(is CancelledPage), .failure(is CancellationError), .failure(is NoAnswerInTime):
+            return .unanswered
+        case .failure(let error):
+            notes.unreachable.withLock { first in if first == nil { first = ConnectionFailure.words(for: error) } }
             return .unanswered
         }
     }
@@ -209,7 +230,7 @@ public final class FCMChannel: DeliveryChannel {
 
     /// The faults a project's rounds may meet again and again.
     private enum Fault: String {
-        case unreadableSettings, upstreamFault
+        case unreadableSettings, upstreamFault, unreachable, noAccessToken
     }
 
     /// A warning about a project's relay, at most once a minute per project and fault: a fault

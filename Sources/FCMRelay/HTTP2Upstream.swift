@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Outbound
 
 /// The fan-out path to an `https` upstream: one TLS connection speaking HTTP/2 (ALPN `h2`, as FCM
 /// and every proxy in front of it do), on which a window of requests runs as streams. The streams
@@ -31,6 +32,8 @@ final class HTTP2Upstream: Sendable {
     private let connections = NIOLockedValueBox<[Int: Connection]>([:])
     /// The event loop of each lane.
     private let lanes: [any EventLoop]
+    /// The name's addresses: the system's, unless a test gives its own.
+    private let resolve: DualStackConnector.Resolve?
 
     private struct Connection: Sendable {
         let channel: any Channel
@@ -49,7 +52,8 @@ final class HTTP2Upstream: Sendable {
     static let requestsPerLane = 32
 
     /// `https://host[:port]` only; `nil` for any other upstream (the general client serves it).
-    init?(upstream: String, caFile: String?) {
+    /// - Parameter resolve: the name's addresses, for a test; else the system resolves it.
+    init?(upstream: String, caFile: String?, resolve: DualStackConnector.Resolve? = nil) {
         guard let url = URLComponents(string: upstream), url.scheme?.lowercased() == "https", let host = url.host
         else { return nil }
         var configuration = TLSConfiguration.makeClientConfiguration()
@@ -61,6 +65,7 @@ final class HTTP2Upstream: Sendable {
         let name = host.contains(":") ? "[\(host)]" : host
         authority = port == 443 ? name : "\(name):\(port)"
         tls = context
+        self.resolve = resolve
         lanes = Array(MultiThreadedEventLoopGroup.singleton.makeIterator().prefix(Self.maximumLanes))
     }
 
@@ -183,8 +188,18 @@ final class HTTP2Upstream: Sendable {
             page.all.futureResult.whenComplete { _ in deadline.cancel() }
             exchanges.run(page, window: window)
         }
+        // Cancelled (the server stops, or the page's deadline passed): what is unanswered ends now,
+        // as at the page's own deadline, rather than holding the worker until it.
+        let finished = await withTaskCancellationHandler {
+            try? await page.all.futureResult.get()
+        } onCancel: {
+            loop.execute {
+                page.expire(CancelledPage())
+                channel.close(promise: nil)
+            }
+        }
         let results: [Result<UpstreamClient.Answer, any Error>]
-        if let all = try? await page.all.futureResult.get() {
+        if let all = finished {
             results = all
         } else {
             results = bodies.map { _ in .failure(ChannelError.ioOnClosedChannel) }
@@ -205,34 +220,44 @@ final class HTTP2Upstream: Sendable {
         let host = host
         // An IP address is no server name: TLS sends none (SNI), and the certificate must name the address.
         let isAddress = (try? SocketAddress(ipAddress: host, port: port)) != nil
-        let exchanges = StreamExchanges()
-        // The whole pipeline is in place before the connection is: the upstream's first SETTINGS
-        // may arrive as soon as TLS is up, and a frame read before HTTP/2 was there would be lost.
-        let channel = try await ClientBootstrap(group: lanes[lane % lanes.count])
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    // Header blocks are not validated: ours are fixed and well formed, and of an
-                    // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
-                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                    connection.headerBlockValidation = .disabled
-                    // NIOHTTP2's limits on resets and stream errors guard a server from a client
-                    // that opens and resets streams to waste its work; here it is the upstream
-                    // that resets (a proxy's RST_STREAM(NO_ERROR) after each answer is enough to
-                    // pass 200 in 30 s), and the cost is ours to bear, not to end the connection over.
-                    var streams = NIOHTTP2Handler.StreamConfiguration()
-                    streams.streamResetFrameRateLimit.maximumCount = 1 << 30
-                    streams.streamErrorRateLimit.maximumCount = 1 << 30
-                    try channel.pipeline.syncOperations.addHandlers(
-                        NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
-                        NIOHTTP2Handler(
-                            mode: .client, frameDelegate: exchanges, connectionConfiguration: connection,
-                            streamConfiguration: streams),
-                        exchanges)
-                }
+        // Every address of the name is raced (RFC 8305), each attempt on a channel of its own with
+        // a pipeline of its own: the winner's `StreamExchanges` is the connection's. The whole
+        // pipeline is in place before the connection is: the upstream's first SETTINGS may arrive
+        // as soon as TLS is up, and a frame read before HTTP/2 was there would be lost.
+        let channel = try await DualStackConnector.connect(
+            host: host, port: port, resolve: isAddress ? nil : resolve, on: lanes[lane % lanes.count],
+            timeout: .seconds(10)
+        ) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let exchanges = StreamExchanges()
+                // Header blocks are not validated: ours are fixed and well formed, and of an
+                // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
+                var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                connection.headerBlockValidation = .disabled
+                // NIOHTTP2's limits on resets and stream errors guard a server from a client
+                // that opens and resets streams to waste its work; here it is the upstream
+                // that resets (a proxy's RST_STREAM(NO_ERROR) after each answer is enough to
+                // pass 200 in 30 s), and the cost is ours to bear, not to end the connection over.
+                var streams = NIOHTTP2Handler.StreamConfiguration()
+                streams.streamResetFrameRateLimit.maximumCount = 1 << 30
+                streams.streamErrorRateLimit.maximumCount = 1 << 30
+                try channel.pipeline.syncOperations.addHandlers(
+                    NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
+                    NIOHTTP2Handler(
+                        mode: .client, frameDelegate: exchanges, connectionConfiguration: connection,
+                        streamConfiguration: streams),
+                    exchanges)
             }
-            .connect(host: host, port: port).get()
+        }
+        let exchanges: StreamExchanges
+        do {
+            exchanges = try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.handler(type: StreamExchanges.self)
+            }.get()
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
         let made = Connection(channel: channel, exchanges: exchanges)
         // Two pages may connect at once: the first live connection stays, the other is closed.
         let (kept, closing) = connections.withLockedValue { all -> (Connection, (any Channel)?) in
@@ -694,6 +719,12 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
         unreturnedBytes = 0
         unflushed = true
     }
+}
+
+/// A page's requests were cancelled before the upstream answered: the server is stopping, or the
+/// worker gave up on the page. The recipients stay pending.
+struct CancelledPage: Error, CustomStringConvertible {
+    var description: String { "cancelled before the upstream answered" }
 }
 
 /// A page's time ran out before the upstream answered.

@@ -4,10 +4,15 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Outbound
 
 /// The relay's one HTTP client, to FCM and to token endpoints: HTTP/2 by ALPN over TLS verified
 /// against the system's trust store (plus `--relay-ca-file`), connections pooled and reused, every
 /// request bounded in time and every answer in size. Never a way to skip verification.
+///
+/// async-http-client connects through NIO's `ClientBootstrap.connect(host:port:)`, which races
+/// every address of the name as RFC 8305 says (`DualStackConnector` is the same race, for the
+/// clients that connect themselves); `UpstreamClientTests` holds it to that with real listeners.
 final class UpstreamClient: Sendable {
     /// An answer, cut to what the relay reads.
     struct Answer: Sendable {
@@ -56,8 +61,15 @@ final class UpstreamClient: Sendable {
         request.headers.add(name: "User-Agent", value: "fcm-registry-relay")
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await http.execute(
-            request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(
+                request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Self.plain(error, url: request.url)
+        }
         var bytes: [UInt8] = []
         do {
             let buffer = try await response.body.collect(upTo: Self.maximumAnswerBytes)
@@ -69,6 +81,25 @@ final class UpstreamClient: Sendable {
         return Answer(
             status: Int(response.status.code), retryAfter: retryAfter.map { min(max(0, $0), Self.maximumRetryAfter) },
             body: bytes, contentType: response.headers.first(name: "Content-Type"))
+    }
+
+    /// A request's failure in plain words (`ConnectionFailure`), not the client's type dump.
+    static func plain(_ error: any Error, url: String) -> ConnectionFailure {
+        let place = URLComponents(string: url).map { url in
+            let host = url.host ?? "?"
+            let port = url.port ?? (url.scheme?.lowercased() == "http" ? 80 : 443)
+            return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        } ?? "the upstream"
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout: return ConnectionFailure("timed out after 10 s connecting to \(place)")
+            case .deadlineExceeded, .readTimeout: return ConnectionFailure("no answer in time from \(place)")
+            case .remoteConnectionClosed: return ConnectionFailure("\(place) closed the connection before an answer")
+            case .cancelled: return ConnectionFailure("cancelled before \(place) answered")
+            default: return ConnectionFailure("cannot reach \(place): \(client)")
+            }
+        }
+        return ConnectionFailure(ConnectionFailure.words(for: error))
     }
 
     func shutdown() async throws {

@@ -33,7 +33,8 @@ public func buildServices(
         services.append(
             DeliveryWorker(
                 registry: registry, channel: try FCMChannel(options: configuration.relay, logger: logger),
-                options: configuration.relay, handoff: relay, logger: logger))
+                options: configuration.relay, handoff: relay, logger: logger,
+                shutdownDeadline: configuration.shutdownDeadline))
         services.append(
             WebhookWorker(
                 registry: registry,

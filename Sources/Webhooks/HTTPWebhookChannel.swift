@@ -1,140 +1,213 @@
-import AsyncHTTPClient
 import Delivery
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
+import Outbound
 import Registry
 
 /// Webhooks over HTTP: one signed POST per event, to an address checked first.
 ///
 /// Every attempt resolves the URL's name itself and checks each address it gets (`WebhookURLPolicy`),
-/// then connects to the address it checked, with the name as TLS SNI and `Host`: a name whose
+/// then connects only to the addresses it checked, with the name as TLS SNI and `Host`: a name whose
 /// DNS answer changes after registration (DNS rebinding) cannot move a webhook onto the server's
-/// own network. No redirect is followed, no proxy is used, an attempt ends after
-/// `options.timeout`, and at most `options.answerBytes` of an answer are read.
+/// own network. The checked addresses are raced as RFC 8305 says (`DualStackConnector`): IPv6
+/// first, the next 250 ms later or at once when one fails, the first to connect wins. No redirect
+/// is followed, no proxy is used, an attempt ends after `options.timeout`, and at most
+/// `options.answerBytes` of an answer are read.
 public struct HTTPWebhookChannel: WebhookChannel {
     let options: WebhookOptions
-    let tls: TLSConfiguration
+    /// TLS for `https` URLs, or why there is none (a CA file that cannot be read).
+    let tls: Result<NIOSSLContext, ConnectionFailure>
+    /// The checked addresses of a URL's host: the policy's, unless a test gives its own.
+    let addresses: @Sendable (WebhookURLPolicy.Target) async throws -> [String]
 
     /// - Parameter caFile: a PEM file of CA certificates trusted besides the system's.
     public init(options: WebhookOptions, caFile: String? = nil) {
+        let policy = options.urlPolicy
+        self.init(options: options, caFile: caFile) { target in try await policy.addresses(of: target) }
+    }
+
+    /// With the addresses a test gives for each URL.
+    init(
+        options: WebhookOptions, caFile: String? = nil,
+        addresses: @escaping @Sendable (WebhookURLPolicy.Target) async throws -> [String]
+    ) {
         self.options = options
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        self.tls = tls
+        self.addresses = addresses
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile { configuration.additionalTrustRoots = [.file(caFile)] }
+        do {
+            tls = .success(try NIOSSLContext(configuration: configuration))
+        } catch {
+            tls = .failure(ConnectionFailure("TLS cannot be set up: \(ConnectionFailure.words(for: error))"))
+        }
     }
 
     public func send(_ delivery: WebhookDelivery) async -> WebhookAttemptResult {
-        let policy = options.urlPolicy
         let deadline = ContinuousClock.now + options.timeout
         let target: WebhookURLPolicy.Target
-        let addresses: [String]
+        let checked: [SocketAddress]
         do {
-            target = try policy.target(of: delivery.url)
-            addresses = try await policy.addresses(of: target)
+            target = try options.urlPolicy.target(of: delivery.url)
+            checked = try await addresses(target).map { try SocketAddress(ipAddress: $0, port: target.port) }
         } catch {
             return .failed(error.refusalText)
         }
-        // Each address checked, in the resolver's order, until one answers: every one of them
-        // passed the rules, so none is a way in.
-        var result = WebhookAttemptResult.failed("no address")
-        for address in addresses where ContinuousClock.now < deadline {
-            var configuration = HTTPClient.Configuration(
-                tlsConfiguration: tls, redirectConfiguration: .disallow,
-                timeout: .init(
-                    connect: .seconds(Int64(options.timeout.components.seconds)),
-                    read: .seconds(Int64(options.timeout.components.seconds))))
-            configuration.dnsOverride = [target.host: address]
-            configuration.decompression = .disabled
-            configuration.httpVersion = .http1Only
-            // A refused connection is this attempt's failure at once: the schedule retries it, and
-            // the next address gets its turn.
-            configuration.connectionPool.retryConnectionEstablishment = false
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            result = await post(delivery, with: client, deadline: deadline)
-            try? await client.shutdown()
-            // An answer, whatever it says, ends the attempt; only a connection that failed tries the next address.
-            if case .failed(let words) = result, !words.hasPrefix("HTTP ") { continue }
-            return result
+        do {
+            return try await post(delivery, to: target, at: checked, deadline: deadline)
+        } catch {
+            return .failed(ConnectionFailure.words(for: error))
         }
-        return result
     }
 
     public func shutdown() async {}
 
-    private func post(_ delivery: WebhookDelivery, with client: HTTPClient, deadline: ContinuousClock.Instant) async
-        -> WebhookAttemptResult
-    {
+    /// Connects to the first of `checked` to answer, posts the event, and reads the answer.
+    private func post(
+        _ delivery: WebhookDelivery, to target: WebhookURLPolicy.Target, at checked: [SocketAddress],
+        deadline: ContinuousClock.Instant
+    ) async throws -> WebhookAttemptResult {
+        let context: NIOSSLContext? = target.isHTTPS ? try tls.get() : nil
+        // An IP address is no server name: TLS sends none (SNI), and the certificate must name the address.
+        let isAddress = (try? SocketAddress(ipAddress: target.host, port: target.port)) != nil
+        let limit = options.answerBytes
+        let seconds = options.timeout.components.seconds
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let channel = try await DualStackConnector.connect(
+            host: target.host, port: target.port, resolve: { _ in checked }, on: loop, timeout: deadline - .now
+        ) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let sync = channel.pipeline.syncOperations
+                if let context {
+                    try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : target.host))
+                }
+                try sync.addHTTPClientHandlers()
+                try sync.addHandler(AnswerReader(limit: limit, loop: channel.eventLoop))
+            }
+        }
+        let answer: EventLoopFuture<AnswerReader.Answer>
+        do {
+            answer = try await loop.submit {
+                let reader = try channel.pipeline.syncOperations.handler(type: AnswerReader.self)
+                let left = deadline - .now
+                let timer = loop.scheduleTask(in: TimeAmount(left)) {
+                    reader.fail(ConnectionFailure("no answer within \(seconds) s"))
+                    channel.close(promise: nil)
+                }
+                reader.answer.futureResult.whenComplete { _ in timer.cancel() }
+                return reader.answer.futureResult
+            }.get()
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
+        channel.write(HTTPClientRequestPart.head(Self.request(delivery, to: target)), promise: nil)
+        channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: delivery.payload))), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        let answered = try await withTaskCancellationHandler {
+            try await answer.get()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+        channel.close(promise: nil)
+        if (200..<300).contains(answered.status) { return .delivered }
+        let text = Self.escaped(String(decoding: answered.body.prefix(200), as: UTF8.self))
+        return .failed("HTTP \(answered.status)" + (text.isEmpty ? "" : ": \(text)"))
+    }
+
+    /// The POST with the Standard Webhooks headers, signed with the current secret and, after a
+    /// rotation, the previous one.
+    static func request(_ delivery: WebhookDelivery, to target: WebhookURLPolicy.Target) -> HTTPRequestHead {
         let timestamp = Int64(Date().timeIntervalSince1970)
-        var request = HTTPClientRequest(url: delivery.url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "fcm-registry-webhooks")
-        request.headers.add(name: "webhook-id", value: delivery.eventID)
-        request.headers.add(name: "webhook-timestamp", value: String(timestamp))
-        request.headers.add(
+        let url = URLComponents(string: delivery.url)
+        let path = (url?.percentEncodedPath).flatMap { $0.isEmpty ? nil : $0 } ?? "/"
+        let query = url?.percentEncodedQuery.map { "?\($0)" } ?? ""
+        let name = target.host.contains(":") ? "[\(target.host)]" : target.host
+        let host = target.port == (target.isHTTPS ? 443 : 80) ? name : "\(name):\(target.port)"
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: host)
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(delivery.payload.utf8.count))
+        headers.add(name: "User-Agent", value: "fcm-registry-webhooks")
+        headers.add(name: "Connection", value: "close")
+        headers.add(name: "webhook-id", value: delivery.eventID)
+        headers.add(name: "webhook-timestamp", value: String(timestamp))
+        headers.add(
             name: "webhook-signature",
             value: WebhookSignature.header(
                 id: delivery.eventID, timestamp: timestamp, body: delivery.payload,
                 secrets: [delivery.secret] + (delivery.previousSecret.map { [$0] } ?? [])))
-        request.body = .bytes(ByteBuffer(string: delivery.payload))
-        let prepared = request
-        let limit = options.answerBytes
-        do {
-            return try await withThrowingTaskGroup(of: WebhookAttemptResult.self) { group in
-                group.addTask {
-                    let remaining = deadline - ContinuousClock.now
-                    let response = try await client.execute(
-                        prepared, timeout: .nanoseconds(max(1, remaining.nanoseconds)))
-                    // At most `limit` bytes of the answer, whatever it says its length is.
-                    var answer: [UInt8] = []
-                    for try await chunk in response.body {
-                        answer += chunk.readableBytesView.prefix(limit - answer.count)
-                        if answer.count >= limit { break }
-                    }
-                    let status = Int(response.status.code)
-                    if (200..<300).contains(status) { return .delivered }
-                    let text = Self.escaped(String(decoding: answer.prefix(200), as: UTF8.self))
-                    return .failed("HTTP \(status)" + (text.isEmpty ? "" : ": \(text)"))
-                }
-                group.addTask {
-                    try await Task.sleep(until: deadline)
-                    return .failed("no answer within \(options.timeout.nanoseconds / 1_000_000_000) s")
-                }
-                let first = try await group.next() ?? .failed("no answer")
-                group.cancelAll()
-                return first
-            }
-        } catch {
-            return .failed(Self.describe(error))
-        }
-    }
-
-    /// A connection failure in words, without the URL's secrets (there are none in a checked URL).
-    static func describe(_ error: any Error) -> String {
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .deadlineExceeded, .readTimeout, .connectTimeout: return "no answer in time"
-            case .remoteConnectionClosed: return "the connection closed before an answer"
-            default: return escaped("\(client)")
-            }
-        }
-        return escaped("connection failed: \(error)")
+        return HTTPRequestHead(version: .http1_1, method: .POST, uri: path + query, headers: headers)
     }
 
     /// Text from the network, safe to store, show and log: printable ASCII kept, the rest as
     /// `\u{…}`, at most 300 characters.
     static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(300) {
-            if (0x20...0x7E).contains(scalar.value) {
-                out.unicodeScalars.append(scalar)
-            } else {
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            }
+        ConnectionFailure.escaped(text)
+    }
+}
+
+/// Reads one answer: its status, and at most `limit` bytes of its body, whatever it says its
+/// length is. Used on its connection's event loop only.
+final class AnswerReader: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+
+    struct Answer: Sendable {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    let answer: EventLoopPromise<Answer>
+    private let limit: Int
+    private var status: Int?
+    private var body: [UInt8] = []
+    private var done = false
+
+    init(limit: Int, loop: any EventLoop) {
+        self.limit = limit
+        answer = loop.makePromise()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            // An interim 1xx answer is followed by the real one.
+            if head.status.code >= 200, status == nil { status = Int(head.status.code) }
+        case .body(let bytes):
+            body += bytes.readableBytesView.prefix(max(0, limit - body.count))
+            if body.count >= limit { finish(context: context) }
+        case .end:
+            finish(context: context)
         }
-        return out
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(ConnectionFailure("the connection closed before an answer"))
+        context.fireChannelInactive()
+    }
+
+    func fail(_ error: any Error) {
+        guard !done else { return }
+        done = true
+        answer.fail(error)
+    }
+
+    private func finish(context: ChannelHandlerContext) {
+        guard !done, let status else { return }
+        done = true
+        answer.succeed(Answer(status: status, body: body))
+        context.close(promise: nil)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        fail(ConnectionFailure("the connection closed before an answer"))
     }
 }
 
@@ -142,6 +215,6 @@ extension Error {
     /// A refusal's words, or the error described.
     fileprivate var refusalText: String {
         if let registry = self as? RegistryError, case .invalidWebhookURL(let message) = registry { return message }
-        return HTTPWebhookChannel.escaped("\(self)")
+        return ConnectionFailure.words(for: self)
     }
 }

@@ -4,6 +4,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Outbound
 import Synchronization
 import Testing
 
@@ -127,18 +128,59 @@ struct HTTP2UpstreamTests {
         }
     }
 
+    /// A name that resolves to `::1`, then `127.0.0.1`, as Debian's hosts file has `localhost`.
+    static let dualStack: DualStackConnector.Resolve = { _ in
+        [try SocketAddress(ipAddress: "::1", port: 0), try SocketAddress(ipAddress: "127.0.0.1", port: 0)]
+    }
+
+    /// The upstream listens on one family only, and its name resolves to `::1` first: every address
+    /// is tried (RFC 8305), so the page is delivered whichever family it listens on. Before, the
+    /// connection that won shared its handler with the attempt that lost, and no request went out.
+    @Test("A name on ::1 and 127.0.0.1 reaches an upstream listening on either one", arguments: ["127.0.0.1", "::1"])
+    func dualStackName(listening host: String) async throws {
+        let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200, body: Self.sent) }
+        try await withUpstream(listeningOn: host, name: "localhost", resolve: Self.dualStack, reply: reply) {
+            upstream, server in
+            let answers = await post(bodies: (0..<40).map(Self.requestBody), to: upstream, window: 10, timeout: .seconds(10))
+            let failed = failures(answers)
+            #expect(failed.isEmpty, "\(failed.count) failed, the first with: \(failed.first ?? "")")
+            #expect(answers.map { (try? $0.get())?.status } == [Int?](repeating: 200, count: 40))
+        }
+    }
+
+    /// A server stopping cancels the page it waits on: a silent upstream does not hold it until the
+    /// page's deadline, and what had no answer fails as cancelled.
+    @Test("A cancelled page ends at once, its unanswered requests failed")
+    func cancelledPage() async throws {
+        let silence: TestHTTP2Server.Replier = { _ in nil }
+        try await withUpstream(reply: silence) { upstream, _ in
+            let page = Task {
+                await post(bodies: (0..<3).map(Self.requestBody), to: upstream, window: 3, timeout: .seconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            page.cancel()
+            let answers = await page.value
+            #expect(answers.count == 3)
+            #expect(answers.allSatisfy { if case .failure(let error) = $0 { error is CancelledPage } else { false } })
+        }
+    }
+
     /// Runs `body` with an `HTTP2Upstream` that trusts the test CA and talks to a fresh
     /// `TestHTTP2Server`, and stops both after, whatever `body` does.
+    /// - Parameters:
+    ///   - listeningOn: the server's address; `name` (resolved by `resolve`) is the URL's host.
     private func withUpstream(
+        listeningOn address: String = "127.0.0.1", name: String? = nil, resolve: DualStackConnector.Resolve? = nil,
         goAwayAfter: Int? = nil, answersInBatchesOf batch: Int = 1, reply: @escaping TestHTTP2Server.Replier,
         _ body: (HTTP2Upstream, TestHTTP2Server) async throws -> Void
     ) async throws {
         let certificates = try TestCertificates()
         let server = try await TestHTTP2Server(
-            certificates: certificates.files, goAwayAfter: goAwayAfter, answersInBatchesOf: batch, reply: reply)
+            certificates: certificates.files, host: address, goAwayAfter: goAwayAfter, answersInBatchesOf: batch,
+            reply: reply)
         var failure: (any Error)?
-        let url = "https://127.0.0.1:\(server.port)"
-        if let upstream = HTTP2Upstream(upstream: url, caFile: certificates.files.caCertificate) {
+        let url = "https://\(name ?? address):\(server.port)"
+        if let upstream = HTTP2Upstream(upstream: url, caFile: certificates.files.caCertificate, resolve: resolve) {
             do { try await body(upstream, server) } catch { failure = error }
             await upstream.shutdown()
         } else {
@@ -196,14 +238,14 @@ final class TestHTTP2Server: Sendable {
     /// How many connections the server has accepted.
     var connectionCount: Int { accepted.channels.withLock { $0.count } }
 
-    /// Listens on a free port of 127.0.0.1.
+    /// Listens on a free port of `host` (127.0.0.1 unless a test says otherwise).
     /// - Parameters:
     ///   - goAwayAfter: on the first connection only, once more requests than this have arrived,
     ///     a `GOAWAY` naming the last answered stream; the streams above it are refused (never answered).
     ///   - batch: answers are held until this many are ready, then sent newest first.
     init(
-        certificates: TestCertificates.Files, goAwayAfter: Int? = nil, answersInBatchesOf batch: Int = 1,
-        reply: @escaping Replier
+        certificates: TestCertificates.Files, host: String = "127.0.0.1", goAwayAfter: Int? = nil,
+        answersInBatchesOf batch: Int = 1, reply: @escaping Replier
     ) async throws {
         let chain = try NIOSSLCertificate.fromPEMFile(certificates.serverCertificate)
         let key = try NIOSSLPrivateKey(file: certificates.serverKey, format: .pem)
@@ -231,7 +273,7 @@ final class TestHTTP2Server: Sendable {
                         FrameAnswerer(goAwayAfter: index == 0 ? goAwayAfter : nil, batch: batch, reply: reply))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: host, port: 0).get()
         guard let port = listener.localAddress?.port else {
             try? await listener.close()
             throw ChannelError.unknownLocalAddress
