@@ -124,8 +124,11 @@ struct RelayProcessTests {
 
     // MARK: - Helpers
 
-    /// `project relay` on the database, as a user runs it, with a service account of the emulator.
-    static func relay(_ database: String, to upstream: Fixture, port: Int) async throws {
+    /// `project relay` on the database, as a user runs it, with a service account of the emulator;
+    /// the sends go to `sendUpstream` when given, else to the emulator.
+    static func relay(_ database: String, to upstream: Fixture, port: Int, sendingTo sendUpstream: String? = nil)
+        async throws
+    {
         let (_, file) = try await upstream.registry.createServiceAccount(
             forProject: "test-app", tokenURI: "http://127.0.0.1:\(port)/token")
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID()).json")
@@ -135,7 +138,7 @@ struct RelayProcessTests {
         command.executableURL = URL(fileURLWithPath: ServeProcess.binary)
         command.arguments = [
             "project", "relay", "--project-id", "default", "--service-account", path.path, "--upstream",
-            "http://127.0.0.1:\(port)", "--db", database,
+            sendUpstream ?? "http://127.0.0.1:\(port)", "--db", database,
         ]
         command.standardOutput = FileHandle.nullDevice
         try command.run()
