@@ -90,8 +90,8 @@ extension OutboxStore where Self: OutboxDriver {
             failed: relay.failed, pruned: relay.pruned,
             // A pause that has run out is no pause, though the row still holds it.
             pausedUntil: relay.pausedUntil.flatMap { $0 > now ? EpochMilliseconds.date($0) : nil },
-            lastError: relay.lastError, lastErrorAt: relay.lastErrorAt.map(EpochMilliseconds.date), channel: relay.channel,
-            settings: relay.settings)
+            lastError: relay.lastError, lastErrorAt: relay.lastErrorAt.map(EpochMilliseconds.date),
+            channel: relay.channel, settings: relay.settings)
     }
 }
 

@@ -1,8 +1,9 @@
-@testable import AudienceEngine
 import Foundation
-@testable import Registry
 import TestBackends
 import Testing
+
+@testable import AudienceEngine
+@testable import Registry
 
 /// The relay's last error comes with when it was recorded (`GET /api/relay`'s `lastErrorAt`).
 @Suite("Relay: the last error's time", .onEveryBackend)
@@ -25,7 +26,9 @@ struct RelayErrorTimeTests {
         // A later page that went well says nothing of errors: the last one and its time stay.
         let later = recordedAt.addingTimeInterval(60)
         let second = try await store.nextAttempts(of: job, after: nil, now: later, limit: 2)
-        let delivered = second.attempts.map { DeliveryOutcome(attempt: $0, state: .delivered, error: nil, nextAttemptAt: nil) }
+        let delivered = second.attempts.map {
+            DeliveryOutcome(attempt: $0, state: .delivered, error: nil, nextAttemptAt: nil)
+        }
         _ = try await store.record(delivered, of: job, page: second, claimant: "a", leaseUntil: later, now: later)
         let kept = try #require(try await store.relayStatus(of: project))
         #expect(kept.lastError == "UNREGISTERED")
