@@ -7,7 +7,8 @@ exits 1 when one did not. See README.md beside this file.
     python3 Benchmarks/relay/faults.py stalls quota      # some of them
     BINARY=.build/debug/fcm-registry python3 Benchmarks/relay/faults.py
 
-Cases: kill9, sigterm, stalls, html404, unauthorized, quota, fairness, twoservers.
+Cases: kill9, sigterm, stalls, html404, unauthorized, quota, fairness, twoservers, sigterm-silent, dualstack
+(dualstack runs the server in a mount namespace of its own, as root, with `localhost` on ::1 and 127.0.0.1).
 Needs python3 with `h2` (pip install h2) and openssl.
 """
 
@@ -29,7 +30,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BINARY = os.environ.get("BINARY") or next(
     (path for path in (f"{ROOT}/.build/release/fcm-registry", f"{ROOT}/.build/debug/fcm-registry") if os.path.exists(path)),
     None)
-CASES = ["kill9", "sigterm", "stalls", "html404", "unauthorized", "quota", "fairness", "twoservers"]
+CASES = ["kill9", "sigterm", "stalls", "html404", "unauthorized", "quota", "fairness", "twoservers", "sigterm-silent",
+         "dualstack"]
 
 
 def free_port():
@@ -78,11 +80,11 @@ class Bench:
         subprocess.run(command, check=True, capture_output=True)
         return json.loads(out)["server_key"]
 
-    def serve(self, db, port=None, options=()):
+    def serve(self, db, port=None, options=(), wrap=()):
         port = port or free_port()
         log = open(f"{self.work}/serve-{port}-{len(self.servers)}.log", "w")
         process = subprocess.Popen(
-            [self.fcm, "serve", "--db", db, "--port", str(port), "--xmpp-port", "off",
+            [*wrap, self.fcm, "serve", "--db", db, "--port", str(port), "--xmpp-port", "off",
              "--relay-ca-file", f"{self.work}/tls/ca.pem", "--log-level", "warning", *options],
             stdout=log, stderr=log)
         self.servers.append(process)
@@ -316,6 +318,64 @@ def twoservers(bench):
     two.stop()
 
 
+def sigterm_silent(bench):
+    """SIGTERM while a 200-token page waits on an upstream that never answers it, 10 times; each
+    database started again after, against an upstream that answers."""
+    codes, times, outcomes = [], [], []
+    for run in range(10):
+        case = f"silent{run}"
+        db, key, server, tokens = bench.scene(case, str(1100 + run), 200)
+        bench.standin.stall_first = set(tokens)  # every first request stays unanswered
+        message = server.send_topic(key, case, 0)
+        deadline = time.monotonic() + 30
+        while len(bench.standin.records()) < 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        codes.append(server.process.wait(60))
+        times.append(time.monotonic() - start)
+        again = bench.serve(db)
+        again.settle(key, [message], 60)
+        counts = again.delivery(key, message)
+        most = max(bench.standin.seen.get(t, 0) for t in tokens)
+        outcomes.append(counts.get("delivered") == 200 and counts.get("failed") == 0 and most <= 2)
+        again.stop()
+    held = all(code == 0 for code in codes) and all(t <= 10 for t in times) and all(outcomes)
+    bench.check("sigterm-silent", held,
+                f"{sum(c == 0 for c in codes)} of 10 exited 0 within the 10 s deadline (codes {codes}; "
+                f"{min(times):.1f}–{max(times):.1f} s after SIGTERM); started again, {sum(outcomes)} of 10 delivered "
+                f"all 200, none failed, none sent more than once beyond the request in flight")
+
+
+def dualstack(bench):
+    """The upstream (the stand-in, on 127.0.0.1 only) named `localhost`, which resolves to ::1 first."""
+    hosts = f"{bench.work}/hosts"
+    with open(hosts, "w") as file:
+        file.write("::1 localhost\n127.0.0.1 localhost\n")
+    wrap = ["unshare", "-m", "sh", "-c", f'mount --bind {hosts} /etc/hosts && exec "$0" "$@"']
+    resolved = subprocess.run([*wrap, "getent", "ahosts", "localhost"], capture_output=True, text=True).stdout
+    order = [line.split()[0] for line in resolved.splitlines() if "STREAM" in line]
+    plain = bench.upstream
+    bench.upstream = f"https://localhost:{bench.standin.port}"  # the sends and the token endpoint
+    try:
+        bench.standin.reset()
+        db = bench.database("dualstack")
+        key = bench.project(db, "dualstack", "1200")
+        server = bench.serve(db, options=(), wrap=wrap)
+        tokens = [token("d", n) for n in range(1000)]
+        server.subscribe(key, "dualstack", tokens)
+        start = time.monotonic()
+        message = server.send_topic(key, "dualstack", 0)
+        settled = server.settle(key, [message], 60)
+        counts = server.delivery(key, message)
+        bench.check("dualstack", settled and counts.get("delivered") == 1000,
+                    f"localhost resolving to {order}, the upstream on 127.0.0.1 only: delivered "
+                    f"{counts.get('delivered')} of 1,000 in {time.monotonic() - start:.1f} s, failed {counts.get('failed')}")
+        server.stop()
+    finally:
+        bench.upstream = plain
+
+
 def main():
     if not BINARY:
         sys.exit("no fcm-registry executable: swift build -c release --product fcm-registry")
@@ -331,6 +391,8 @@ def main():
                 crash(bench, "kill9", signal.SIGKILL)
             elif case == "sigterm":
                 crash(bench, "sigterm", signal.SIGTERM)
+            elif case == "sigterm-silent":
+                sigterm_silent(bench)
             else:
                 globals()[case](bench)
     finally:
