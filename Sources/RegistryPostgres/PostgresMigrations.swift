@@ -20,8 +20,8 @@ enum PostgresMigrations {
         ("v7-webhooks", v7),
         ("v8-minute-stats", v8),
         ("v9-channel-settings", v9),
-        ("v11-message-cancel", v11),
         ("v10-relay-error-time", v10),
+        ("v11-message-cancel", v11),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when

@@ -56,11 +56,11 @@ enum Migrations {
         migrator.registerMigration("v15 channel settings", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v15)
         }
-        migrator.registerMigration("v17 message cancel", foreignKeyChecks: .immediate) { db in
-            try db.execute(sql: v17)
-        }
         migrator.registerMigration("v16 relay error time", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v16)
+        }
+        migrator.registerMigration("v17 message cancel", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v17)
         }
         return migrator
     }
