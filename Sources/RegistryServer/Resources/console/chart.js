@@ -80,7 +80,8 @@ export function timeChart(series, { title, from, to, step, ticks }) {
   };
   const panels = series.map((line) => {
     const peak = Math.max(0, ...buckets.map((at) => line.values.get(at) || 0));
-    const largest = niceTop(Math.max(1, peak));
+    // A count of one or two tops out at 2 (gridlines 0, 1, 2): a single failure stands half high.
+    const largest = peak <= 2 ? 2 : niceTop(peak);
     const y = (value) => top + (1 - value / largest) * (height - top - bottom);
     const horizontal = [0, 0.5, 1].map((share) => {
       const value = share * largest;
