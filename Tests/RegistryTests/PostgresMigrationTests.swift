@@ -46,7 +46,7 @@ struct PostgresMigrationTests {
             #expect(
                 applied == [
                     "v1-registry", "v2-concurrent-writes", "v3-mirror", "v4-send-budget", "v6-idempotency", "v7-webhooks",
-                    "v8-minute-stats", "v9-channel-settings", "v11-message-cancel", "v10-relay-error-time",
+                    "v8-minute-stats", "v9-channel-settings", "v10-relay-error-time", "v11-message-cancel",
                 ])
             #expect(try await store.migrate() == [])
             let tables = try await store.database.query(
