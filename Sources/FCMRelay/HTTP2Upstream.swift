@@ -224,39 +224,29 @@ final class HTTP2Upstream: Sendable {
         // a pipeline of its own: the winner's `StreamExchanges` is the connection's. The whole
         // pipeline is in place before the connection is: the upstream's first SETTINGS may arrive
         // as soon as TLS is up, and a frame read before HTTP/2 was there would be lost.
-        let channel = try await DualStackConnector.connect(
+        let (channel, exchanges) = try await DualStackConnector.connect(
             host: host, port: port, resolve: isAddress ? nil : resolve, on: lanes[lane % lanes.count],
             timeout: .seconds(10)
         ) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let exchanges = StreamExchanges()
-                // Header blocks are not validated: ours are fixed and well formed, and of an
-                // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
-                var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                connection.headerBlockValidation = .disabled
-                // NIOHTTP2's limits on resets and stream errors guard a server from a client
-                // that opens and resets streams to waste its work; here it is the upstream
-                // that resets (a proxy's RST_STREAM(NO_ERROR) after each answer is enough to
-                // pass 200 in 30 s), and the cost is ours to bear, not to end the connection over.
-                var streams = NIOHTTP2Handler.StreamConfiguration()
-                streams.streamResetFrameRateLimit.maximumCount = 1 << 30
-                streams.streamErrorRateLimit.maximumCount = 1 << 30
-                try channel.pipeline.syncOperations.addHandlers(
-                    NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
-                    NIOHTTP2Handler(
-                        mode: .client, frameDelegate: exchanges, connectionConfiguration: connection,
-                        streamConfiguration: streams),
-                    exchanges)
-            }
-        }
-        let exchanges: StreamExchanges
-        do {
-            exchanges = try await channel.eventLoop.submit {
-                try channel.pipeline.syncOperations.handler(type: StreamExchanges.self)
-            }.get()
-        } catch {
-            channel.close(promise: nil)
-            throw error
+            let exchanges = StreamExchanges()
+            // Header blocks are not validated: ours are fixed and well formed, and of an
+            // answer only `:status` and `retry-after` are read (HPACK still bounds its size).
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            connection.headerBlockValidation = .disabled
+            // NIOHTTP2's limits on resets and stream errors guard a server from a client
+            // that opens and resets streams to waste its work; here it is the upstream
+            // that resets (a proxy's RST_STREAM(NO_ERROR) after each answer is enough to
+            // pass 200 in 30 s), and the cost is ours to bear, not to end the connection over.
+            var streams = NIOHTTP2Handler.StreamConfiguration()
+            streams.streamResetFrameRateLimit.maximumCount = 1 << 30
+            streams.streamErrorRateLimit.maximumCount = 1 << 30
+            try channel.pipeline.syncOperations.addHandlers(
+                NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host),
+                NIOHTTP2Handler(
+                    mode: .client, frameDelegate: exchanges, connectionConfiguration: connection,
+                    streamConfiguration: streams),
+                exchanges)
+            return exchanges
         }
         let made = Connection(channel: channel, exchanges: exchanges)
         // Two pages may connect at once: the first live connection stays, the other is closed.

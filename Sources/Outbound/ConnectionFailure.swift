@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -29,7 +24,8 @@ public struct ConnectionFailure: Error, CustomStringConvertible, Sendable, Equat
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         switch error {
         case ChannelError.connectTimeout(let after):
-            self.init("timed out after \(Self.seconds(timeout ?? .nanoseconds(after.nanoseconds))) connecting to \(target)")
+            self.init(
+                "timed out after \(Self.seconds(timeout ?? .nanoseconds(after.nanoseconds))) connecting to \(target)")
         case let race as NIOConnectionError:
             let failures = race.connectionErrors
             if failures.isEmpty {
@@ -37,11 +33,13 @@ public struct ConnectionFailure: Error, CustomStringConvertible, Sendable, Equat
             } else if failures.allSatisfy({ ($0.error as? IOError)?.errnoCode == ECONNREFUSED }) {
                 self.init("connection refused by " + Self.list(failures.map(\.target.shownWithPort)))
             } else if failures.allSatisfy({ Self.isTimeout($0.error) }) {
-                self.init("timed out" + (timeout.map { " after \(Self.seconds($0))" } ?? "") + " connecting to \(target)")
+                self.init(
+                    "timed out" + (timeout.map { " after \(Self.seconds($0))" } ?? "") + " connecting to \(target)")
             } else {
                 self.init(
                     "cannot connect to "
-                        + failures.map { "\($0.target.shownWithPort) (\(Self.words(for: $0.error)))" }.joined(separator: ", "))
+                        + failures.map { "\($0.target.shownWithPort) (\(Self.words(for: $0.error)))" }.joined(
+                            separator: ", "))
             }
         default:
             self.init("cannot connect to \(target): \(Self.words(for: error))")
@@ -106,10 +104,11 @@ public struct ConnectionFailure: Error, CustomStringConvertible, Sendable, Equat
         items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
     }
 
-    /// "10 s", "1.5 s".
-    static func seconds(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
+    /// "10 s", "1.5 s": to a tenth (a deadline's remainder, 9.998 s, reads as the 10 s it was).
+    public static func seconds(_ duration: Duration) -> String {
+        let tenths =
+            (duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000 + 50) / 100
+        return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
     }
 
     /// Text safe to store, show and log: printable ASCII kept, the rest as `\u{…}`, at most 300

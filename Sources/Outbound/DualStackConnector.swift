@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// How the server connects out, for every client it has (FCM, token endpoints, the mirror,
 /// webhooks, and any channel to come): every address of a name is tried as RFC 8305 (Happy
@@ -49,6 +50,36 @@ public enum DualStackConnector {
         } catch {
             throw ConnectionFailure(error, host: host, port: port, timeout: timeout)
         }
+    }
+}
+
+extension DualStackConnector {
+    /// Connects as `connect(host:port:resolve:on:timeout:initializer:)` does, with `handlers`
+    /// making each attempt's pipeline (on its event loop) and returning what the caller talks to:
+    /// the winner's, even when its connection has already failed (a TLS handshake refused at once)
+    /// and its pipeline is gone.
+    public static func connect<Made: Sendable>(
+        host: String, port: Int, resolve: Resolve? = nil, on loop: any EventLoop, timeout: Duration,
+        handlers: @escaping @Sendable (any Channel) throws -> Made
+    ) async throws -> (channel: any Channel, made: Made) {
+        let attempts = Attempts<Made>()
+        let channel = try await connect(host: host, port: port, resolve: resolve, on: loop, timeout: timeout) {
+            channel in
+            channel.eventLoop.makeCompletedFuture {
+                let made = try handlers(channel)
+                attempts.made.withLock { $0[ObjectIdentifier(channel)] = made }
+            }
+        }
+        guard let made = attempts.made.withLock({ $0[ObjectIdentifier(channel)] }) else {
+            channel.close(promise: nil)
+            throw ConnectionFailure("cannot connect to \(host): the connection has no pipeline")
+        }
+        return (channel, made)
+    }
+
+    /// What each attempt's pipeline made, by its channel.
+    private final class Attempts<Made: Sendable>: Sendable {
+        let made = Mutex<[ObjectIdentifier: Made]>([:])
     }
 }
 

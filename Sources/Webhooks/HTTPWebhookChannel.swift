@@ -75,34 +75,26 @@ public struct HTTPWebhookChannel: WebhookChannel {
         let limit = options.answerBytes
         let seconds = options.timeout.components.seconds
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let channel = try await DualStackConnector.connect(
-            host: target.host, port: target.port, resolve: { _ in checked }, on: loop, timeout: deadline - .now
+        let onlyChecked: DualStackConnector.Resolve = { _ in checked }
+        let (channel, reader) = try await DualStackConnector.connect(
+            host: target.host, port: target.port, resolve: onlyChecked, on: loop, timeout: deadline - .now
         ) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let sync = channel.pipeline.syncOperations
-                if let context {
-                    try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : target.host))
-                }
-                try sync.addHTTPClientHandlers()
-                try sync.addHandler(AnswerReader(limit: limit, loop: channel.eventLoop))
+            let sync = channel.pipeline.syncOperations
+            if let context {
+                try sync.addHandler(
+                    NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : target.host))
             }
+            try sync.addHTTPClientHandlers()
+            let reader = AnswerReader(limit: limit, loop: channel.eventLoop)
+            try sync.addHandler(reader)
+            return reader
         }
-        let answer: EventLoopFuture<AnswerReader.Answer>
-        do {
-            answer = try await loop.submit {
-                let reader = try channel.pipeline.syncOperations.handler(type: AnswerReader.self)
-                let left = deadline - .now
-                let timer = loop.scheduleTask(in: TimeAmount(left)) {
-                    reader.fail(ConnectionFailure("no answer within \(seconds) s"))
-                    channel.close(promise: nil)
-                }
-                reader.answer.futureResult.whenComplete { _ in timer.cancel() }
-                return reader.answer.futureResult
-            }.get()
-        } catch {
+        let answer = reader.answer.futureResult
+        let timer = channel.eventLoop.scheduleTask(deadline: .now() + TimeAmount(deadline - .now)) {
+            reader.fail(ConnectionFailure("no answer within \(seconds) s"))
             channel.close(promise: nil)
-            throw error
         }
+        answer.whenComplete { _ in timer.cancel() }
         channel.write(HTTPClientRequestPart.head(Self.request(delivery, to: target)), promise: nil)
         channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: delivery.payload))), promise: nil)
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)

@@ -1,15 +1,16 @@
 import Delivery
-@testable import FCMRelay
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NIOPosix
 import NIOSSL
-@testable import Outbound
+import Outbound
 import Registry
 import Synchronization
 import Testing
+
+@testable import FCMRelay
 @testable import Webhooks
 
 /// Every outgoing client tries every address of a name, as RFC 8305 (Happy Eyeballs) says, against
@@ -24,6 +25,9 @@ struct DualStackTests {
     static let both: DualStackConnector.Resolve = { _ in
         [try SocketAddress(ipAddress: "::1", port: 0), try SocketAddress(ipAddress: "127.0.0.1", port: 0)]
     }
+
+    /// No address at all.
+    static let none: DualStackConnector.Resolve = { _ in [] }
 
     // MARK: - The race
 
@@ -90,7 +94,7 @@ struct DualStackTests {
         }
         await #expect(throws: ConnectionFailure("no address for name nowhere.invalid")) {
             try await DualStackConnector.connect(
-                host: "nowhere.invalid", port: port, resolve: { _ in [] }, on: Self.loop, timeout: .seconds(5)
+                host: "nowhere.invalid", port: port, resolve: Self.none, on: Self.loop, timeout: .seconds(5)
             ) { $0.eventLoop.makeSucceededVoidFuture() }
         }
     }
@@ -99,8 +103,11 @@ struct DualStackTests {
     func otherWords() {
         #expect(ConnectionFailure.seconds(.seconds(10)) == "10 s")
         #expect(ConnectionFailure.seconds(.milliseconds(1500)) == "1.5 s")
+        #expect(ConnectionFailure.seconds(.milliseconds(9998)) == "10 s")
         #expect(ConnectionFailure.words(for: NIOSSLError.uncleanShutdown) == "the connection closed without ending TLS")
-        #expect(ConnectionFailure.words(for: ChannelError.connectTimeout(.seconds(10))) == "timed out after 10 s connecting")
+        #expect(
+            ConnectionFailure.words(for: ChannelError.connectTimeout(.seconds(10))) == "timed out after 10 s connecting"
+        )
         #expect(ConnectionFailure("caf\u{e9}\n").description == "caf\\u{e9}\\u{a}")
     }
 
@@ -108,7 +115,9 @@ struct DualStackTests {
 
     /// The relay's HTTP/2 path, as FCM's channel uses it: see `HTTP2UpstreamTests.dualStackName`.
     /// The webhooks' channel connects only to the addresses it checked, and races them.
-    @Test("A webhook on a name with ::1 and 127.0.0.1 is delivered whichever one listens", arguments: ["127.0.0.1", "::1"])
+    @Test(
+        "A webhook on a name with ::1 and 127.0.0.1 is delivered whichever one listens",
+        arguments: ["127.0.0.1", "::1"])
     func webhookDualStack(listening host: String) async throws {
         try await Self.receiver(on: host) { port, received in
             let channel = HTTPWebhookChannel(options: Self.webhookOptions()) { _ in ["::1", "127.0.0.1"] }
@@ -154,7 +163,8 @@ struct DualStackTests {
             options.requestTimeout = .seconds(10)
             let client = try UpstreamClient(options: options)
             let answer = try await client.post(
-                "http://localhost:\(port)/hook", contentType: "application/json", authorization: nil, body: Array("{}".utf8))
+                "http://localhost:\(port)/hook", contentType: "application/json", authorization: nil,
+                body: Array("{}".utf8))
             try await client.shutdown()
             #expect(answer.status == 204)
             #expect(received.count.load(ordering: .relaxed) == 1)
