@@ -113,7 +113,8 @@ function signedIn() {
   nav.hidden = false;
   signOutButton.hidden = false;
   fill(projectLabel, h("span", { class: "project-id" }, project.projectId), h("span", { class: "sender" }, ` · sender ${project.senderId}`),
-    " ", h("span", { id: "delivery" }));
+    // Announced when it changes: delivery turned off is news wherever the reader is.
+    " ", h("span", { id: "delivery", "aria-live": "polite" }));
   showDelivery(project.delivery);
   document.title = `${project.projectId} · fcm-registry console`;
   // The badge follows the relay while the tab is open (`project relay --off` on any server), as
