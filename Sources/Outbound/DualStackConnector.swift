@@ -45,10 +45,40 @@ public enum DualStackConnector {
             .connectTimeout(TimeAmount(timeout))
             .channelInitializer(initializer)
         if let addresses { bootstrap = bootstrap.resolver(FixedAddresses(addresses, loop: loop)) }
+        // Cancelled (the server stops), the wait ends at once; a connection made after that is closed.
+        let connecting = bootstrap.connect(host: host, port: port)
+        let outcome = loop.makePromise(of: (any Channel).self)
+        let settled = Settled()
+        connecting.whenComplete { result in
+            if settled.settle() {
+                outcome.completeWith(result)
+            } else if case .success(let late) = result {
+                late.close(promise: nil)
+            }
+        }
         do {
-            return try await bootstrap.connect(host: host, port: port).get()
+            return try await withTaskCancellationHandler {
+                try await outcome.futureResult.get()
+            } onCancel: {
+                if settled.settle() { outcome.fail(CancellationError()) }
+            }
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             throw ConnectionFailure(error, host: host, port: port, timeout: timeout)
+        }
+    }
+
+    /// Whether the race's outcome was taken yet: by the race, or by a cancellation.
+    private final class Settled: Sendable {
+        private let done = Mutex(false)
+
+        /// True for the first caller only.
+        func settle() -> Bool {
+            done.withLock { done in
+                defer { done = true }
+                return !done
+            }
         }
     }
 }

@@ -82,6 +82,29 @@ struct DualStackTests {
         try await four.close()
     }
 
+    /// A server stopping while a connection waits on an address that never answers: the wait
+    /// ends at once, not at the connect timeout.
+    @Test("A cancelled connection attempt ends at once")
+    func cancelledWhileConnecting() async throws {
+        let silent = try await ServerBootstrap(group: Self.loop)
+            .serverChannelOption(.backlog, value: 0)
+            .serverChannelOption(.autoRead, value: false)
+            .bind(host: "::1", port: 0).get()
+        let port = try #require(silent.localAddress?.port)
+        let filler = try await ClientBootstrap(group: Self.loop).connect(host: "::1", port: port).get()
+        let onlySix: DualStackConnector.Resolve = { _ in [try SocketAddress(ipAddress: "::1", port: 0)] }
+        let attempt = Task {
+            try await DualStackConnector.connect(
+                host: "localhost", port: port, resolve: onlySix, on: Self.loop, timeout: .seconds(50)
+            ) { $0.eventLoop.makeSucceededVoidFuture() }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        attempt.cancel()
+        await #expect(throws: CancellationError.self) { try await attempt.value }
+        try await filler.close()
+        try await silent.close()
+    }
+
     // MARK: - The words
 
     @Test("A refused connection names every address it tried")
