@@ -992,7 +992,8 @@ def test_the_history_charts_keep_their_labels_inside_and_every_count_readable(co
         assert totals["delivered"] >= 150_000 and 0 < totals["accepted"] < 1000, totals
         report = driver.execute_script("""
             const out = {clipped: [], lines: {}, labels: []};
-            for (const svg of document.querySelectorAll('#history svg.chart')) {
+            // The history's charts, and the largest topics' beside them.
+            for (const svg of document.querySelectorAll('main svg.chart')) {
               const box = svg.getBoundingClientRect();
               for (const text of svg.querySelectorAll('text')) {
                 const r = text.getBoundingClientRect();

@@ -32,7 +32,8 @@ export function barChart(items, { title, empty }) {
       s("title", {}, `${item.label}: ${count(item.value)}`),
       s("text", { class: "label", x: labelWidth - 8, y: y + 17, "text-anchor": "end" }, label),
       s("rect", { class: "bar-rect", x: labelWidth, y: y + 4, height: rowHeight - 8, width: Math.max(2, x(item.value) - labelWidth), rx: 3 }),
-      s("text", { x: x(item.value) + 6, y: y + 17 }, count(item.value)));
+      // A million and more in short (1.2M), so the value stays inside the chart; its title is exact.
+      s("text", { x: x(item.value) + 6, y: y + 17 }, item.value < 1_000_000 ? count(item.value) : axisNumber(item.value)));
   });
   return s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title },
     s("title", {}, title),
