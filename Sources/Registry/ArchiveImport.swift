@@ -39,8 +39,11 @@ public struct ArchiveImport {
     ///     projects the database already has (`import --merge-credentials`).
     ///   - checkingOnly: check each batch as it would be written, in a transaction rolled back at
     ///     its end, and write nothing (`import-groups --check`). Batch by batch rather than in one
-    ///     transaction, so that a server on the same database is never held up for long; the
-    ///     tally then counts a group whose rows span two batches twice.
+    ///     transaction, so that a server on the same database is never held up for long. A full
+    ///     batch takes the rows that follow of its last group (see `continuesLastGroup`), so that
+    ///     a group whose rows are adjacent is counted once; one whose rows are spread over the
+    ///     file is counted once per batch that holds some, as is a token that is a member of
+    ///     groups in two batches.
     public init(
         into registry: RegistryService, needsHeader: Bool = true, updatingAudience: Bool = false,
         mergingCredentials: Bool = false, checkingOnly: Bool = false
@@ -72,22 +75,38 @@ public struct ArchiveImport {
     /// Takes one record; writes the batch when it is full.
     public mutating func take(_ record: ArchiveRecord, line: Int) async throws(ImportFailure) {
         records += 1
+        let checked: ArchiveRecord
         do throws(ArchiveProblem) {
-            let checked = try record.validated(limits: registry.limits)
+            checked = try record.validated(limits: registry.limits)
             if case .header = checked {
                 guard needsHeader, !sawHeader else { throw ArchiveProblem("a header may only be the first line") }
                 sawHeader = true
-            } else {
-                guard sawHeader || !needsHeader else {
-                    throw ArchiveProblem(Self.headerFirst)
-                }
-                batch.append(NumberedRecord(line: line, record: checked))
+                return
+            }
+            guard sawHeader || !needsHeader else {
+                throw ArchiveProblem(Self.headerFirst)
             }
         } catch {
             try await refuse(ImportError(line: line, problem: error.message))
             return
         }
-        if isFull { try await commit() }
+        if isFull, !continuesLastGroup(checked) { try await commit() }
+        batch.append(NumberedRecord(line: line, record: checked))
+        if isFull, !checkingOnly || !Self.isGroup(checked) || batch.count >= 2 * Self.batchSize { try await commit() }
+    }
+
+    /// Whether `record` is a row of the group the batch ends with. Checking only, a full batch
+    /// of groups waits for such rows (up to a second batch's worth): a CSV lists a group's
+    /// members one per row, and a group cut in two would be checked twice, each half as new. (An
+    /// import commits each batch, and the second half finds the first.)
+    private func continuesLastGroup(_ record: ArchiveRecord) -> Bool {
+        guard case .group(let group) = record, case .group(let last) = batch.last?.record else { return false }
+        return group.project == last.project && group.name == last.name
+    }
+
+    private static func isGroup(_ record: ArchiveRecord) -> Bool {
+        if case .group = record { return true }
+        return false
     }
 
     /// The batch holds as many records, good or bad, or as many bytes of lines as one transaction takes.

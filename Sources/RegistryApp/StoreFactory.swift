@@ -10,9 +10,10 @@ import ServiceLifecycle
 public enum StoreFactory {
     /// The store at `location`: a `postgres://` URL, or the path of an SQLite file, created
     /// (mode 0600) if missing. A PostgreSQL database is reached first (a refused connection is
-    /// tried again for 10 s; a wrong password or TLS mismatch fails at once, with PostgreSQL's
-    /// words), then migrated before it is handed over (safe when several servers start at once),
-    /// and its connection pool runs from here on.
+    /// tried again for `postgresPatience`, a server restarting; an unknown host, a wrong password
+    /// or TLS mismatch fail at once, in the resolver's or PostgreSQL's words), then migrated before
+    /// it is handed over (safe when several servers start at once), and its connection pool runs
+    /// from here on.
     /// - Throws: `StoreError` naming the location (never a password) and what went wrong.
     public static func open(
         _ location: String, feedRetention: Int = Limits().feedRetention,
@@ -28,7 +29,7 @@ public enum StoreFactory {
             throw StoreError(location: "a PostgreSQL URL", reason: error.description)
         }
         do {
-            try await store.connect()
+            try await store.connect(patience: postgresPatience)
         } catch {
             await store.close()
             throw StoreError(location: url.description, reason: "\(error)")
@@ -41,6 +42,10 @@ public enum StoreFactory {
         }
         return store
     }
+
+    /// How long a refused connection to PostgreSQL is tried again at start: long enough for a
+    /// server that restarts, short enough that a wrong port or a stopped server is said within 3 s.
+    public static let postgresPatience = Duration.milliseconds(2500)
 
     /// `location` as logs may show it: a PostgreSQL URL without its password.
     public static func describe(_ location: String) -> String {
@@ -64,6 +69,8 @@ public enum StoreFactory {
         if let problem = problem(opening: location) { throw StoreError(location: location, reason: problem) }
         do {
             return SQLiteStore(try RegistryDatabase.open(path: location), feedRetention: feedRetention)
+        } catch let error as NotARegistryDatabase {
+            throw StoreError(location: location, reason: error.reason, isForeign: true)
         } catch {
             throw StoreError(location: location, reason: "\(error)")
         }
@@ -106,11 +113,17 @@ public enum StoreFactory {
 public struct StoreError: Error, CustomStringConvertible {
     public var location: String
     public var reason: String
+    /// The file is there but holds no fcm-registry database (it was left as it was).
+    public var isForeign: Bool
 
-    public init(location: String, reason: String) {
+    public init(location: String, reason: String, isForeign: Bool = false) {
         self.location = location
         self.reason = reason
+        self.isForeign = isForeign
     }
 
-    public var description: String { "cannot open the database \(location): \(reason)" }
+    public var description: String {
+        isForeign
+            ? "\(location) is not a fcm-registry database: \(reason)" : "cannot open the database \(location): \(reason)"
+    }
 }

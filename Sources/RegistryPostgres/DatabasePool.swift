@@ -342,7 +342,7 @@ public final class DatabasePool: Sendable {
                 let state = error.serverInfo?[.sqlState].map { "\($0) " } ?? ""
                 return state + message
             }
-            if let underlying = error.underlying { return "\(underlying)" }
+            if let underlying = error.underlying { return PostgresReach.words(for: underlying).0 }
             return "\(error.code)"
         }
         return (error as? any StoreConnectionFailure)?.summary ?? "\(error)"

@@ -94,7 +94,11 @@ extension PostgresStoreError {
         case let error as PSQLError where error.code == .sslUnsupported:
             cause = "the server does not offer TLS, and sslmode=\(location.tls.rawValue) requires it"
         case let error as PSQLError where error.code == .connectionError:
-            cause = "no connection for \(patience): \(error.underlying.map { "\($0)" } ?? "refused or timed out")"
+            if let reach = PostgresReach(error, host: location.host, port: location.port) {
+                cause = reach.unknownHost ? reach.description : "\(reach) (tried for \(patience))"
+            } else {
+                cause = "no connection for \(patience): refused or timed out"
+            }
         case is DeadlineExceeded:
             cause = "no answer for \(patience)"
         default:

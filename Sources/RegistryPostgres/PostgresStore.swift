@@ -67,12 +67,13 @@ public struct PostgresStore: Sendable {
         }
     }
 
-    /// A connection refused or timed out, or a server still starting up: it may answer soon.
+    /// A connection refused or timed out, or a server still starting up: it may answer soon. A
+    /// host the resolver does not know will not.
     static func worthRetrying(_ error: any Error) -> Bool {
         if error is DeadlineExceeded { return true }
         guard let error = error as? PSQLError else { return false }
         switch error.code {
-        case .connectionError: return true
+        case .connectionError: return PostgresReach(error, host: "", port: 0)?.unknownHost != true
         case .server: return ["57P03", "53300"].contains(error.serverInfo?[.sqlState] ?? "")
         default: return false
         }

@@ -119,6 +119,46 @@ struct CommandLineTests {
         #expect(StoreFactory.problem(opening: "/etc/hostname/r.sqlite") == "/etc/hostname is not a folder")
     }
 
+    @Test("--db naming a file that is not SQLite: exits 2 saying it is not a fcm-registry database, the file untouched")
+    func databaseOfSomethingElse() async throws {
+        let folder = try Folder()
+        let text = try folder.write("notes.txt", "these are notes, not a database\n")
+        for (file, reason) in [(text, "it is not an SQLite file")] {
+            let before = try Data(contentsOf: URL(fileURLWithPath: file))
+            for command in Self.databaseCommands where !["copy", "generate"].contains(command.first) {
+                let outcome = try await folder.run(Self.command(command, on: file))
+                #expect(outcome.status == 2, "\(command)")
+                // serve logs its start-up steps first; its error is its last line.
+                #expect(command.first == "serve" || outcome.errorLines.count == 1, "\(command): \(outcome.stderr)")
+                #expect(
+                    outcome.errorLines.last?.contains("\(file) is not a fcm-registry database") == true,
+                    "\(command): \(outcome.stderr)")
+                #expect(outcome.stderr.contains(reason), "\(command): \(outcome.stderr)")
+                #expect(!outcome.stderr.contains("PRAGMA"), "\(command): \(outcome.stderr)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+        }
+    }
+
+    @Test(
+        "A PostgreSQL that cannot be reached is named with what went wrong, at once or within the 2.5 s a refused connection is tried",
+        arguments: [
+            ("postgres://u:p@127.0.0.1:9/registry?sslmode=disable", "cannot reach PostgreSQL at 127.0.0.1:9: connection refused"),
+            ("postgres://u:p@[::1]:9/registry?sslmode=disable", "cannot reach PostgreSQL at [::1]:9: connection refused"),
+            ("postgres://u:p@no-such-host.invalid/registry", "cannot reach PostgreSQL at no-such-host.invalid:5432: unknown host"),
+        ])
+    func postgresOutOfReach(url: String, words: String) async throws {
+        #expect(StoreFactory.postgresPatience <= .milliseconds(2500))
+        let folder = try Folder()
+        for command in [["project", "show", "--db", "DB"], ["group", "list", "--db", "DB"], ["serve", "--port", "0", "--db", "DB"]] {
+            let outcome = try await folder.run(Self.command(command, on: url))
+            #expect(outcome.status == 2, "\(command)")
+            #expect(outcome.errorLines.last?.contains(words) == true, "\(command): \(outcome.stderr)")
+            #expect(!outcome.stderr.contains("SingleConnectionFailure") && !outcome.stderr.contains("errno"))
+            #expect(!outcome.stderr.contains(":p@"), "never the password")
+        }
+    }
+
     // MARK: - serve
 
     @Test("A busy port: serve says which and exits 2")
