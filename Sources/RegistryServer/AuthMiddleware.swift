@@ -31,7 +31,11 @@ struct AuthMiddleware: RouterMiddleware {
                 family, "the server key or access token is not valid, or it was revoked or expired")
         }
         if let named = request.headers[Self.projectIDHeader], !project.isNamed(named) {
-            throw ErrorEnvelope.forbidden(family, "the project_id header names another project than the server key's")
+            // Say what the call carried: an app's server key, or a service account's access token
+            // (as the device-group mirror sends, with project_id, to another fcm-registry playing Google).
+            let carried = key.hasPrefix(RegistryService.accessTokenPrefix) ? "access token" : "server key"
+            throw ErrorEnvelope.forbidden(
+                family, "the project_id header names another project than the \(carried)'s (project \(project.projectId), sender \(project.senderId))")
         }
         var context = context
         context.project = project
