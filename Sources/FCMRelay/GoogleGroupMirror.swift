@@ -175,20 +175,22 @@ public final class GoogleGroupMirror: GroupMirror, Service {
     /// What an error answer says, as FCM words it (`{"error":"…"}` or Google's `{"error":{"message":…}}`).
     static func errorWords(in body: [UInt8]) -> String {
         guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return "" }
-        if let words = json["error"] as? String { return excerpt(words) }
-        if let error = json["error"] as? [String: Any], let words = error["message"] as? String { return excerpt(words) }
+        if let words = json["error"] as? String { return excerpt(words, limit: 200) }
+        if let error = json["error"] as? [String: Any], let words = error["message"] as? String {
+            return excerpt(words, limit: 200)
+        }
         return ""
     }
 
-    /// The start of an upstream's text, quoted, safe to show and to log: at most 60 characters,
-    /// anything but printable ASCII escaped.
-    static func excerpt(_ text: String) -> String {
+    /// The start of an upstream's text, quoted, safe to show and to log: at most `limit`
+    /// characters, anything but printable ASCII escaped.
+    static func excerpt(_ text: String, limit: Int = 60) -> String {
         var shown = ""
-        for scalar in text.unicodeScalars.prefix(60) {
+        for scalar in text.unicodeScalars.prefix(limit) {
             shown += (0x20..<0x7F).contains(scalar.value) && scalar != "\"" && scalar != "\\"
                 ? String(scalar) : "\\u{\(String(scalar.value, radix: 16))}"
         }
-        return "\"" + shown + (text.unicodeScalars.count > 60 ? "…" : "") + "\""
+        return "\"" + shown + (text.unicodeScalars.count > limit ? "…" : "") + "\""
     }
 }
 

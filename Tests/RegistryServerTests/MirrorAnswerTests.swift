@@ -117,3 +117,27 @@ struct MirrorAnswerTests {
         }
     }
 }
+
+/// The mirror's project against a Google whose service account belongs to another sender: the
+/// refusal names what the call carried, an access token, and reads as the mirror's configuration.
+@Suite("The mirror's project_id refused", .onEveryBackend)
+struct MirrorProjectIDTests {
+    @Test("A sender the service account does not hold: 502 naming the mirror's service account and the access token")
+    func otherSender() async throws {
+        try await MirrorTests.Harness.run { harness in
+            let (other, key) = try await harness.here.createProject(projectId: "other-app", senderId: "999999999999")
+            try await harness.here.setMirror(try await harness.here.mirrorSettings(of: harness.project), for: other)
+            let client = Fixture.Client(client: harness.client.client, key: key)
+            let reply = try await client.call(
+                .post, "/fcm/notification",
+                body: #"{"operation":"create","notification_key_name":"kim","registration_ids":["\#(token(1))"]}"#,
+                headers: [.init("project_id")!: "999999999999"])
+            #expect(reply.status == .badGateway)
+            let words = try #require(reply.json?["error"]?.string)
+            #expect(words.hasPrefix("Google refused the mirror's service account"))
+            #expect(words.contains("HTTP 403"))
+            #expect(words.contains("the project_id header names another project than the access token's"))
+            #expect(!words.contains("server key's"))
+        }
+    }
+}
