@@ -14,6 +14,8 @@ actor AccessTokenCache {
     /// A token endpoint refused the assertion or answered something that is not a token.
     struct Refused: Error, CustomStringConvertible {
         var description: String
+        /// The token endpoint's status, when it answered.
+        var status: Int? = nil
     }
 
     /// A token and its lifetime, as a token endpoint grants them.
@@ -79,7 +81,7 @@ actor AccessTokenCache {
         guard answer.status == 200, let granted = try? JSONDecoder().decode(Granted.self, from: Data(answer.body)),
             !granted.access_token.isEmpty, granted.access_token.utf8.count <= 4096
         else {
-            throw Refused(description: "the token endpoint answered \(answer.status)")
+            throw Refused(description: "the token endpoint answered \(answer.status)", status: answer.status)
         }
         return (granted.access_token, .seconds(max(1, granted.expires_in ?? 3600)))
     }

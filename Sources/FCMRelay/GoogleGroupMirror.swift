@@ -104,6 +104,10 @@ public final class GoogleGroupMirror: GroupMirror, Service {
             let token: String
             do {
                 token = try await accessTokens.token(for: project, settings: settings)
+            } catch let refused as AccessTokenCache.Refused where (400..<500).contains(refused.status ?? 0) {
+                // The token endpoint refused the account (revoked, deleted, a key rotated away).
+                throw MirrorFault.credentialsRefused(
+                    status: refused.status ?? 0, account: settings.clientEmail, words: "its token endpoint refused it")
             } catch {
                 throw MirrorUnreachable("no access token for \(settings.clientEmail): \(error)")
             }

@@ -116,6 +116,9 @@ extension RegistryService {
             return (problem, known)
         } catch is MirrorUnreachable {
             return (.unavailable(retryAfter: 1), known)
+        } catch is MirrorFault {
+            // The mirror's service account refused: the send may go once the configuration is fixed.
+            return (.unavailable(retryAfter: 1), known)
         }
     }
 

@@ -1,3 +1,4 @@
+import FCMRelay
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -138,6 +139,26 @@ struct MirrorProjectIDTests {
             #expect(words.contains("HTTP 403"))
             #expect(words.contains("the project_id header names another project than the access token's"))
             #expect(!words.contains("server key's"))
+        }
+    }
+}
+
+/// The mirror's service account revoked at Google: its token endpoint refuses it.
+@Suite("The mirror's service account revoked", .onEveryBackend)
+struct MirrorRevokedAccountTests {
+    @Test("A token endpoint refusing the service account: 502 naming the account, not 503 'cannot be reached'")
+    func revoked() async throws {
+        try await MirrorTests.Harness.run { harness in
+            let stored = try #require(try await harness.here.mirrorSettings(of: harness.project))
+            let keyID = try #require(try FCMSettings(stored).privateKeyID)
+            try await harness.google.registry.revokeServiceAccount(keyID: keyID)
+            let reply = try await harness.operate(
+                #"{"operation":"create","notification_key_name":"kim","registration_ids":["\#(token(1))"]}"#)
+            #expect(reply.status == .badGateway)
+            let words = try #require(reply.json?["error"]?.string)
+            #expect(words.hasPrefix("Google refused the mirror's service account"))
+            #expect(words.contains("its token endpoint refused it"))
+            #expect(try await harness.groupHere("kim") == nil)
         }
     }
 }
