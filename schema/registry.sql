@@ -11,7 +11,7 @@ CREATE TABLE serverKey (
   keyHash BLOB NOT NULL UNIQUE,
   createdAt INTEGER NOT NULL,
   revokedAt INTEGER
-);
+, name TEXT NOT NULL DEFAULT '', scopes INTEGER NOT NULL DEFAULT 15, lastUsedAt INTEGER);
 
 CREATE INDEX serverKey_projectId ON serverKey(projectId);
 

@@ -56,6 +56,9 @@ extension RegistryError {
         case .invalidProject(let message), .projectExists(let message): RefusalWording(.invalid, message)
         case .projectNotFound(let name): RefusalWording(.notFound, "no project \(name)")
         case .serverKeyNotFound: RefusalWording(.notFound, "no such server key")
+        case .invalidServerKey(let message, let field): RefusalWording(.invalid, message, field: field)
+        case .lastAdminKey:
+            RefusalWording(.failedPrecondition, "a project keeps at least one admin key: make another before revoking this one")
         case .serviceAccountNotFound: RefusalWording(.notFound, "no such service account")
         case .messageNotFound:
             RefusalWording(.notFound, "no logged message has this id: it was never sent here, or the log dropped it")

@@ -150,8 +150,15 @@ public final class ArchiveMerge<Driver: ArchiveMergeDriver> {
         let revokedAt = key.revokedAt.map(EpochMilliseconds.milliseconds)
         guard let row = try await driver.serverKey(hash) else {
             if let guarded, revokedAt == nil { throw Self.newCredential("a server key", of: guarded) }
+            // A key keeps its scopes: a `read` key never comes back as an `admin` one.
+            let scopes: KeyScopes
+            do { scopes = try key.scopes.map { try KeyScopes(names: $0) } ?? .all } catch {
+                throw ArchiveProblem("a server key's scopes are not send, subscribe, read or admin")
+            }
             try await driver.insertServerKey(
-                hash, createdAt: EpochMilliseconds.milliseconds(key.createdAt), revokedAt: revokedAt, of: project)
+                hash, createdAt: EpochMilliseconds.milliseconds(key.createdAt), revokedAt: revokedAt,
+                name: String((key.name ?? "").prefix(RegistryService.maximumKeyNameLength)), scopes: scopes.rawValue,
+                of: project)
             return
         }
         guard row.project == project else {

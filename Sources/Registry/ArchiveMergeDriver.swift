@@ -16,7 +16,9 @@ public protocol ArchiveMergeDriver {
 
     /// The server key with this SHA-256, if any project has it.
     func serverKey(_ hash: [UInt8]) async throws -> CredentialRow?
-    func insertServerKey(_ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, of project: Int64) async throws
+    func insertServerKey(
+        _ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, name: String, scopes: Int, of project: Int64
+    ) async throws
     func revokeServerKey(_ hash: [UInt8], at revokedAt: Int64) async throws
 
     /// The service account with this key id, if any project has it.

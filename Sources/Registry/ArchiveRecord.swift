@@ -75,11 +75,17 @@ public struct ServerKeyArchive: Sendable, Hashable, Codable {
     public var sha256: String
     public var createdAt: Date
     public var revokedAt: Date?
+    /// Absent in files written before keys had names: unnamed.
+    public var name: String?
+    /// Absent in files written before keys had scopes: every scope.
+    public var scopes: [String]?
 
-    public init(sha256: String, createdAt: Date, revokedAt: Date?) {
+    public init(sha256: String, createdAt: Date, revokedAt: Date?, name: String? = nil, scopes: [String]? = nil) {
         self.sha256 = sha256
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.name = name
+        self.scopes = scopes
     }
 }
 

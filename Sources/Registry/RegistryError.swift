@@ -26,6 +26,10 @@ public enum RegistryError: Error, Sendable, Hashable {
     case projectExists(String)
     case projectNotFound(String)
     case serverKeyNotFound
+    /// A key's name, scopes or grace period the server refuses: why, and which field.
+    case invalidServerKey(String, field: String)
+    /// The change would leave the project without a key that has the `admin` scope.
+    case lastAdminKey
     case serviceAccountNotFound
     /// A token re-keyed to itself.
     case rekeyToSameToken

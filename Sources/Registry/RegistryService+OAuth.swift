@@ -180,14 +180,22 @@ extension RegistryService {
     /// The project an access token opens, or `nil` for a token that is malformed, forged,
     /// expired, or of a project that no longer exists.
     public func project(authenticatedByAccessToken token: String, now: Date = Date()) async throws -> Project? {
+        try await grant(authenticatedByAccessToken: token, now: now)?.project
+    }
+
+    /// What an access token may do: its project, with what FCM lets a service account do
+    /// (`KeyScopes.serviceAccountDefault`); `nil` as for ``project(authenticatedByAccessToken:now:)``.
+    public func grant(authenticatedByAccessToken token: String, now: Date = Date()) async throws -> KeyGrant? {
         guard let rowID = accessTokens.projectRowID(of: token, now: now) else { return nil }
         // The signature and expiry are checked on every request above; which project the row id
         // names is remembered like a server key's, so a request does not read the database for it.
         let hash = ServerKey.hash(token)
-        if let cached = serverKeys.lookUp(hash) { return cached }
-        let project = try await store.projects().first { $0.rowID == rowID }
-        serverKeys.store(project, for: hash)
-        return project
+        if let cached = serverKeys.lookUp(hash, now: now) { return cached }
+        let grant = try await store.projects().first { $0.rowID == rowID }.map {
+            KeyGrant(project: $0, keyID: nil, scopes: .serviceAccountDefault)
+        }
+        serverKeys.store(grant, for: hash)
+        return grant
     }
 }
 

@@ -28,6 +28,8 @@ public struct RegistryService: Sendable {
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
+    /// Each key's last use, written at most once a minute per key (`RegistryService+ServerKeys`).
+    let keyUses = KeyUseMinutes()
     /// The errors the emulator answers on purpose (`injectFault`).
     let faults = FaultBoard()
     /// Who is subscribed to what, kept equal to the tables by following the change feed.
@@ -180,29 +182,6 @@ public struct RegistryService: Sendable {
         let project = try await store.createProject(
             projectId: projectId, senderId: senderId, keyHash: ServerKey.hash(key))
         return (project, key)
-    }
-
-    /// Adds another server key to a project (for rotation); returns the new key.
-    public func addServerKey(toProject projectId: String) async throws -> (Project, serverKey: String) {
-        let key = ServerKey.generate()
-        let project = try await store.addServerKey(keyHash: ServerKey.hash(key), toProject: projectId)
-        return (project, key)
-    }
-
-    public func revokeServerKey(_ key: String) async throws {
-        let hash = ServerKey.hash(key)
-        try await store.revokeServerKey(keyHash: hash)
-        serverKeys.forget(hash)
-    }
-
-    /// The project a server key opens, or `nil` for an unknown or revoked key.
-    /// Answers are cached for a second (see `ServerKeyCache`).
-    public func project(authenticatedBy key: String) async throws -> Project? {
-        let hash = ServerKey.hash(key)
-        if let cached = serverKeys.lookUp(hash) { return cached }
-        let project = try await store.project(authenticatedBy: hash)
-        serverKeys.store(project, for: hash)
-        return project
     }
 
     // MARK: - Shared checks

@@ -44,11 +44,24 @@ public protocol RegistryStore: Sendable {
     // MARK: Projects and keys
 
     func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project
-    func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project
-    /// - Throws: `RegistryError.serverKeyNotFound` when no active key has that hash.
-    func revokeServerKey(keyHash: [UInt8]) async throws
-    /// The project an active (not revoked) key belongs to.
-    func project(authenticatedBy keyHash: [UInt8]) async throws -> Project?
+    /// Adds a key with its name and scopes (a bit set, see `KeyScopes`); returns it as listed.
+    func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
+        -> (Project, ServerKeyRecord)
+    /// Revokes the key with that hash (`.hash`) or that id in a project (`.id`) from `revokedAt` on
+    /// (a time to come: a rotation's grace period), first adding `replacement` beside it, all in
+    /// one transaction; returns the revoked key and the one added.
+    /// - Throws: `RegistryError.serverKeyNotFound` when no key is active (or in a grace period
+    ///   ending after `revokedAt`) there; `.lastAdminKey` when, once done, no key of the project
+    ///   with `scopes & 8` is left without a `revokedAt`.
+    func revokeServerKey(
+        _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?
+    ) async throws -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
+    /// The key with that hash, active at `now` (never revoked, or revoked after `now`), and its project.
+    func serverKey(authenticatedBy keyHash: [UInt8], now: Date) async throws -> (Project, ServerKeyRecord)?
+    /// Every key of the project, revoked ones included, by id.
+    func serverKeys(in project: Project) async throws -> [ServerKeyRecord]
+    /// Records that the keys were used at `at` (a whole minute), where they have no later use recorded.
+    func recordKeyUse(ids: [Int64], at: Date) async throws
     func projects() async throws -> [Project]
     /// Stores a new service account (its public key) for `project`.
     func addServiceAccount(_ account: ServiceAccount, to project: Project) async throws

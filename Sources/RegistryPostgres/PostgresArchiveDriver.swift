@@ -34,11 +34,13 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
         ).map { CredentialRow(project: $0, revokedAt: $1) }
     }
 
-    func insertServerKey(_ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, of project: Int64) async throws {
+    func insertServerKey(
+        _ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, name: String, scopes: Int, of project: Int64
+    ) async throws {
         try await connection.run(
             #"""
-            INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt", "revokedAt")
-            VALUES (\#(project), \#(Data(hash)), \#(createdAt), \#(revokedAt))
+            INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt", "revokedAt", name, scopes)
+            VALUES (\#(project), \#(Data(hash)), \#(createdAt), \#(revokedAt), \#(name), \#(scopes))
             """#)
     }
 

@@ -22,6 +22,7 @@ enum PostgresMigrations {
         ("v9-channel-settings", v9),
         ("v10-relay-error-time", v10),
         ("v11-message-cancel", v11),
+        ("v13-key-scopes", v13),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -491,6 +492,12 @@ enum PostgresMigrations {
         // Browsing tokens by prefix (`GET /api/tokens`) reads one range of values compared
         // bytewise, as SQLite compares them; the unique index has the database's collation.
         #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
+    ]
+
+    /// SQLite's "v19 key scopes": each server key's name, scopes (send 1, subscribe 2, read 4,
+    /// admin 8) and last use; keys made before have every scope.
+    static let v13: [String] = [
+        #"ALTER TABLE "serverKey" ADD COLUMN name text NOT NULL DEFAULT '', ADD COLUMN scopes integer NOT NULL DEFAULT 15, ADD COLUMN "lastUsedAt" bigint"#
     ]
 
     /// SQLite's "v16 relay error time": when the relay's last error was recorded.

@@ -45,14 +45,14 @@ extension PostgresStore {
         ownSecret: [UInt8]
     ) async throws -> ProjectArchive {
         var serverKeys: [ServerKeyArchive] = []
-        for try await (hash, created, revoked) in try await connection.query(
-            #"SELECT "keyHash", "createdAt", "revokedAt" FROM "serverKey" WHERE "projectId" = \#(rowID) ORDER BY id"#,
+        for try await (hash, created, revoked, name, scopes) in try await connection.query(
+            #"SELECT "keyHash", "createdAt", "revokedAt", name, scopes FROM "serverKey" WHERE "projectId" = \#(rowID) ORDER BY id"#,
             logger: .silent
-        ).decode((Data, Int64, Int64?).self) {
+        ).decode((Data, Int64, Int64?, String, Int).self) {
             serverKeys.append(
                 ServerKeyArchive(
                     sha256: Base64URL.encode([UInt8](hash)), createdAt: EpochMilliseconds.date(created),
-                    revokedAt: revoked.map(EpochMilliseconds.date)))
+                    revokedAt: revoked.map(EpochMilliseconds.date), name: name, scopes: KeyScopes(rawValue: scopes).names))
         }
         var accounts: [ServiceAccountArchive] = []
         for try await (keyID, email, clientID, key, uri, created, revoked) in try await connection.query(

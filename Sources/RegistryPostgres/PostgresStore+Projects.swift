@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 import Registry
 
@@ -25,33 +26,124 @@ extension PostgresStore {
         }
     }
 
-    public func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project {
+    public func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
+        -> (Project, ServerKeyRecord)
+    {
         try await transaction { connection in
             guard let project = try await Self.project(connection, #"SELECT id, "projectId", "senderId" FROM project WHERE "projectId" = \#(projectId)"#)
             else { throw RegistryError.projectNotFound(projectId) }
-            try await connection.run(
-                #"INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt") VALUES (\#(project.rowID), \#(Data(keyHash)), \#(EpochMilliseconds.now()))"#)
-            return project
+            let key = try await Self.insertKey(
+                connection, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
+            return (project, key)
         }
     }
 
-    public func revokeServerKey(keyHash: [UInt8]) async throws {
-        try await transaction { connection in
-            let revoked = try await connection.count(
-                #"UPDATE "serverKey" SET "revokedAt" = \#(EpochMilliseconds.now()) WHERE "keyHash" = \#(Data(keyHash)) AND "revokedAt" IS NULL RETURNING 1"#)
-            if revoked == 0 { throw RegistryError.serverKeyNotFound }
+    private static func insertKey(_ connection: PostgresConnection, _ key: NewServerKey, into projectRowID: Int64)
+        async throws -> ServerKeyRecord
+    {
+        let now = EpochMilliseconds.now()
+        let id = try await connection.one(
+            #"INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt", name, scopes) VALUES (\#(projectRowID), \#(Data(key.hash)), \#(now), \#(key.name), \#(key.scopes)) RETURNING id"#,
+            as: Int64.self)
+        return ServerKeyRecord(
+            id: id, name: key.name, scopes: KeyScopes(rawValue: key.scopes), createdAt: EpochMilliseconds.date(now))
+    }
+
+    /// The columns `serverKey(_:)` reads, in its order, after the project's three.
+    private static let keyColumns =
+        #"project.id, project."projectId", project."senderId", "serverKey".id, "serverKey".name, "serverKey".scopes, "serverKey"."createdAt", "serverKey"."lastUsedAt", "serverKey"."revokedAt""#
+    private typealias KeyRow = (Int64, String, String, Int64, String, Int, Int64, Int64?, Int64?)
+
+    private static func keys(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws
+        -> [(Project, ServerKeyRecord)]
+    {
+        var found: [(Project, ServerKeyRecord)] = []
+        for try await row in try await connection.query(query, logger: logger).decode(KeyRow.self) {
+            found.append(
+                (
+                    Project(rowID: row.0, projectId: row.1, senderId: row.2),
+                    ServerKeyRecord(
+                        id: row.3, name: row.4, scopes: KeyScopes(rawValue: row.5),
+                        createdAt: EpochMilliseconds.date(row.6), lastUsedAt: row.7.map(EpochMilliseconds.date),
+                        revokedAt: row.8.map(EpochMilliseconds.date))
+                ))
+        }
+        return found
+    }
+
+    public func revokeServerKey(_ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?) async throws
+        -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
+    {
+        let logger = logger
+        return try await transaction { connection in
+            let at = EpochMilliseconds.milliseconds(revokedAt)
+            let query: PostgresQuery
+            switch key {
+            case .hash(let hash):
+                query = try #"""
+                    SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
+                    WHERE "serverKey"."keyHash" = \#(Data(hash)) AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
+                    FOR UPDATE OF project
+                    """#
+            case .id(let id, let projectRowID):
+                query = #"""
+                    SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
+                    WHERE "serverKey".id = \#(id) AND "serverKey"."projectId" = \#(projectRowID)
+                      AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
+                    FOR UPDATE OF project
+                    """#
+            }
+            guard let (project, found) = try await Self.keys(connection, query, logger: logger).first else {
+                throw RegistryError.serverKeyNotFound
+            }
+            var added: ServerKeyRecord?
+            if let replacement { added = try await Self.insertKey(connection, replacement, into: project.rowID) }
+            try await connection.run(#"UPDATE "serverKey" SET "revokedAt" = \#(at) WHERE id = \#(found.id)"#)
+            let admins = try await connection.one(
+                #"SELECT count(*) FROM "serverKey" WHERE "projectId" = \#(project.rowID) AND "revokedAt" IS NULL AND (scopes & 8) <> 0"#,
+                as: Int64.self)
+            if admins == 0 { throw RegistryError.lastAdminKey }
+            var revoked = found
+            revoked.revokedAt = revokedAt
+            return (revoked, added)
         }
     }
 
-    public func project(authenticatedBy keyHash: [UInt8]) async throws -> Project? {
-        try await database.withConnection { connection in
-            try await Self.project(
+    public func serverKey(authenticatedBy keyHash: [UInt8], now: Date) async throws -> (Project, ServerKeyRecord)? {
+        let logger = logger
+        return try await database.withConnection { connection in
+            try await Self.keys(
                 connection,
                 #"""
-                SELECT project.id, project."projectId", project."senderId"
-                FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
-                WHERE "serverKey"."keyHash" = \#(Data(keyHash)) AND "serverKey"."revokedAt" IS NULL
-                """#)
+                SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
+                WHERE "serverKey"."keyHash" = \#(Data(keyHash))
+                  AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(EpochMilliseconds.milliseconds(now)))
+                """#, logger: logger
+            ).first
+        }
+    }
+
+    public func serverKeys(in project: Project) async throws -> [ServerKeyRecord] {
+        let logger = logger
+        return try await database.withConnection { connection in
+            try await Self.keys(
+                connection,
+                #"""
+                SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
+                WHERE "serverKey"."projectId" = \#(project.rowID) ORDER BY "serverKey".id
+                """#, logger: logger
+            ).map(\.1)
+        }
+    }
+
+    public func recordKeyUse(ids: [Int64], at: Date) async throws {
+        guard !ids.isEmpty else { return }
+        let at = EpochMilliseconds.milliseconds(at)
+        try await transaction { connection in
+            for id in ids.sorted() {
+                try await connection.run(
+                    #"UPDATE "serverKey" SET "lastUsedAt" = \#(at) WHERE id = \#(id) AND ("lastUsedAt" IS NULL OR "lastUsedAt" < \#(at))"#)
+            }
         }
     }
 

@@ -62,8 +62,19 @@ enum Migrations {
         migrator.registerMigration("v17 message cancel", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v17)
         }
+        migrator.registerMigration("v19 key scopes", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v19)
+        }
         return migrator
     }
+
+    /// Each server key's name, scopes (a bit set: send 1, subscribe 2, read 4, admin 8) and last
+    /// use (to the minute). Keys made before have every scope.
+    private static let v19 = """
+        ALTER TABLE serverKey ADD COLUMN name TEXT NOT NULL DEFAULT '';
+        ALTER TABLE serverKey ADD COLUMN scopes INTEGER NOT NULL DEFAULT 15;
+        ALTER TABLE serverKey ADD COLUMN lastUsedAt INTEGER;
+        """
 
     private static let v1 = """
         CREATE TABLE project (

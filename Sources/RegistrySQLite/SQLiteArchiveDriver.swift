@@ -33,10 +33,12 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
         .map { CredentialRow(project: $0["projectId"], revokedAt: $0["revokedAt"]) }
     }
 
-    func insertServerKey(_ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, of project: Int64) throws {
+    func insertServerKey(
+        _ hash: [UInt8], createdAt: Int64, revokedAt: Int64?, name: String, scopes: Int, of project: Int64
+    ) throws {
         try db.execute(
-            sql: "INSERT INTO serverKey (projectId, keyHash, createdAt, revokedAt) VALUES (?, ?, ?, ?)",
-            arguments: [project, Data(hash), createdAt, revokedAt])
+            sql: "INSERT INTO serverKey (projectId, keyHash, createdAt, revokedAt, name, scopes) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [project, Data(hash), createdAt, revokedAt, name, scopes])
     }
 
     func revokeServerKey(_ hash: [UInt8], at revokedAt: Int64) throws {

@@ -42,12 +42,13 @@ extension SQLiteStore {
     private static func projectArchive(_ db: Database, _ row: Row, ownSecret: [UInt8]) throws -> ProjectArchive {
         let rowID: Int64 = row["id"]
         let serverKeys = try Row.fetchAll(
-            db, sql: "SELECT keyHash, createdAt, revokedAt FROM serverKey WHERE projectId = ? ORDER BY id",
+            db, sql: "SELECT keyHash, createdAt, revokedAt, name, scopes FROM serverKey WHERE projectId = ? ORDER BY id",
             arguments: [rowID]
         ).map {
             ServerKeyArchive(
                 sha256: Base64URL.encode([UInt8]($0["keyHash"] as Data)), createdAt: EpochMilliseconds.date($0["createdAt"]),
-                revokedAt: ($0["revokedAt"] as Int64?).map(EpochMilliseconds.date))
+                revokedAt: ($0["revokedAt"] as Int64?).map(EpochMilliseconds.date), name: $0["name"],
+                scopes: KeyScopes(rawValue: $0["scopes"]).names)
         }
         let accounts = try Row.fetchAll(
             db, sql: "SELECT * FROM serviceAccount WHERE projectId = ? ORDER BY id", arguments: [rowID]

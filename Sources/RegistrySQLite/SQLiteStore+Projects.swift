@@ -23,37 +23,106 @@ extension SQLiteStore {
         }
     }
 
-    public func addServerKey(keyHash: [UInt8], toProject projectId: String) async throws -> Project {
+    public func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
+        -> (Project, ServerKeyRecord)
+    {
         try await write { db, log in
             guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId])
             else {
                 throw RegistryError.projectNotFound(projectId)
             }
-            try db.execute(
-                sql: "INSERT INTO serverKey (projectId, keyHash, createdAt) VALUES (?, ?, ?)",
-                arguments: [project.rowID, Data(keyHash), EpochMilliseconds.now()])
-            return project
+            let key = try Self.insertKey(db, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
+            return (project, key)
         }
     }
 
-    public func revokeServerKey(keyHash: [UInt8]) async throws {
+    private static func insertKey(_ db: Database, _ key: NewServerKey, into projectRowID: Int64) throws
+        -> ServerKeyRecord
+    {
+        let now = EpochMilliseconds.now()
+        try db.execute(
+            sql: "INSERT INTO serverKey (projectId, keyHash, createdAt, name, scopes) VALUES (?, ?, ?, ?, ?)",
+            arguments: [projectRowID, Data(key.hash), now, key.name, key.scopes])
+        return ServerKeyRecord(
+            id: db.lastInsertedRowID, name: key.name, scopes: KeyScopes(rawValue: key.scopes),
+            createdAt: EpochMilliseconds.date(now))
+    }
+
+    public func revokeServerKey(_ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?) async throws
+        -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
+    {
         try await write { db, log in
-            try db.execute(
-                sql: "UPDATE serverKey SET revokedAt = ? WHERE keyHash = ? AND revokedAt IS NULL",
-                arguments: [EpochMilliseconds.now(), Data(keyHash)])
-            if db.changesCount == 0 { throw RegistryError.serverKeyNotFound }
+            let at = EpochMilliseconds.milliseconds(revokedAt)
+            let row: Row?
+            switch key {
+            case .hash(let hash):
+                row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM serverKey WHERE keyHash = ? AND (revokedAt IS NULL OR revokedAt > ?)",
+                    arguments: [Data(hash), at])
+            case .id(let id, let projectRowID):
+                row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM serverKey WHERE id = ? AND projectId = ? AND (revokedAt IS NULL OR revokedAt > ?)",
+                    arguments: [id, projectRowID, at])
+            }
+            guard let row else { throw RegistryError.serverKeyNotFound }
+            let projectRowID: Int64 = row["projectId"]
+            let added = try replacement.map { try Self.insertKey(db, $0, into: projectRowID) }
+            try db.execute(sql: "UPDATE serverKey SET revokedAt = ? WHERE id = ?", arguments: [at, row["id"] as Int64])
+            let admins = try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM serverKey WHERE projectId = ? AND revokedAt IS NULL AND (scopes & 8) <> 0",
+                arguments: [projectRowID])
+            if admins == 0 { throw RegistryError.lastAdminKey }
+            var revoked = Self.serverKey(row)
+            revoked.revokedAt = revokedAt
+            return (revoked, added)
         }
     }
 
-    public func project(authenticatedBy keyHash: [UInt8]) async throws -> Project? {
+    public func serverKey(authenticatedBy keyHash: [UInt8], now: Date) async throws -> (Project, ServerKeyRecord)? {
         try await read { db in
-            try Self.project(
-                db,
-                sql: """
-                    SELECT project.* FROM serverKey JOIN project ON project.id = serverKey.projectId
-                    WHERE serverKey.keyHash = ? AND serverKey.revokedAt IS NULL
-                    """, [Data(keyHash)])
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT serverKey.*, project.projectId AS projectName, project.senderId
+                            FROM serverKey JOIN project ON project.id = serverKey.projectId
+                            WHERE serverKey.keyHash = ? AND (serverKey.revokedAt IS NULL OR serverKey.revokedAt > ?)
+                            """), arguments: [Data(keyHash), EpochMilliseconds.milliseconds(now)])
+            else { return nil }
+            return (
+                Project(rowID: row["projectId"], projectId: row["projectName"], senderId: row["senderId"]),
+                Self.serverKey(row)
+            )
         }
+    }
+
+    public func serverKeys(in project: Project) async throws -> [ServerKeyRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM serverKey WHERE projectId = ? ORDER BY id", arguments: [project.rowID]
+            ).map(Self.serverKey)
+        }
+    }
+
+    public func recordKeyUse(ids: [Int64], at: Date) async throws {
+        guard !ids.isEmpty else { return }
+        try await write { db, _ in
+            let at = EpochMilliseconds.milliseconds(at)
+            for id in ids {
+                try db.execute(
+                    sql: "UPDATE serverKey SET lastUsedAt = ? WHERE id = ? AND (lastUsedAt IS NULL OR lastUsedAt < ?)",
+                    arguments: [at, id, at])
+            }
+        }
+    }
+
+    static func serverKey(_ row: Row) -> ServerKeyRecord {
+        ServerKeyRecord(
+            id: row["id"], name: row["name"], scopes: KeyScopes(rawValue: row["scopes"]),
+            createdAt: EpochMilliseconds.date(row["createdAt"]),
+            lastUsedAt: (row["lastUsedAt"] as Int64?).map(EpochMilliseconds.date),
+            revokedAt: (row["revokedAt"] as Int64?).map(EpochMilliseconds.date))
     }
 
     /// Reads a page of the file, so a file that cannot be read fails here.

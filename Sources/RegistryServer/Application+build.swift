@@ -120,7 +120,8 @@ func routing(
     ConsoleFiles.addRoutes(to: open)
     open.addMethodNotAllowed(to: router)
 
-    let routes = RouteRecorder(router.group().add(middleware: AuthMiddleware(registry: registry)))
+    let routes = RouteRecorder(
+        router.group().add(middleware: AuthMiddleware(registry: registry)), checksScopes: true)
     // FCM's own APIs, byte for byte.
     DeviceGroupController(registry: registry).addRoutes(to: routes)
     InstanceIDController(registry: registry).addRoutes(to: routes)
@@ -138,6 +139,7 @@ func routing(
     XMPPController(registry: registry, hub: sessions).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
     WebhookController(registry: registry).addRoutes(to: routes)
+    KeyController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return (router, open.recorded + routes.recorded)
 }

@@ -22,14 +22,15 @@ struct AuthMiddleware: RouterMiddleware {
         guard let key = Self.serverKey(in: request.headers[.authorization]) else {
             throw Self.unauthenticated(family, "the request has no server key: send Authorization: key=<server key>")
         }
-        let project =
+        let grant =
             key.hasPrefix(RegistryService.accessTokenPrefix)
-            ? try await registry.project(authenticatedByAccessToken: key)
-            : try await registry.project(authenticatedBy: key)
-        guard let project else {
+            ? try await registry.grant(authenticatedByAccessToken: key)
+            : try await registry.grant(authenticatedBy: key)
+        guard let grant else {
             throw Self.unauthenticated(
                 family, "the server key or access token is not valid, or it was revoked or expired")
         }
+        let project = grant.project
         if let named = request.headers[Self.projectIDHeader], !project.isNamed(named) {
             // Say what the call carried: an app's server key, or a service account's access token
             // (as the device-group mirror sends, with project_id, to another fcm-registry playing Google).
@@ -39,6 +40,7 @@ struct AuthMiddleware: RouterMiddleware {
         }
         var context = context
         context.project = project
+        context.grant = grant
         context.logger[metadataKey: "project.id"] = .string(project.projectId)
         context.labels.project = project.projectId
         return try await next(request, context)

@@ -7,6 +7,8 @@ public struct RegistryRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` on every authenticated route.
     var project: Project?
+    /// What the request's key or access token may do; set with `project`.
+    var grant: KeyGrant?
     /// What the access log line names, filled in by inner layers that the outer one cannot see
     /// (the context is a value: a copy changed inside the route does not come back out).
     let labels = RequestLabels()

@@ -1,4 +1,5 @@
 import Hummingbird
+import Registry
 
 /// Adds routes to a group and remembers which methods each path takes, so that a known path
 /// called with another method answers 405 with an `Allow` header instead of 404.
@@ -7,8 +8,13 @@ final class RouteRecorder {
     private var methods: [String: [HTTPRequest.Method]] = [:]
     private var order: [String] = []
 
-    init(_ group: RouterGroup<RegistryRequestContext>) {
+    /// Whether the routes are behind `AuthMiddleware`: then each checks its key's scopes against
+    /// `RouteScopes` before it runs.
+    private let checksScopes: Bool
+
+    init(_ group: RouterGroup<RegistryRequestContext>, checksScopes: Bool = false) {
         self.group = group
+        self.checksScopes = checksScopes
     }
 
     /// Every (path, method) recorded, in the order added: what the OpenAPI document must describe.
@@ -18,8 +24,12 @@ final class RouteRecorder {
         _ path: String, _ method: HTTPRequest.Method,
         use handler: @escaping @Sendable (Request, RegistryRequestContext) async throws -> Output
     ) {
+        let scope: KeyScope? = checksScopes ? RouteScopes.required(method, path) : nil
         group.on(RouterPath(path), method: method) { request, context in
             context.labels.route = path
+            if let scope, context.grant?.scopes.allows(scope) != true {
+                throw RouteScopes.refusal(APIFamily(path: request.uri.path), needs: scope)
+            }
             return try await handler(request, context)
         }
         if methods[path] == nil { order.append(path) }

@@ -12,7 +12,8 @@ struct RefusalWordingTests {
         .groupFull(limit: 20), .invalidGroupName("a group name is 1 to 64 characters"), .invalidTopicName,
         .malformedToken, .tokenNotFound, .tooManyTopics(limit: 2000), .subscriptionExists, .subscriptionNotFound,
         .invalidProject("sender id must be 1 to 20 digits"), .projectExists("project test-app exists"),
-        .projectNotFound("other"), .serverKeyNotFound, .serviceAccountNotFound, .rekeyToSameToken, .messageNotFound,
+        .projectNotFound("other"), .serverKeyNotFound, .invalidServerKey("a key needs at least one scope", field: "scopes"),
+        .lastAdminKey, .serviceAccountNotFound, .rekeyToSameToken, .messageNotFound,
         .messageFinished, .invalidPageToken, .tooManyFaults(limit: 1000), .storeBusy, .webhookNotFound, .tooManyWebhooks(limit: 16),
         .invalidWebhookURL("a webhook URL must be https"), .invalidWebhookEvents("events must not be empty"),
     ]

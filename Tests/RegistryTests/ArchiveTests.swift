@@ -110,6 +110,18 @@ struct ArchiveTests {
         #expect(try await copy.project(authenticatedBy: revoked) == nil)
     }
 
+    @Test("A key keeps its name and scopes across: a read key never comes back an admin one")
+    func scopedKeys() async throws {
+        let registry = try await RegistryService(store: TestBackend.makeStore())
+        let (project, _) = try await registry.createProject(projectId: "keys", senderId: "999")
+        let (_, _, read) = try await registry.addServerKey(toProject: project.projectId, name: "dashboard", scopes: .read)
+        let copy = try await RegistryService(store: TestBackend.makeStore())
+        try await importLines(try await exportLines(registry), into: copy)
+        #expect(try await copy.grant(authenticatedBy: read)?.scopes == .read)
+        let copied = try #require(try await copy.projects().first)
+        #expect(try await copy.serverKeys(in: copied).map(\.name) == ["", "dashboard"])
+    }
+
     @Test("Importing the same file twice writes nothing the second time")
     func idempotent() async throws {
         let (source, _, _) = try await sourceRegistry()
