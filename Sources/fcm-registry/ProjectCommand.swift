@@ -19,6 +19,10 @@ struct ProjectCommand: AsyncParsableCommand {
         var project_id: String
         var sender_id: String
         var server_key: String
+        /// Printed for a key made with `--name` or `--scope` only, so the default output stays as it was.
+        var key_id: String?
+        var name: String?
+        var scopes: [String]?
 
         init(project: Project, serverKey: String) {
             project_id = project.projectId
@@ -102,14 +106,42 @@ struct ProjectCommand: AsyncParsableCommand {
 
     struct AddKey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "add-key", abstract: "Add a server key to a project (for rotation); prints it once.")
+            commandName: "add-key",
+            abstract: "Add a server key to a project; prints it once (or writes it to --output).",
+            discussion: """
+                Without --scope the key has every scope (admin). Scopes: send, subscribe, read, admin (admin \
+                implies the others); see the table of scopes in docs/http-api.md.
+                """)
         @Option(help: "The project id.") var projectId: String
+        @Option(name: .customLong("scope"), help: "A scope the key has (send, subscribe, read, admin); repeat for more.")
+        var scopes: [String] = []
+        @Option(help: "The key's name, as GET /api/keys and project show list it.") var name: String?
+        @Option(help: "Write the JSON here, created with mode 0600 (it holds the server key), instead of stdout.")
+        var output: String?
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let registry = try await database.openRegistry()
-            let (project, key) = try await registry.addServerKey(toProject: projectId)
-            try printJSON(Created(project: project, serverKey: key))
+            let given: KeyScopes
+            do { given = scopes.isEmpty ? .all : try KeyScopes(names: scopes) } catch {
+                throw ValidationError("--scope is send, subscribe, read or admin")
+            }
+            let file = try output.map { try PrivateFile(creating: $0, replacing: false) }
+            do {
+                let registry = try await database.openRegistry()
+                let (project, record, key) = try await registry.addServerKey(
+                    toProject: projectId, name: name ?? "", scopes: given)
+                var created = Created(project: project, serverKey: key)
+                if name != nil || !scopes.isEmpty {
+                    (created.key_id, created.name, created.scopes) = (String(record.id), record.name, record.scopes.names)
+                }
+                guard let file else { return try printJSON(created) }
+                try file.append(try jsonText(created) + "\n")
+                try file.commit()
+                FileHandle.standardError.write(Data("a key of \(project.projectId) is in \(file.path)\n".utf8))
+            } catch {
+                file?.discard()
+                throw error
+            }
         }
     }
 
@@ -221,11 +253,13 @@ struct ProjectCommand: AsyncParsableCommand {
             var project_id: String
             var sender_id: String
             var service_accounts: [List.Account]
+            /// Every server key, revoked ones included: never the key itself.
+            var keys: [Key]
             /// `null` when the project does not relay: messages are logged, not delivered.
             var relay: RelayState?
 
             private enum CodingKeys: String, CodingKey {
-                case project_id, sender_id, service_accounts, relay
+                case project_id, sender_id, service_accounts, keys, relay
             }
 
             func encode(to encoder: any Encoder) throws {
@@ -233,13 +267,30 @@ struct ProjectCommand: AsyncParsableCommand {
                 try container.encode(project_id, forKey: .project_id)
                 try container.encode(sender_id, forKey: .sender_id)
                 try container.encode(service_accounts, forKey: .service_accounts)
+                try container.encode(keys, forKey: .keys)
                 try container.encode(relay, forKey: .relay)
+            }
+        }
+
+        /// A server key as `show` lists it.
+        struct Key: Encodable {
+            var id: String
+            var name: String
+            var scopes: [String]
+            var created_at: Date
+            var last_used_at: Date?
+            var revoked_at: Date?
+
+            init(_ record: ServerKeyRecord) {
+                (id, name, scopes, created_at) = (String(record.id), record.name, record.scopes.names, record.createdAt)
+                (last_used_at, revoked_at) = (record.lastUsedAt, record.revokedAt)
             }
         }
 
         func run() async throws {
             let registry = try await database.openRegistry()
             let chosen = try await project.resolve(in: registry)
+            let keys = try await registry.serverKeys(in: chosen).map(Key.init)
             let accounts = try await registry.serviceAccounts(in: chosen).map {
                 List.Account(
                     private_key_id: $0.keyID, client_email: $0.clientEmail, created_at: $0.createdAt,
@@ -252,7 +303,8 @@ struct ProjectCommand: AsyncParsableCommand {
             }
             try printJSON(
                 Shown(
-                    project_id: chosen.projectId, sender_id: chosen.senderId, service_accounts: accounts, relay: relay))
+                    project_id: chosen.projectId, sender_id: chosen.senderId, service_accounts: accounts, keys: keys,
+                    relay: relay))
         }
     }
 

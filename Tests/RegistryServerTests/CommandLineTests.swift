@@ -286,8 +286,12 @@ struct CommandLineTests {
         let folder = try Folder()
         try await folder.createProject()
         let shown = try await folder.run(["project", "show"])
+        // The project's first key, listed without its value, between the ids and the relay.
+        let keys = try #require(Self.json(shown.stdout)["keys"] as? [[String: Any]])
+        let listed = try #require(shown.stdout.range(of: "  \"keys\" : [\n").map { shown.stdout[$0.lowerBound...] })
+        let end = try #require(listed.range(of: "\n  ],\n"))
         #expect(
-            shown.stdout == """
+            shown.stdout.replacingCharacters(in: listed.startIndex..<end.upperBound, with: "") == """
                 {
                   "project_id" : "p",
                   "relay" : null,
@@ -296,6 +300,34 @@ struct CommandLineTests {
                 }
 
                 """)
+        #expect(keys.count == 1)
+    }
+
+    @Test("project add-key --scope --name makes a scoped key; project show lists keys, never their values")
+    func scopedKey() async throws {
+        let folder = try Folder()
+        try await folder.createProject()
+        let added = try await folder.run([
+            "project", "add-key", "--project-id", "p", "--scope", "send", "--scope", "read", "--name", "marketing dashboard",
+        ])
+        #expect(added.status == 0)
+        let key = try Self.json(added.stdout)
+        #expect(key["scopes"] as? [String] == ["send", "read"])
+        #expect(key["name"] as? String == "marketing dashboard")
+        let value = try #require(key["server_key"] as? String)
+        // Without --scope or --name, the key has every scope and prints as before.
+        let plain = try Self.json(try await folder.run(["project", "add-key", "--project-id", "p"]).stdout)
+        #expect(Set(plain.keys) == ["project_id", "sender_id", "server_key"])
+        let shown = try await folder.run(["project", "show"])
+        let keys = try #require(Self.json(shown.stdout)["keys"] as? [[String: Any]])
+        #expect(keys.map { $0["scopes"] as? [String] } == [
+            ["send", "subscribe", "read", "admin"], ["send", "read"], ["send", "subscribe", "read", "admin"],
+        ])
+        #expect(keys[1]["name"] as? String == "marketing dashboard")
+        #expect(!shown.stdout.contains(value))
+        let wrong = try await folder.run(["project", "add-key", "--project-id", "p", "--scope", "write"])
+        #expect(wrong.status != 0)
+        #expect(wrong.stderr.contains("--scope is send, subscribe, read or admin"))
     }
 
     @Test("project relay --rate gives a project its own budget; out of range or on a project that does not relay, it is refused")
