@@ -59,7 +59,8 @@ public final class GoogleGroupMirror: GroupMirror, Service {
                 status: answer.status, account: settings.clientEmail, words: Self.errorWords(in: answer.body))
         }
         guard answer.status == 200 else {
-            return MirrorAnswer(status: answer.status, contentType: answer.contentType, body: answer.body, notificationKey: nil)
+            return MirrorAnswer(
+                status: answer.status, contentType: answer.contentType, body: answer.body, notificationKey: nil)
         }
         switch Self.usableKey(in: answer.body) {
         case .success(let key):
@@ -191,8 +192,8 @@ public final class GoogleGroupMirror: GroupMirror, Service {
     static func excerpt(_ text: String, limit: Int = 60) -> String {
         var shown = ""
         for scalar in text.unicodeScalars.prefix(limit) {
-            shown += (0x20..<0x7F).contains(scalar.value) && scalar != "\"" && scalar != "\\"
-                ? String(scalar) : "\\u{\(String(scalar.value, radix: 16))}"
+            let printable = (0x20..<0x7F).contains(scalar.value) && scalar != "\"" && scalar != "\\"
+            shown += printable ? String(scalar) : "\\u{\(String(scalar.value, radix: 16))}"
         }
         return "\"" + shown + (text.unicodeScalars.count > limit ? "…" : "") + "\""
     }

@@ -124,6 +124,7 @@ public struct StoreError: Error, CustomStringConvertible {
 
     public var description: String {
         isForeign
-            ? "\(location) is not a fcm-registry database: \(reason)" : "cannot open the database \(location): \(reason)"
+            ? "\(location) is not a fcm-registry database: \(reason)"
+            : "cannot open the database \(location): \(reason)"
     }
 }

@@ -29,7 +29,8 @@ public struct RegistryDatabase: Sendable {
             // SQLite would say only "error 26: file is not a database - while executing PRAGMA synchronous".
             throw NotARegistryDatabase(path: path, reason: "it is not an SQLite file")
         } else if let tables = try otherApplicationsTables(at: path) {
-            throw NotARegistryDatabase(path: path, reason: "it is an SQLite database of something else (tables \(tables))")
+            throw NotARegistryDatabase(
+                path: path, reason: "it is an SQLite database of something else (tables \(tables))")
         }
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true

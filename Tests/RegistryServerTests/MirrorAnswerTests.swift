@@ -43,7 +43,8 @@ struct MirrorAnswerTests {
         ("an empty body", "application/json", []),
         (
             "10 MB", "application/json",
-            Array(#"{"notification_key":"APA91bTenMegabytes","padding":""#.utf8) + Array(repeating: 0x61, count: 10 << 20)
+            Array(#"{"notification_key":"APA91bTenMegabytes","padding":""#.utf8)
+                + Array(repeating: 0x61, count: 10 << 20)
                 + Array(#""}"#.utf8)
         ),
     ]
@@ -54,7 +55,10 @@ struct MirrorAnswerTests {
     func unusableAnswer(index: Int) async throws {
         let (label, contentType, bytes) = Self.unusable[index]
         try await Self.withGoogle(answering: { _ in Self.answer(contentType, bytes) }) { harness in
-            for call in [Self.create, #"{"operation":"add","notification_key_name":"kim","notification_key":"APA91bKimsKey","registration_ids":["\#(token(2))"]}"#] {
+            for call in [
+                Self.create,
+                #"{"operation":"add","notification_key_name":"kim","notification_key":"APA91bKimsKey","registration_ids":["\#(token(2))"]}"#,
+            ] {
                 let reply = try await harness.operate(call)
                 #expect(reply.status == .badGateway, "\(label)")
                 let words = try #require(reply.json?["error"]?.string, "\(label)")
@@ -69,7 +73,9 @@ struct MirrorAnswerTests {
         }
     }
 
-    @Test("Google's 401 or 403 is the mirror's service account refused: 502 naming it, not the app's 401", arguments: [401, 403])
+    @Test(
+        "Google's 401 or 403 is the mirror's service account refused: 502 naming it, not the app's 401",
+        arguments: [401, 403])
     func serviceAccountRefused(status: Int) async throws {
         try await Self.withGoogle(answering: { _ in
             Self.answer("application/json", Array(#"{"error":"Unauthorized"}"#.utf8), status: .init(code: status))
@@ -111,7 +117,8 @@ struct MirrorAnswerTests {
             #expect(try await harness.groupHere("lee")?.memberCount == 1)
             for name in ["kim", "lee"] {
                 let looked = try await harness.client.call(
-                    .get, "/fcm/notification?notification_key_name=\(name)", headers: [.init("project_id")!: "123456789012"])
+                    .get, "/fcm/notification?notification_key_name=\(name)",
+                    headers: [.init("project_id")!: "123456789012"])
                 #expect(looked.status == .ok, "\(name)")
                 #expect(looked.json?["notification_key"]?.string == key, "\(name)")
             }

@@ -85,7 +85,9 @@ struct DeviceGroupController {
     /// 502 when Google's answer is unusable or refuses the mirror's service account (the fault is
     /// upstream, or in the mirror's configuration, not in the app's request), 500 when Google
     /// accepted and this registry could not record it.
-    private func mirrored(_ call: MirroredGroupCall, in project: Project, logger: Logger) async throws -> MirrorAnswer? {
+    private func mirrored(_ call: MirroredGroupCall, in project: Project, logger: Logger) async throws
+        -> MirrorAnswer?
+    {
         do {
             let answer = try await registry.mirrored(call, in: project)
             if let reason = answer?.keyNotKept {
