@@ -36,7 +36,9 @@ struct AuthMiddleware: RouterMiddleware {
             // (as the device-group mirror sends, with project_id, to another fcm-registry playing Google).
             let carried = key.hasPrefix(RegistryService.accessTokenPrefix) ? "access token" : "server key"
             throw ErrorEnvelope.forbidden(
-                family, "the project_id header names another project than the \(carried)'s (project \(project.projectId), sender \(project.senderId))")
+                family,
+                "the project_id header names another project than the \(carried)'s "
+                    + "(project \(project.projectId), sender \(project.senderId))")
         }
         var context = context
         context.project = project
