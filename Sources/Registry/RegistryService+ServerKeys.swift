@@ -97,7 +97,8 @@ extension RegistryService {
 
     /// The rules of a key's name and scopes.
     static func checkKey(name: String, scopes: KeyScopes) throws(RegistryError) {
-        guard name.count <= maximumKeyNameLength, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        guard name.count <= maximumKeyNameLength,
+            !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw .invalidServerKey(
                 "a key's name is at most \(maximumKeyNameLength) characters, without control characters", field: "name")

@@ -81,10 +81,10 @@ extension PostgresStore {
             switch key {
             case .hash(let hash):
                 query = try #"""
-                    SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
-                    WHERE "serverKey"."keyHash" = \#(Data(hash)) AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
-                    FOR UPDATE OF project
-                    """#
+                SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
+                WHERE "serverKey"."keyHash" = \#(Data(hash)) AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
+                FOR UPDATE OF project
+                """#
             case .id(let id, let projectRowID):
                 query = #"""
                     SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"

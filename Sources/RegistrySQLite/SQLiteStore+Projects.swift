@@ -31,7 +31,8 @@ extension SQLiteStore {
             else {
                 throw RegistryError.projectNotFound(projectId)
             }
-            let key = try Self.insertKey(db, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
+            let key = try Self.insertKey(
+                db, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
             return (project, key)
         }
     }
@@ -62,7 +63,9 @@ extension SQLiteStore {
             case .id(let id, let projectRowID):
                 row = try Row.fetchOne(
                     db,
-                    sql: "SELECT * FROM serverKey WHERE id = ? AND projectId = ? AND (revokedAt IS NULL OR revokedAt > ?)",
+                    sql: """
+                        SELECT * FROM serverKey WHERE id = ? AND projectId = ? AND (revokedAt IS NULL OR revokedAt > ?)
+                        """,
                     arguments: [id, projectRowID, at])
             }
             guard let row else { throw RegistryError.serverKeyNotFound }
@@ -70,7 +73,8 @@ extension SQLiteStore {
             let added = try replacement.map { try Self.insertKey(db, $0, into: projectRowID) }
             try db.execute(sql: "UPDATE serverKey SET revokedAt = ? WHERE id = ?", arguments: [at, row["id"] as Int64])
             let admins = try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM serverKey WHERE projectId = ? AND revokedAt IS NULL AND (scopes & 8) <> 0",
+                db,
+                sql: "SELECT count(*) FROM serverKey WHERE projectId = ? AND revokedAt IS NULL AND (scopes & 8) <> 0",
                 arguments: [projectRowID])
             if admins == 0 { throw RegistryError.lastAdminKey }
             var revoked = Self.serverKey(row)

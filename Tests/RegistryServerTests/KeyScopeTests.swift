@@ -16,8 +16,10 @@ struct KeyScopeTests {
     /// Every recorded route, as `METHOD path`.
     private func recorded() async throws -> [String] {
         let registry = try await RegistryService(store: TestBackend.makeStore())
-        return routing(registry: registry, metrics: PrometheusCollectorRegistry(), sessions: XMPPHub(registry: registry))
-            .routes.map { "\($0.method.rawValue) \($0.path)" }
+        return routing(
+            registry: registry, metrics: PrometheusCollectorRegistry(), sessions: XMPPHub(registry: registry)
+        )
+        .routes.map { "\($0.method.rawValue) \($0.path)" }
     }
 
     @Test("Every route has exactly one entry in the table of scopes, and every entry is a route")
@@ -147,8 +149,9 @@ struct KeyScopeTests {
 
             let tooLong = try await client.call(.post, "/api/keys/\(id):rotate", body: #"{"gracePeriod":"604801s"}"#)
             #expect(tooLong.status == .badRequest)
-            #expect(try await client.call(.post, "/api/keys", body: #"{"name":"x","scopes":["write"]}"#).status
-                == .badRequest)
+            #expect(
+                try await client.call(.post, "/api/keys", body: #"{"name":"x","scopes":["write"]}"#).status
+                    == .badRequest)
             #expect(try await client.call(.post, "/api/keys", body: #"{"name":"x","scopes":[]}"#).status == .badRequest)
 
             let rotated = try await client.call(.post, "/api/keys/\(id):rotate", body: #"{"gracePeriod":"86400s"}"#)
@@ -167,7 +170,8 @@ struct KeyScopeTests {
             #expect(try await client.call(.delete, "/api/keys/\(newID)").status == .noContent)
 
             // The project's last admin key stays.
-            let admin = try #require(try await client.call(.get, "/api/keys").json?["keys"]?.array?.first?["id"]?.string)
+            let admin = try #require(
+                try await client.call(.get, "/api/keys").json?["keys"]?.array?.first?["id"]?.string)
             let last = try await client.call(.delete, "/api/keys/\(admin)")
             #expect(last.status == .conflict)
             #expect(last.json?["error"]?["code"] == "failed_precondition")

@@ -52,7 +52,9 @@ struct KeyController {
         var key: String
 
         init(_ record: ServerKeyRecord, key: String) {
-            (id, name, scopes, createdAt, self.key) = (String(record.id), record.name, record.scopes.names, record.createdAt, key)
+            (id, name, scopes, createdAt, self.key) = (
+                String(record.id), record.name, record.scopes.names, record.createdAt, key
+            )
         }
     }
 
