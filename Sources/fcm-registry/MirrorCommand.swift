@@ -14,8 +14,9 @@ extension ProjectCommand {
                 header; Google's answer is what the app gets, and on success the same change is recorded here, \
                 Google's key kept. A group first met through add or remove is recorded with the members seen and \
                 marked incomplete; a send to its key goes to Google as an HTTP v1 send to that key. If Google is \
-                unreachable or refuses, nothing is recorded. --report prints the groups complete and incomplete \
-                and the members learned. See docs/migrate-from-fcm.md.
+                unreachable or refuses, nothing is recorded; a 200 without a usable key, or a refusal of FILE's \
+                service account, is answered 502, never as a success. --report prints the groups complete and \
+                incomplete and the members learned. See docs/migrate-from-fcm.md.
                 """)
 
         @OptionGroup var project: ProjectOption
