@@ -144,7 +144,7 @@ CREATE TABLE serviceAccount (
   publicKey TEXT NOT NULL,
   createdAt INTEGER NOT NULL,
   revokedAt INTEGER
-, tokenUri TEXT);
+, tokenUri TEXT, scopes INTEGER);
 
 CREATE INDEX serviceAccount_projectId ON serviceAccount(projectId);
 

@@ -98,6 +98,8 @@ public struct ServiceAccountArchive: Sendable, Hashable, Codable {
     public var tokenUri: String?
     public var createdAt: Date
     public var revokedAt: Date?
+    /// Absent for an account with FCM's meaning, and in files written before accounts had scopes.
+    public var scopes: [String]?
 
     public init(_ account: ServiceAccount) {
         keyId = account.keyID
@@ -107,12 +109,22 @@ public struct ServiceAccountArchive: Sendable, Hashable, Codable {
         tokenUri = account.tokenURI
         createdAt = account.createdAt
         revokedAt = account.revokedAt
+        scopes = account.scopes?.names
     }
 
     public var account: ServiceAccount {
         ServiceAccount(
             keyID: keyId, clientEmail: clientEmail, clientID: clientId, publicKey: publicKey, tokenURI: tokenUri,
-            createdAt: createdAt, revokedAt: revokedAt)
+            createdAt: createdAt, revokedAt: revokedAt, scopes: scopes.flatMap { try? KeyScopes(names: $0) })
+    }
+
+    /// The scopes as the stores keep them (`nil`: FCM's meaning).
+    /// - Throws: `ArchiveProblem` for a name that is not a scope.
+    public func scopeBits() throws -> Int? {
+        guard let scopes else { return nil }
+        do { return try KeyScopes(names: scopes).rawValue } catch {
+            throw ArchiveProblem("a service account's scopes are not send, subscribe, read or admin")
+        }
     }
 }
 

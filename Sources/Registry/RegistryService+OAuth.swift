@@ -61,9 +61,12 @@ extension RegistryService {
 
     /// Creates a service account for the project: a new RSA key pair whose public half is stored.
     /// - Returns: the credentials file, holding the private key (shown only now).
-    public func createServiceAccount(forProject projectId: String, tokenURI: String = googleTokenURL) async throws
-        -> (Project, ServiceAccountFile)
-    {
+    /// - Parameter scopes: what its access tokens may do; `nil` for what FCM lets a service
+    ///   account do (`KeyScopes.serviceAccountDefault`).
+    public func createServiceAccount(
+        forProject projectId: String, tokenURI: String = googleTokenURL, scopes: KeyScopes? = nil
+    ) async throws -> (Project, ServiceAccountFile) {
+        if let scopes { try Self.checkKey(name: "", scopes: scopes) }
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let keyID = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let clientID = "1" + (0..<20).map { _ in String(Int.random(in: 0...9)) }.joined()
@@ -73,7 +76,7 @@ extension RegistryService {
         let email = "fcm-registry-\(keyID.prefix(6))@\(project.projectId).iam.gserviceaccount.com"
         let account = ServiceAccount(
             keyID: keyID, clientEmail: email, clientID: clientID, publicKey: key.publicKey.pemRepresentation,
-            tokenURI: tokenURI, createdAt: Date())
+            tokenURI: tokenURI, createdAt: Date(), scopes: scopes)
         try await store.addServiceAccount(account, to: project)
         let file = ServiceAccountFile(
             project_id: project.projectId, private_key_id: keyID, private_key: key.pkcs8PEMRepresentation + "\n",
@@ -173,7 +176,8 @@ extension RegistryService {
         }
         // Derived from the assertion and its first use alone, so a repeat gets the same token.
         return accessTokens.issue(
-            for: project, expiresAt: firstUse.addingTimeInterval(Self.accessTokenLifetime),
+            for: project, scopes: account.scopes ?? .serviceAccountDefault,
+            expiresAt: firstUse.addingTimeInterval(Self.accessTokenLifetime),
             nonce: Array(hash.prefix(8)), now: now)
     }
 
@@ -186,13 +190,13 @@ extension RegistryService {
     /// What an access token may do: its project, with what FCM lets a service account do
     /// (`KeyScopes.serviceAccountDefault`); `nil` as for ``project(authenticatedByAccessToken:now:)``.
     public func grant(authenticatedByAccessToken token: String, now: Date = Date()) async throws -> KeyGrant? {
-        guard let rowID = accessTokens.projectRowID(of: token, now: now) else { return nil }
+        guard let (rowID, scopes) = accessTokens.projectRowID(of: token, now: now) else { return nil }
         // The signature and expiry are checked on every request above; which project the row id
         // names is remembered like a server key's, so a request does not read the database for it.
         let hash = ServerKey.hash(token)
         if let cached = serverKeys.lookUp(hash, now: now) { return cached }
         let grant = try await store.projects().first { $0.rowID == rowID }.map {
-            KeyGrant(project: $0, keyID: nil, scopes: .serviceAccountDefault)
+            KeyGrant(project: $0, keyID: nil, scopes: scopes)
         }
         serverKeys.store(grant, for: hash)
         return grant
@@ -208,28 +212,38 @@ struct AccessTokenCodec: Sendable {
     let secret: [UInt8]
     var key: SymmetricKey { SymmetricKey(data: secret) }
 
-    /// - Parameter nonce: 8 bytes that tell tokens of one project and expiry apart.
-    func issue(for project: Project, expiresAt: Date, nonce: [UInt8], now: Date = Date()) -> AccessToken {
+    /// - Parameters:
+    ///   - scopes: what the token may do, carried in it (one byte after the nonce).
+    ///   - nonce: 8 bytes that tell tokens of one project and expiry apart.
+    func issue(
+        for project: Project, scopes: KeyScopes = .serviceAccountDefault, expiresAt: Date, nonce: [UInt8],
+        now: Date = Date()
+    ) -> AccessToken {
         var payload: [UInt8] = []
         withUnsafeBytes(of: UInt64(bitPattern: project.rowID).littleEndian) { payload += $0 }
         withUnsafeBytes(of: UInt64(expiresAt.timeIntervalSince1970).littleEndian) { payload += $0 }
         payload += nonce
+        payload.append(UInt8(truncatingIfNeeded: scopes.rawValue))
         let mac = Array(HMAC<SHA256>.authenticationCode(for: payload, using: key))
         let token = Self.prefix + Base64URL.encode(payload) + "." + Base64URL.encode(mac)
         // Google answers 3599 for its hour: the second in flight is already spent.
         return AccessToken(token: token, expiresIn: Int(expiresAt.timeIntervalSince(now).rounded()) - 1)
     }
 
-    func projectRowID(of token: String, now: Date) -> Int64? {
+    /// The project row id and scopes a valid, unexpired token carries. A token issued before
+    /// tokens carried scopes (24 bytes) has what FCM lets a service account do.
+    func projectRowID(of token: String, now: Date) -> (Int64, KeyScopes)? {
         guard token.hasPrefix(Self.prefix) else { return nil }
         let parts = token.dropFirst(Self.prefix.count).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let payload = Base64URL.decode(String(parts[0])), payload.count == 24,
+        guard parts.count == 2, let payload = Base64URL.decode(String(parts[0])), payload.count == 24 || payload.count == 25,
             let mac = Base64URL.decode(String(parts[1])),
             HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: key)
         else { return nil }
         let rowID = payload[0..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let expiry = payload[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         guard Double(expiry) > now.timeIntervalSince1970 else { return nil }
-        return Int64(bitPattern: rowID)
+        let scopes = payload.count == 25 ? KeyScopes(rawValue: Int(payload[24])) : .serviceAccountDefault
+        guard scopes.isValid else { return nil }
+        return (Int64(bitPattern: rowID), scopes)
     }
 }

@@ -17,11 +17,15 @@ public struct ServiceAccount: Sendable, Hashable, Codable {
     public var tokenURI: String?
     public var createdAt: Date
     public var revokedAt: Date?
+    /// What its access tokens may do; `nil` for what FCM lets a service account do
+    /// (`KeyScopes.serviceAccountDefault`).
+    public var scopes: KeyScopes?
 
     public init(
         keyID: String, clientEmail: String, clientID: String, publicKey: String, tokenURI: String?, createdAt: Date,
-        revokedAt: Date? = nil
+        revokedAt: Date? = nil, scopes: KeyScopes? = nil
     ) {
+        self.scopes = scopes
         self.keyID = keyID
         self.clientEmail = clientEmail
         self.clientID = clientID

@@ -59,9 +59,10 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
     func insertServiceAccount(_ account: ServiceAccountArchive, revokedAt: Int64?, of project: Int64) async throws {
         try await connection.run(
             #"""
-            INSERT INTO "serviceAccount" ("projectId", "keyId", "clientEmail", "clientId", "publicKey", "tokenUri", "createdAt", "revokedAt")
+            INSERT INTO "serviceAccount" ("projectId", "keyId", "clientEmail", "clientId", "publicKey", "tokenUri", "createdAt", "revokedAt", scopes)
             VALUES (\#(project), \#(account.keyId), \#(account.clientEmail), \#(account.clientId), \#(account.publicKey),
-                    \#(account.tokenUri), \#(EpochMilliseconds.milliseconds(account.createdAt)), \#(revokedAt))
+                    \#(account.tokenUri), \#(EpochMilliseconds.milliseconds(account.createdAt)), \#(revokedAt),
+                    \#(try account.scopeBits()))
             """#)
     }
 

@@ -23,6 +23,7 @@ enum PostgresMigrations {
         ("v10-relay-error-time", v10),
         ("v11-message-cancel", v11),
         ("v13-key-scopes", v13),
+        ("v14-service-account-scopes", v14),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -493,6 +494,9 @@ enum PostgresMigrations {
         // bytewise, as SQLite compares them; the unique index has the database's collation.
         #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
     ]
+
+    /// SQLite's "v20 service account scopes": `NULL` for FCM's meaning (send, subscribe, read).
+    static let v14: [String] = [#"ALTER TABLE "serviceAccount" ADD COLUMN scopes integer"#]
 
     /// SQLite's "v19 key scopes": each server key's name, scopes (send 1, subscribe 2, read 4,
     /// admin 8) and last use; keys made before have every scope.

@@ -55,11 +55,12 @@ extension PostgresStore {
                     revokedAt: revoked.map(EpochMilliseconds.date), name: name, scopes: KeyScopes(rawValue: scopes).names))
         }
         var accounts: [ServiceAccountArchive] = []
-        for try await (keyID, email, clientID, key, uri, created, revoked) in try await connection.query(
+        for try await (keyID, email, clientID, key, uri, created, revoked, scopes) in try await connection.query(
             #"SELECT \#(unescaped: accountColumns) FROM "serviceAccount" WHERE "projectId" = \#(rowID) ORDER BY id"#,
             logger: .silent
-        ).decode((String, String, String, String, String?, Int64, Int64?).self) {
-            accounts.append(ServiceAccountArchive(serviceAccount(keyID, email, clientID, key, uri, created, revoked)))
+        ).decode((String, String, String, String, String?, Int64, Int64?, Int?).self) {
+            accounts.append(
+                ServiceAccountArchive(serviceAccount(keyID, email, clientID, key, uri, created, revoked, scopes)))
         }
         var keyrings = [NotificationKeyring(secret: ownSecret, sealedFor: rowID)]
         for try await (secret, sealedFor) in try await connection.query(

@@ -185,9 +185,10 @@ extension PostgresStore {
         try await transaction { connection in
             try await connection.run(
                 #"""
-                INSERT INTO "serviceAccount" ("projectId", "keyId", "clientEmail", "clientId", "publicKey", "tokenUri", "createdAt")
+                INSERT INTO "serviceAccount" ("projectId", "keyId", "clientEmail", "clientId", "publicKey", "tokenUri", "createdAt", scopes)
                 VALUES (\#(project.rowID), \#(account.keyID), \#(account.clientEmail), \#(account.clientID),
-                        \#(account.publicKey), \#(account.tokenURI), \#(EpochMilliseconds.milliseconds(account.createdAt)))
+                        \#(account.publicKey), \#(account.tokenURI), \#(EpochMilliseconds.milliseconds(account.createdAt)),
+                        \#(account.scopes?.rawValue))
                 """#)
         }
     }
@@ -214,10 +215,10 @@ extension PostgresStore {
     private func activeServiceAccount(_ query: PostgresQuery) async throws -> (ServiceAccount, Project)? {
         try await database.withConnection { connection in
             for try await row in try await connection.query(query, logger: logger) {
-                let (keyID, email, clientID, key, uri, created, revoked, id, projectId, senderId) = try row.decode(
-                    (String, String, String, String, String?, Int64, Int64?, Int64, String, String).self)
+                let (keyID, email, clientID, key, uri, created, revoked, scopes, id, projectId, senderId) = try row.decode(
+                    (String, String, String, String, String?, Int64, Int64?, Int?, Int64, String, String).self)
                 return (
-                    Self.serviceAccount(keyID, email, clientID, key, uri, created, revoked),
+                    Self.serviceAccount(keyID, email, clientID, key, uri, created, revoked, scopes),
                     Project(rowID: id, projectId: projectId, senderId: senderId)
                 )
             }
@@ -228,11 +229,11 @@ extension PostgresStore {
     public func serviceAccounts(in project: Project) async throws -> [ServiceAccount] {
         try await database.withConnection { connection in
             var accounts: [ServiceAccount] = []
-            for try await (keyID, email, clientID, key, uri, created, revoked) in try await connection.query(
+            for try await (keyID, email, clientID, key, uri, created, revoked, scopes) in try await connection.query(
                 #"SELECT \#(unescaped: Self.accountColumns) FROM "serviceAccount" WHERE "projectId" = \#(project.rowID) ORDER BY id"#,
                 logger: logger
-            ).decode((String, String, String, String, String?, Int64, Int64?).self) {
-                accounts.append(Self.serviceAccount(keyID, email, clientID, key, uri, created, revoked))
+            ).decode((String, String, String, String, String?, Int64, Int64?, Int?).self) {
+                accounts.append(Self.serviceAccount(keyID, email, clientID, key, uri, created, revoked, scopes))
             }
             return accounts
         }
@@ -263,14 +264,15 @@ extension PostgresStore {
 
     /// The columns `serviceAccount(_:…)` reads, in its order.
     static let accountColumns =
-        #""serviceAccount"."keyId", "serviceAccount"."clientEmail", "serviceAccount"."clientId", "serviceAccount"."publicKey", "serviceAccount"."tokenUri", "serviceAccount"."createdAt", "serviceAccount"."revokedAt""#
+        #""serviceAccount"."keyId", "serviceAccount"."clientEmail", "serviceAccount"."clientId", "serviceAccount"."publicKey", "serviceAccount"."tokenUri", "serviceAccount"."createdAt", "serviceAccount"."revokedAt", "serviceAccount".scopes"#
 
     static func serviceAccount(
         _ keyID: String, _ email: String, _ clientID: String, _ key: String, _ uri: String?, _ created: Int64,
-        _ revoked: Int64?
+        _ revoked: Int64?, _ scopes: Int?
     ) -> ServiceAccount {
         ServiceAccount(
             keyID: keyID, clientEmail: email, clientID: clientID, publicKey: key, tokenURI: uri,
-            createdAt: EpochMilliseconds.date(created), revokedAt: revoked.map(EpochMilliseconds.date))
+            createdAt: EpochMilliseconds.date(created), revokedAt: revoked.map(EpochMilliseconds.date),
+            scopes: scopes.map(KeyScopes.init(rawValue:)))
     }
 }

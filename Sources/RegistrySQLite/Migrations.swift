@@ -65,6 +65,9 @@ enum Migrations {
         migrator.registerMigration("v19 key scopes", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v19)
         }
+        migrator.registerMigration("v20 service account scopes", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: "ALTER TABLE serviceAccount ADD COLUMN scopes INTEGER")
+        }
         return migrator
     }
 

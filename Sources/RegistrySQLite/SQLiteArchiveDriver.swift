@@ -54,12 +54,12 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
         try db.execute(
             sql: """
                 INSERT INTO serviceAccount
-                  (projectId, keyId, clientEmail, clientId, publicKey, tokenUri, createdAt, revokedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                  (projectId, keyId, clientEmail, clientId, publicKey, tokenUri, createdAt, revokedAt, scopes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 project, account.keyId, account.clientEmail, account.clientId, account.publicKey, account.tokenUri,
-                EpochMilliseconds.milliseconds(account.createdAt), revokedAt,
+                EpochMilliseconds.milliseconds(account.createdAt), revokedAt, try account.scopeBits(),
             ])
     }
 

@@ -171,12 +171,12 @@ extension SQLiteStore {
         try await write { db, _ in
             try db.execute(
                 sql: """
-                    INSERT INTO serviceAccount (projectId, keyId, clientEmail, clientId, publicKey, tokenUri, createdAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO serviceAccount (projectId, keyId, clientEmail, clientId, publicKey, tokenUri, createdAt, scopes)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     project.rowID, account.keyID, account.clientEmail, account.clientID, account.publicKey,
-                    account.tokenURI, EpochMilliseconds.milliseconds(account.createdAt),
+                    account.tokenURI, EpochMilliseconds.milliseconds(account.createdAt), account.scopes?.rawValue,
                 ])
         }
     }
@@ -245,6 +245,7 @@ extension SQLiteStore {
             keyID: row["keyId"], clientEmail: row["clientEmail"], clientID: row["clientId"],
             publicKey: row["publicKey"], tokenURI: row["tokenUri"],
             createdAt: EpochMilliseconds.date(row["createdAt"]),
-            revokedAt: (row["revokedAt"] as Int64?).map(EpochMilliseconds.date))
+            revokedAt: (row["revokedAt"] as Int64?).map(EpochMilliseconds.date),
+            scopes: (row["scopes"] as Int?).map(KeyScopes.init(rawValue:)))
     }
 }

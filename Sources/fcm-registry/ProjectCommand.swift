@@ -87,6 +87,8 @@ struct ProjectCommand: AsyncParsableCommand {
             var client_email: String
             var created_at: Date
             var revoked_at: Date?
+            /// Only for an account given scopes (`service-account --scope`); absent: send, subscribe, read.
+            var scopes: [String]?
         }
 
         func run() async throws {
@@ -96,7 +98,7 @@ struct ProjectCommand: AsyncParsableCommand {
                 let accounts = try await registry.serviceAccounts(in: project).map {
                     Account(
                         private_key_id: $0.keyID, client_email: $0.clientEmail, created_at: $0.createdAt,
-                        revoked_at: $0.revokedAt)
+                        revoked_at: $0.revokedAt, scopes: $0.scopes?.names)
                 }
                 rows.append(Row(project_id: project.projectId, sender_id: project.senderId, service_accounts: accounts))
             }
@@ -171,12 +173,21 @@ struct ProjectCommand: AsyncParsableCommand {
         @Option(help: "The token_uri in the file (default: Google's, for a client that maps Google's host names).")
         var tokenURI: String = "https://oauth2.googleapis.com/token"
         @Option(help: "Write the file here (mode 0600) instead of stdout.") var output: String?
+        @Option(
+            name: .customLong("scope"),
+            help: "A scope its access tokens have (send, subscribe, read, admin); repeat for more. Default: send, subscribe, read, as FCM's.")
+        var scopes: [String] = []
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
+            let given: KeyScopes?
+            do { given = scopes.isEmpty ? nil : try KeyScopes(names: scopes) } catch {
+                throw ValidationError("--scope is send, subscribe, read or admin")
+            }
             let registry = try await database.openRegistry()
             let chosen = try await project.resolve(in: registry)
-            let (_, file) = try await registry.createServiceAccount(forProject: chosen.projectId, tokenURI: tokenURI)
+            let (_, file) = try await registry.createServiceAccount(
+                forProject: chosen.projectId, tokenURI: tokenURI, scopes: given)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(file)
@@ -294,7 +305,7 @@ struct ProjectCommand: AsyncParsableCommand {
             let accounts = try await registry.serviceAccounts(in: chosen).map {
                 List.Account(
                     private_key_id: $0.keyID, client_email: $0.clientEmail, created_at: $0.createdAt,
-                    revoked_at: $0.revokedAt)
+                    revoked_at: $0.revokedAt, scopes: $0.scopes?.names)
             }
             var relay: RelayState?
             if let settings = try await registry.relaySettings(of: chosen) {

@@ -328,6 +328,12 @@ struct CommandLineTests {
         let wrong = try await folder.run(["project", "add-key", "--project-id", "p", "--scope", "write"])
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("--scope is send, subscribe, read or admin"))
+        // A service account given scopes lists them; one without has FCM's meaning and lists none.
+        #expect(try await folder.run(["project", "service-account", "--project-id", "p", "--scope", "read"]).status == 0)
+        #expect(try await folder.run(["project", "service-account", "--project-id", "p"]).status == 0)
+        let accounts = try #require(
+            Self.json(try await folder.run(["project", "show"]).stdout)["service_accounts"] as? [[String: Any]])
+        #expect(accounts.map { $0["scopes"] as? [String] } == [["read"], nil])
     }
 
     @Test("project relay --rate gives a project its own budget; out of range or on a project that does not relay, it is refused")

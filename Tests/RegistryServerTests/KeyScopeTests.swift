@@ -219,4 +219,24 @@ struct KeyScopeTests {
         #expect(throws: RegistryError.self) { try KeyScopes(names: []) }
         #expect(KeyScopes.read.allows(.read) && !KeyScopes.read.allows(.send) && KeyScopes.admin.allows(.send))
     }
+
+    @Test("A service account's access tokens send, subscribe and read, never administer, unless given scopes")
+    func serviceAccountScopes() async throws {
+        let fixture = try await Fixture.make()
+        let (_, standard) = try await fixture.registry.createServiceAccount(forProject: "test-app")
+        let (_, reader) = try await fixture.registry.createServiceAccount(forProject: "test-app", scopes: .read)
+        try await fixture.test { client in
+            let fcm = "Bearer " + (try #require(try await OAuthTests.exchange(client, try OAuthTests.assertion(standard)).json?["access_token"]?.string))
+            let read = "Bearer " + (try #require(try await OAuthTests.exchange(client, try OAuthTests.assertion(reader)).json?["access_token"]?.string))
+            let send = #"{"message":{"topic":"news"}}"#
+            #expect(try await client.call(.post, "/v1/projects/test-app/messages:send", body: send, auth: .some(fcm)).status == .ok)
+            #expect(try await client.call(.get, "/api/keys", auth: .some(fcm)).status == .forbidden)
+            #expect(try await client.call(.get, "/api/groups", auth: .some(read)).status == .ok)
+            let refused = try await client.call(.post, "/v1/projects/test-app/messages:send", body: send, auth: .some(read))
+            #expect(refused.status == .forbidden)
+            #expect(refused.json?["error"]?["status"] == "PERMISSION_DENIED")
+        }
+        #expect(try await fixture.registry.serviceAccounts(in: fixture.project).map(\.scopes) == [nil, .read])
+    }
+
 }

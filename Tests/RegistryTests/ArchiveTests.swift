@@ -110,7 +110,7 @@ struct ArchiveTests {
         #expect(try await copy.project(authenticatedBy: revoked) == nil)
     }
 
-    @Test("A key keeps its name and scopes across: a read key never comes back an admin one")
+    @Test("A key keeps its name and scopes across, and a service account its scopes: a read key never comes back an admin one")
     func scopedKeys() async throws {
         let registry = try await RegistryService(store: TestBackend.makeStore())
         let (project, _) = try await registry.createProject(projectId: "keys", senderId: "999")
@@ -120,6 +120,11 @@ struct ArchiveTests {
         #expect(try await copy.grant(authenticatedBy: read)?.scopes == .read)
         let copied = try #require(try await copy.projects().first)
         #expect(try await copy.serverKeys(in: copied).map(\.name) == ["", "dashboard"])
+        _ = try await registry.createServiceAccount(forProject: "keys", scopes: .send)
+        let again = try await RegistryService(store: TestBackend.makeStore())
+        try await importLines(try await exportLines(registry), into: again)
+        let accounts = try await again.serviceAccounts(in: try #require(try await again.projects().first))
+        #expect(accounts.map(\.scopes) == [.send])
     }
 
     @Test("Importing the same file twice writes nothing the second time")
