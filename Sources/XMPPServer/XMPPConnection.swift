@@ -258,9 +258,12 @@ struct XMPPConnection {
             let secret = credentials.secret
             let found =
                 secret.hasPrefix(RegistryService.accessTokenPrefix)
-                ? try? await registry.project(authenticatedByAccessToken: secret)
-                : try? await registry.project(authenticatedBy: secret)
-            if let found = found ?? nil, found.senderId == sender { project = found }
+                ? try? await registry.grant(authenticatedByAccessToken: secret)
+                : try? await registry.grant(authenticatedBy: secret)
+            // A CCS session sends: a key without the send scope does not sign in.
+            if let found = found ?? nil, found.project.senderId == sender, found.scopes.allows(.send) {
+                project = found.project
+            }
         }
         guard let project else {
             loginFailures.failed(failures)

@@ -239,4 +239,24 @@ struct KeyScopeTests {
         #expect(try await fixture.registry.serviceAccounts(in: fixture.project).map(\.scopes) == [nil, .read])
     }
 
+
+    @Test("An XMPP (CCS) session signs in with a key that has the send scope, never with one without")
+    func xmppNeedsSend() async throws {
+        try await XMPPFixture.run { xmpp in
+            let (_, _, reader) = try await xmpp.fixture.registry.addServerKey(
+                toProject: "test-app", name: "reader", scopes: .read)
+            let (_, _, sender) = try await xmpp.fixture.registry.addServerKey(
+                toProject: "test-app", name: "sender", scopes: .send)
+            _ = try await xmpp.login(secret: sender)
+            let connection = try RawConnection(port: xmpp.port)
+            await connection.send(XMPPFixture.header)
+            _ = await connection.read(until: "</stream:features>")
+            let credentials = Data("\0123456789012\0\(reader)".utf8).base64EncodedString()
+            await connection.send(#"<auth xmlns="urn:ietf:params:xml:ns:xmpp-sasl" mechanism="PLAIN">\#(credentials)</auth>"#)
+            let (text, closed) = await connection.readUntilClosed()
+            #expect(text.contains("<not-authorized/>"))
+            #expect(closed)
+        }
+    }
+
 }
