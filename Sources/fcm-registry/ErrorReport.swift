@@ -1,5 +1,7 @@
 import ArgumentParser
+import FCMWire
 import Foundation
+import Registry
 import RegistryApp
 
 /// An error a command words itself: one line on standard error, and the exit status it calls for.
@@ -31,6 +33,8 @@ enum ErrorReport {
         case let error as StoreError: (message, status) = (error.description, 2)
         case let error as ValidationError: (message, status) = (error.message, ExitCode.validationFailure.rawValue)
         case let error as CommandFailure: (message, status) = (error.description, error.status)
+        // A refusal in the words the native API gives it (`FCMWire/RefusalWording.swift`).
+        case let error as RegistryError: (message, status) = (error.wording.message, ExitCode.failure.rawValue)
         default: (message, status) = (String(describing: error), ExitCode.failure.rawValue)
         }
         FileHandle.standardError.write(Data("Error: \(oneLine(message))\n".utf8))

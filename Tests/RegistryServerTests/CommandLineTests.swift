@@ -334,6 +334,14 @@ struct CommandLineTests {
         let accounts = try #require(
             Self.json(try await folder.run(["project", "show"]).stdout)["service_accounts"] as? [[String: Any]])
         #expect(accounts.map { $0["scopes"] as? [String] } == [["read"], nil])
+        // Keys are revoked until one admin key is left, which stays, said in the API's words.
+        let plainKey = try #require(plain["server_key"] as? String)
+        #expect(try await folder.run(["project", "revoke-key", plainKey]).status == 0)
+        let other = try Self.json(
+            try await folder.run(["project", "create", "--sender-id", "7", "--project-id", "q"]).stdout)
+        let last = try await folder.run(["project", "revoke-key", try #require(other["server_key"] as? String)])
+        #expect(last.status == 1)
+        #expect(last.errorLines == ["Error: a project keeps at least one admin key: make another before revoking this one"])
     }
 
     @Test("project relay --rate gives a project its own budget; out of range or on a project that does not relay, it is refused")
