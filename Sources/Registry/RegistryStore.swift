@@ -50,8 +50,8 @@ public protocol RegistryStore: Sendable {
     /// Revokes the key with that hash (`.hash`) or that id in a project (`.id`) from `revokedAt` on
     /// (a time to come: a rotation's grace period), first adding `replacement` beside it, all in
     /// one transaction; returns the revoked key and the one added.
-    /// - Throws: `RegistryError.serverKeyNotFound` when no key is active (or in a grace period
-    ///   ending after `revokedAt`) there; `.lastAdminKey` when, once done, no key of the project
+    /// - Throws: `RegistryError.serverKeyNotFound` when no key is active (or in a grace period)
+    ///   there; a grace period under way ends at the earlier of its end and `revokedAt`; `.lastAdminKey` when, once done, no key of the project
     ///   with `scopes & 8` is left without a `revokedAt`.
     func revokeServerKey(
         _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?

@@ -77,19 +77,20 @@ extension PostgresStore {
         let logger = logger
         return try await transaction { connection in
             let at = EpochMilliseconds.milliseconds(revokedAt)
+            let now = EpochMilliseconds.now()
             let query: PostgresQuery
             switch key {
             case .hash(let hash):
                 query = try #"""
                 SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
-                WHERE "serverKey"."keyHash" = \#(Data(hash)) AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
+                WHERE "serverKey"."keyHash" = \#(Data(hash)) AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(now))
                 FOR UPDATE OF project
                 """#
             case .id(let id, let projectRowID):
                 query = #"""
                     SELECT \#(unescaped: Self.keyColumns) FROM "serverKey" JOIN project ON project.id = "serverKey"."projectId"
                     WHERE "serverKey".id = \#(id) AND "serverKey"."projectId" = \#(projectRowID)
-                      AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(at))
+                      AND ("serverKey"."revokedAt" IS NULL OR "serverKey"."revokedAt" > \#(now))
                     FOR UPDATE OF project
                     """#
             }
@@ -98,13 +99,15 @@ extension PostgresStore {
             }
             var added: ServerKeyRecord?
             if let replacement { added = try await Self.insertKey(connection, replacement, into: project.rowID) }
-            try await connection.run(#"UPDATE "serverKey" SET "revokedAt" = \#(at) WHERE id = \#(found.id)"#)
+            // A grace period under way is shortened, never lengthened.
+            try await connection.run(
+                #"UPDATE "serverKey" SET "revokedAt" = LEAST(COALESCE("revokedAt", \#(at)), \#(at)) WHERE id = \#(found.id)"#)
             let admins = try await connection.one(
                 #"SELECT count(*) FROM "serverKey" WHERE "projectId" = \#(project.rowID) AND "revokedAt" IS NULL AND (scopes & 8) <> 0"#,
                 as: Int64.self)
             if admins == 0 { throw RegistryError.lastAdminKey }
             var revoked = found
-            revoked.revokedAt = revokedAt
+            revoked.revokedAt = min(found.revokedAt ?? revokedAt, revokedAt)
             return (revoked, added)
         }
     }

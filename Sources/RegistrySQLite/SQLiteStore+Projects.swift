@@ -54,31 +54,35 @@ extension SQLiteStore {
     {
         try await write { db, log in
             let at = EpochMilliseconds.milliseconds(revokedAt)
+            let now = EpochMilliseconds.now()
             let row: Row?
             switch key {
             case .hash(let hash):
                 row = try Row.fetchOne(
                     db, sql: "SELECT * FROM serverKey WHERE keyHash = ? AND (revokedAt IS NULL OR revokedAt > ?)",
-                    arguments: [Data(hash), at])
+                    arguments: [Data(hash), now])
             case .id(let id, let projectRowID):
                 row = try Row.fetchOne(
                     db,
                     sql: """
                         SELECT * FROM serverKey WHERE id = ? AND projectId = ? AND (revokedAt IS NULL OR revokedAt > ?)
                         """,
-                    arguments: [id, projectRowID, at])
+                    arguments: [id, projectRowID, now])
             }
             guard let row else { throw RegistryError.serverKeyNotFound }
             let projectRowID: Int64 = row["projectId"]
             let added = try replacement.map { try Self.insertKey(db, $0, into: projectRowID) }
-            try db.execute(sql: "UPDATE serverKey SET revokedAt = ? WHERE id = ?", arguments: [at, row["id"] as Int64])
+            // A grace period under way is shortened, never lengthened.
+            try db.execute(
+                sql: "UPDATE serverKey SET revokedAt = min(coalesce(revokedAt, ?), ?) WHERE id = ?",
+                arguments: [at, at, row["id"] as Int64])
             let admins = try Int.fetchOne(
                 db,
                 sql: "SELECT count(*) FROM serverKey WHERE projectId = ? AND revokedAt IS NULL AND (scopes & 8) <> 0",
                 arguments: [projectRowID])
             if admins == 0 { throw RegistryError.lastAdminKey }
             var revoked = Self.serverKey(row)
-            revoked.revokedAt = revokedAt
+            revoked.revokedAt = min(revoked.revokedAt ?? revokedAt, revokedAt)
             return (revoked, added)
         }
     }

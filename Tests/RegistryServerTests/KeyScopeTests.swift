@@ -164,6 +164,17 @@ struct KeyScopeTests {
             #expect(try await client.call(.get, "/api/project", auth: .some("key=\(key)")).status == .ok)
             #expect(try await client.call(.get, "/api/project", auth: .some("key=\(newKey)")).status == .ok)
 
+            // Rotated again, a key in its grace period keeps the earlier end.
+            let ends = { () async throws -> String? in
+                try await client.call(.get, "/api/keys").json?["keys"]?.array?.first { $0["id"]?.string == id }?[
+                    "revokedAt"]?.string
+            }
+            let end = try await ends()
+            let again = try await client.call(.post, "/api/keys/\(id):rotate", body: #"{"gracePeriod":"172800s"}"#)
+            #expect(again.status == .created)
+            #expect(try await ends() == end)
+            #expect(try await client.call(.delete, "/api/keys/\(try #require(again.json?["id"]?.string))").status == .noContent)
+
             #expect(try await client.call(.delete, "/api/keys/\(id)").status == .noContent)
             #expect(try await client.call(.get, "/api/project", auth: .some("key=\(key)")).status == .unauthorized)
             #expect(try await client.call(.delete, "/api/keys/\(id)").status == .notFound)
