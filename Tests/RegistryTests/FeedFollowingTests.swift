@@ -69,7 +69,8 @@ struct FeedFollowingTests {
         _ = try await writer.subscribe([token(2)], to: "news", in: project)
         #expect(try await Self.eventually(within: 10) { Self.members(of: "news", in: project, seenBy: follower) == 2 })
         #expect(try await Self.eventually(within: 5) { reports.count("recovered") == 1 })
-        #expect(follower.feedHealth.lag() < .seconds(1))
+        // Caught up: the lag falls back under the bound (waited for, as a loaded machine's rounds may be late).
+        #expect(try await Self.eventually(within: 10) { follower.feedHealth.lag() < .seconds(1) })
         following.cancel()
         await following.value
     }
