@@ -35,6 +35,7 @@ public struct WebhookURLPolicy: Sendable, Hashable {
         guard url.utf8.count <= Self.maximumLength else {
             throw .invalidWebhookURL("url is longer than \(Self.maximumLength) bytes")
         }
+        if let fault = Self.firstFault(in: url) { throw .invalidWebhookURL(fault) }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             let rawHost = components.host, !rawHost.isEmpty
         else {
@@ -55,6 +56,59 @@ public struct WebhookURLPolicy: Sendable, Hashable {
         let port = components.port ?? (scheme == "https" ? 443 : 80)
         guard (1...65535).contains(port) else { throw .invalidWebhookURL("url has no valid port") }
         return Target(isHTTPS: scheme == "https", host: host, port: port)
+    }
+
+    /// What makes `url` something other than a URI in RFC 3986's characters, in words: a byte
+    /// outside its unreserved, reserved and `%` characters (a space, CR, LF, NUL, `<>"{}|\\^\``,
+    /// anything not ASCII), or a `%` not followed by two hex digits; `nil` when there is none.
+    /// Checked before parsing, so that nothing a lenient parser would let through (and nothing a
+    /// NUL would cut short) is ever stored or requested.
+    static func firstFault(in url: String) -> String? {
+        let bytes = Array(url.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                    return "url has a % at byte \(index + 1) that is not followed by two hex digits (RFC 3986)"
+                }
+                index += 3
+                continue
+            }
+            guard allowed[Int(byte)] else {
+                return "url has \(describe(byte)) at byte \(index + 1), which RFC 3986 does not allow in a URL: "
+                    + "percent-encode it"
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// RFC 3986's unreserved (`A–Z a–z 0–9 - . _ ~`) and reserved (`: / ? # [ ] @ ! $ & ' ( ) * + , ; =`)
+    /// characters, by byte.
+    private static let allowed: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        let characters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;="
+        for byte in characters.utf8 { table[Int(byte)] = true }
+        return table
+    }()
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+
+    /// A byte named so that a log or an answer shows it plainly, whatever it is.
+    private static func describe(_ byte: UInt8) -> String {
+        switch byte {
+        case 0x20: "a space"
+        case 0x0D: "a carriage return (CR)"
+        case 0x0A: "a line feed (LF)"
+        case 0x00: "a NUL byte"
+        case 0x01..<0x20, 0x7F: "the control character 0x\(String(byte, radix: 16, uppercase: true))"
+        case 0x80...: "a byte that is not ASCII (0x\(String(byte, radix: 16, uppercase: true)))"
+        default: "'\(Character(Unicode.Scalar(byte)))'"
+        }
     }
 
     /// The addresses to connect to for `target`: the name resolved, and every address checked.
