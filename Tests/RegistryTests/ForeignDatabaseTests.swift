@@ -45,7 +45,7 @@ struct ForeignDatabaseTests {
         defer {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
-        FileManager.default.createFile(atPath: path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
         _ = try RegistryDatabase.open(path: path)
         _ = try RegistryDatabase.open(path: path)
     }
