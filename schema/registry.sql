@@ -297,7 +297,7 @@ CREATE TABLE webhook (
   disabledAt INTEGER,
   disabledReason TEXT,
   createdAt INTEGER NOT NULL
-);
+, lastErrorAt INTEGER);
 
 CREATE INDEX webhook_project ON webhook(projectId);
 
@@ -316,8 +316,6 @@ CREATE TABLE webhookEvent (
 );
 
 CREATE INDEX webhookEvent_due ON webhookEvent(nextAttemptAt);
-
-CREATE INDEX webhookEvent_webhook ON webhookEvent(webhookId);
 
 CREATE VIEW webhookQueue AS
   SELECT project.projectId AS project, webhook.publicId AS webhook, webhook.url, webhookEvent.eventId,
@@ -357,3 +355,5 @@ CREATE TABLE "mirror" (
   secrets TEXT NOT NULL CHECK (json_type(secrets) = 'object'),
   createdAt INTEGER NOT NULL
 );
+
+CREATE INDEX webhookEvent_webhookDue ON webhookEvent(webhookId, nextAttemptAt);

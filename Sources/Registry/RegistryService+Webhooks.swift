@@ -52,6 +52,17 @@ extension RegistryService {
         return enabled
     }
 
+    /// "Retry now": every event waiting for the webhook is due at once, rather than at its place in
+    /// the retry schedule; its attempts so far, and the schedule after the next failure, stay. A
+    /// disabled webhook stays disabled (`enableWebhook` turns it on, and its events due with it).
+    /// - Throws: `RegistryError.webhookNotFound`.
+    public func retryWebhook(_ id: String, in project: Project) async throws -> Webhook {
+        guard let webhook = try await webhooks.retryWebhook(id, of: project.rowID, now: Date()) else {
+            throw RegistryError.webhookNotFound
+        }
+        return webhook
+    }
+
     /// The event types `names` names: at least one, each known, none twice.
     static func eventTypes(_ names: [String]) throws(RegistryError) -> [WebhookEventType] {
         guard !names.isEmpty else {

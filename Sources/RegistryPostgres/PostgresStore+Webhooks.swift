@@ -8,7 +8,7 @@ import Registry
 extension PostgresStore: WebhookStore, WebhookDriver {
     typealias WebhookColumns = (
         String, Int64, String, Int64, Int64, Int64, Int64, Int64, Int64, Int64?, String?, Int64?, Int64?, String?,
-        Int64?
+        Int64?, Int64?, Int64?
     )
 
     static func webhook(_ c: WebhookColumns) -> Webhook {
@@ -19,7 +19,8 @@ extension PostgresStore: WebhookStore, WebhookDriver {
             lastAttemptAt: c.9.map(EpochMilliseconds.date), lastError: c.10,
             failingSince: c.11.map(EpochMilliseconds.date),
             disabledAt: c.12.map(EpochMilliseconds.date), disabledReason: c.13,
-            previousSecretUntil: c.14.map(EpochMilliseconds.date))
+            previousSecretUntil: c.14.map(EpochMilliseconds.date), lastErrorAt: c.15.map(EpochMilliseconds.date),
+            nextAttemptAt: c.16.map(EpochMilliseconds.date))
     }
 
     public func insertWebhook(_ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void)
@@ -96,10 +97,54 @@ extension PostgresStore: WebhookStore, WebhookDriver {
         }
     }
 
-    public func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int) async throws
-        -> [WebhookDelivery]
-    {
+    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
         try await transaction { connection in
+            guard
+                let webhook = try await connection.first(
+                    #"SELECT id FROM webhook WHERE "projectId" = \#(project) AND "publicId" = \#(id)"#, as: Int64.self)
+            else { return nil }
+            try await connection.run(
+                #"""
+                UPDATE "webhookEvent" SET "nextAttemptAt" = \#(eventsDueAt)
+                WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
+                """#)
+            return try await connection.webhookRows(of: project, id: id).first
+        }
+    }
+
+    public func dueWebhookRows(now: Int64) async throws -> [DueWebhook] {
+        try await database.withConnection { connection in
+            // A look first, on the due index: an idle queue, polled every second, costs one seek.
+            guard
+                try await connection.first(
+                    #"SELECT id FROM "webhookEvent" WHERE "nextAttemptAt" <= \#(now) LIMIT 1"#, as: Int64.self) != nil
+            else { return [] }
+            // Each webhook's earliest claimable row, on ("webhookId", "nextAttemptAt"): a look in
+            // order that stops at the first row nobody holds, however long the queue.
+            var due: [DueWebhook] = []
+            for try await (webhook, project, failing) in try await connection.query(
+                #"""
+                SELECT w.id, w."projectId", w."failingSince" IS NOT NULL FROM webhook w
+                CROSS JOIN LATERAL (
+                  SELECT e."nextAttemptAt" FROM "webhookEvent" e
+                  WHERE e."webhookId" = w.id AND e."nextAttemptAt" <= \#(now)
+                    AND (e."claimedBy" IS NULL OR e."leaseUntil" < \#(now))
+                  ORDER BY e."nextAttemptAt" LIMIT 1) d
+                WHERE w."disabledAt" IS NULL ORDER BY d."nextAttemptAt", w.id
+                """#, logger: .silent
+            ).decode((Int64, Int64, Bool).self) {
+                due.append(DueWebhook(webhook: webhook, project: project, failing: failing))
+            }
+            return due
+        }
+    }
+
+    public func claimWebhookRows(
+        _ claimant: String, leaseUntil: Int64, now: Int64, counts: [(webhook: Int64, count: Int)]
+    ) async throws -> [WebhookDelivery] {
+        let webhooks = counts.map(\.webhook)
+        let limits = counts.map { Int64($0.count) }
+        return try await transaction { connection in
             var claimed: [WebhookDelivery] = []
             for try await (id, webhook, webhookID, project, eventID, type, payload, attempts, url, secret, previous)
                 in try await connection.query(
@@ -107,11 +152,14 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                     WITH taken AS (
                       UPDATE "webhookEvent" SET "claimedBy" = \#(claimant), "leaseUntil" = \#(leaseUntil)
                       WHERE id IN (
-                        SELECT e.id FROM "webhookEvent" e JOIN webhook w ON w.id = e."webhookId"
-                        WHERE w."disabledAt" IS NULL AND e."nextAttemptAt" <= \#(now)
-                          AND (e."claimedBy" IS NULL OR e."leaseUntil" < \#(now))
-                        ORDER BY e."nextAttemptAt", e.id LIMIT \#(limit)
-                        FOR UPDATE OF e SKIP LOCKED)
+                        SELECT c.id FROM unnest(\#(webhooks)::bigint[], \#(limits)::bigint[]) AS r(webhook, n)
+                        JOIN webhook w ON w.id = r.webhook AND w."disabledAt" IS NULL
+                        CROSS JOIN LATERAL (
+                          SELECT e.id FROM "webhookEvent" e
+                          WHERE e."webhookId" = r.webhook AND e."nextAttemptAt" <= \#(now)
+                            AND (e."claimedBy" IS NULL OR e."leaseUntil" < \#(now))
+                          ORDER BY e."nextAttemptAt", e.id LIMIT r.n
+                          FOR UPDATE OF e SKIP LOCKED) c)
                       RETURNING id, "webhookId", "eventId", type, payload, attempts, "nextAttemptAt")
                     SELECT taken.id, taken."webhookId", w."publicId", w."projectId", taken."eventId", taken.type, taken.payload,
                       taken.attempts, w.url, w.secret,
@@ -164,7 +212,7 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                 case .some(.some(let since)) = try await connection.first(
                     #"""
                     UPDATE webhook SET failed = failed + \#(gaveUp), backlog = backlog - \#(gaveUp),
-                      "lastAttemptAt" = \#(write.now), "lastError" = \#(write.error),
+                      "lastAttemptAt" = \#(write.now), "lastError" = \#(write.error), "lastErrorAt" = \#(write.now),
                       "failingSince" = COALESCE("failingSince", \#(write.now))
                     WHERE id = \#(write.webhook)
                     RETURNING CASE WHEN "disabledAt" IS NULL THEN "failingSince" END
@@ -210,7 +258,9 @@ extension PostgresConnection {
         for try await columns in try await query(
             #"""
             SELECT "publicId", "projectId", url, events, "createdAt", backlog, sent, failed, dropped, "lastAttemptAt",
-              "lastError", "failingSince", "disabledAt", "disabledReason", "previousSecretUntil"
+              "lastError", "failingSince", "disabledAt", "disabledReason", "previousSecretUntil", "lastErrorAt",
+              (SELECT e."nextAttemptAt" FROM "webhookEvent" e WHERE e."webhookId" = webhook.id
+               ORDER BY e."nextAttemptAt" LIMIT 1)
             FROM webhook WHERE "projectId" = \#(project) AND (\#(id)::text IS NULL OR "publicId" = \#(id))
             ORDER BY id
             """#, logger: .silent

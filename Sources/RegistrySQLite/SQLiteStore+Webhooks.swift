@@ -7,7 +7,9 @@ import Registry
 extension SQLiteStore: WebhookStore, WebhookDriver {
     static let webhookColumns = """
         publicId, projectId, url, events, createdAt, backlog, sent, failed, dropped, lastAttemptAt, lastError,
-        failingSince, disabledAt, disabledReason, previousSecretUntil
+        failingSince, disabledAt, disabledReason, previousSecretUntil, lastErrorAt,
+        (SELECT nextAttemptAt FROM webhookEvent WHERE webhookId = webhook.id ORDER BY nextAttemptAt LIMIT 1)
+          AS nextAttemptAt
         """
 
     static func webhook(_ row: Row) -> Webhook {
@@ -19,7 +21,9 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             failingSince: (row["failingSince"] as Int64?).map(EpochMilliseconds.date),
             disabledAt: (row["disabledAt"] as Int64?).map(EpochMilliseconds.date),
             disabledReason: row["disabledReason"],
-            previousSecretUntil: (row["previousSecretUntil"] as Int64?).map(EpochMilliseconds.date))
+            previousSecretUntil: (row["previousSecretUntil"] as Int64?).map(EpochMilliseconds.date),
+            lastErrorAt: (row["lastErrorAt"] as Int64?).map(EpochMilliseconds.date),
+            nextAttemptAt: (row["nextAttemptAt"] as Int64?).map(EpochMilliseconds.date))
     }
 
     public func insertWebhook(_ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void)
@@ -97,21 +101,62 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
         }
     }
 
-    public func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int) async throws
-        -> [WebhookDelivery]
-    {
-        let due = """
-            SELECT webhookEvent.id FROM webhookEvent JOIN webhook ON webhook.id = webhookEvent.webhookId
-            WHERE webhook.disabledAt IS NULL AND webhookEvent.nextAttemptAt <= ?
-              AND (webhookEvent.claimedBy IS NULL OR webhookEvent.leaseUntil < ?)
-            ORDER BY webhookEvent.nextAttemptAt, webhookEvent.id LIMIT ?
-            """
-        // A look first, from a reader: an idle queue, polled every second, costs no write.
-        guard
-            try await read({ db in try Int64.fetchOne(db.cachedStatement(sql: due), arguments: [now, now, 1]) }) != nil
-        else { return [] }
-        return try await write { db, _ in
-            let ids = try Int64.fetchAll(db.cachedStatement(sql: due), arguments: [now, now, limit])
+    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+        try await write { db, _ in
+            guard
+                let webhook = try Int64.fetchOne(
+                    db, sql: "SELECT id FROM webhook WHERE projectId = ? AND publicId = ?", arguments: [project, id])
+            else { return nil }
+            try db.execute(
+                sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
+                arguments: [eventsDueAt, webhook, eventsDueAt])
+            return try Row.fetchOne(
+                db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE id = ?", arguments: [webhook]
+            ).map(Self.webhook)
+        }
+    }
+
+    public func dueWebhookRows(now: Int64) async throws -> [DueWebhook] {
+        // A look first, on the due index: an idle queue, polled every second, costs one seek.
+        try await read { db in
+            guard
+                try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT id FROM webhookEvent WHERE nextAttemptAt <= ? LIMIT 1"),
+                    arguments: [now]) != nil
+            else { return [] }
+            // Each webhook's earliest claimable row, on (webhookId, nextAttemptAt): a look in order
+            // that stops at the first row nobody holds, however long the queue.
+            return try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT id, projectId, failing FROM (
+                          SELECT webhook.id, webhook.projectId, webhook.failingSince IS NOT NULL AS failing,
+                            (SELECT e.nextAttemptAt FROM webhookEvent e
+                             WHERE e.webhookId = webhook.id AND e.nextAttemptAt <= ?
+                               AND (e.claimedBy IS NULL OR e.leaseUntil < ?)
+                             ORDER BY e.nextAttemptAt LIMIT 1) AS due
+                          FROM webhook WHERE webhook.disabledAt IS NULL)
+                        WHERE due IS NOT NULL ORDER BY due, id
+                        """), arguments: [now, now]
+            ).map { DueWebhook(webhook: $0["id"], project: $0["projectId"], failing: $0["failing"]) }
+        }
+    }
+
+    public func claimWebhookRows(
+        _ claimant: String, leaseUntil: Int64, now: Int64, counts: [(webhook: Int64, count: Int)]
+    ) async throws -> [WebhookDelivery] {
+        try await write { db, _ in
+            let due = try db.cachedStatement(
+                sql: """
+                    SELECT e.id FROM webhookEvent e JOIN webhook ON webhook.id = e.webhookId
+                    WHERE e.webhookId = ? AND webhook.disabledAt IS NULL AND e.nextAttemptAt <= ?
+                      AND (e.claimedBy IS NULL OR e.leaseUntil < ?)
+                    ORDER BY e.nextAttemptAt, e.id LIMIT ?
+                    """)
+            var ids: [Int64] = []
+            for (webhook, count) in counts {
+                ids += try Int64.fetchAll(due, arguments: [webhook, now, now, count])
+            }
             guard !ids.isEmpty else { return [] }
             let list = Self.jsonList(ids)
             try db.execute(
@@ -172,10 +217,11 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             try db.cachedStatement(
                 sql: """
                     UPDATE webhook SET failed = failed + ?, backlog = backlog - ?, lastAttemptAt = ?, lastError = ?,
-                      failingSince = COALESCE(failingSince, ?)
+                      lastErrorAt = ?, failingSince = COALESCE(failingSince, ?)
                     WHERE id = ?
                     """
-            ).execute(arguments: [gaveUp ? 1 : 0, gaveUp ? 1 : 0, write.now, write.error, write.now, write.webhook])
+            ).execute(
+                arguments: [gaveUp ? 1 : 0, gaveUp ? 1 : 0, write.now, write.error, write.now, write.now, write.webhook])
             guard
                 let since = try Int64.fetchOne(
                     db.cachedStatement(sql: "SELECT failingSince FROM webhook WHERE id = ? AND disabledAt IS NULL"),

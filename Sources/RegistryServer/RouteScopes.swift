@@ -45,7 +45,7 @@ enum RouteScopes {
         // Webhooks.
         (.post, "/api/webhooks", .admin), (.get, "/api/webhooks", .read), (.get, "/api/webhooks/:id", .read),
         (.delete, "/api/webhooks/:id", .admin), (.post, "/api/webhooks/{id}:rotateSecret", .admin),
-        (.post, "/api/webhooks/{id}:enable", .admin),
+        (.post, "/api/webhooks/{id}:enable", .admin), (.post, "/api/webhooks/{id}:retry", .admin),
         // Keys.
         (.get, "/api/keys", .admin), (.post, "/api/keys", .admin), (.delete, "/api/keys/:id", .admin),
         (.post, "/api/keys/{id}:rotate", .admin),

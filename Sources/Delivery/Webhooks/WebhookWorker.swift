@@ -16,7 +16,8 @@ public struct WebhookOptions: Sendable, Hashable {
     public var timeout: Duration = .seconds(10)
     /// Bytes of an answer read; the rest is never read.
     public var answerBytes = 1024
-    /// Events sent at once by one server.
+    /// Events sent at once by one server: a webhook, or a project, has half of them at most, and
+    /// a failing webhook one (`WebhookShares`).
     public var concurrency = 16
     /// How often the queue is looked at when it had nothing due.
     public var pollInterval: Duration = .seconds(1)
@@ -40,9 +41,10 @@ public protocol WebhookChannel: Sendable {
 }
 
 /// Drains the webhook queue through a `WebhookChannel`: claims due events with a lease (so that
-/// two servers never send one event at once), sends up to `options.concurrency` at a time,
-/// records each attempt as it ends (delivered, retried on the schedule, given up), and keeps the
-/// per-webhook metrics.
+/// two servers never send one event at once), sends up to `options.concurrency` at a time, each
+/// webhook and each project within its share of them (`WebhookShares`: a receiver that never
+/// answers holds a few attempts, never all), records each attempt as it ends (delivered, retried
+/// on the schedule, given up), and keeps the per-webhook metrics.
 ///
 /// On SIGTERM it claims nothing more, and the attempts in flight end (within the timeout) and are
 /// recorded; whatever it still holds is given back. After `kill -9`, its claims pass on when their
@@ -56,7 +58,10 @@ public final class WebhookWorker: Service, Sendable {
     let keepsItsName: Bool
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
-    private let inFlight = Atomic<Int>(0)
+    /// The attempts in flight, by webhook and project.
+    private let shares: Mutex<WebhookShares>
+    /// An attempt ended since the last claim: a slot, or a webhook's share, may be free again.
+    private let ended = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - serverID: this server's name in claims (the relay's, `RelayHandoff.serverID`).
@@ -72,6 +77,7 @@ public final class WebhookWorker: Service, Sendable {
         self.serverID = serverID
         self.keepsItsName = keepsItsName
         self.logger = logger
+        self.shares = Mutex(WebhookShares(slots: options.concurrency))
     }
 
     public func run() async throws {
@@ -93,23 +99,26 @@ public final class WebhookWorker: Service, Sendable {
                         await updateGauges()
                         lastGauges = .now
                     }
-                    let room = options.concurrency - inFlight.load(ordering: .relaxed)
-                    if room > 0, lastEmpty.map({ ContinuousClock.now - $0 >= options.pollInterval }) ?? true {
+                    let now = shares.withLock { $0 }
+                    // An attempt that ended may have freed a webhook's share: look again at once.
+                    if ended.exchange(false, ordering: .relaxed) { lastEmpty = nil }
+                    if now.free > 0, lastEmpty.map({ ContinuousClock.now - $0 >= options.pollInterval }) ?? true {
                         let claimed: [WebhookDelivery]
                         do {
                             claimed = try await queue.claimWebhookEvents(
                                 serverID, leaseUntil: Date().addingTimeInterval(options.lease.seconds), now: Date(),
-                                limit: room)
+                                shares: now)
                         } catch {
                             logger.warning("webhooks: cannot claim events", metadata: ["error": "\(error)"])
                             claimed = []
                         }
                         lastEmpty = claimed.isEmpty ? .now : nil
                         for delivery in claimed {
-                            inFlight.add(1, ordering: .relaxed)
+                            shares.withLock { $0.started(delivery) }
                             group.addTask { [self] in
                                 await attempt(delivery)
-                                inFlight.subtract(1, ordering: .relaxed)
+                                shares.withLock { $0.ended(delivery) }
+                                ended.store(true, ordering: .relaxed)
                             }
                         }
                         if !claimed.isEmpty { continue }

@@ -47,6 +47,11 @@ public struct Webhook: Sendable, Hashable {
     public var dropped: Int
     public var lastAttemptAt: Date?
     public var lastError: String?
+    /// When `lastError` was met: the last failed attempt.
+    public var lastErrorAt: Date?
+    /// When the next attempt of its queue is due: its earliest event's (`nil` when nothing waits).
+    /// A claimed event counts with the time it was due, so a time past means "under way".
+    public var nextAttemptAt: Date?
     /// Since when every attempt failed; `nil` after a success.
     public var failingSince: Date?
     public var disabledAt: Date?
@@ -58,7 +63,7 @@ public struct Webhook: Sendable, Hashable {
         id: String, project: Int64, url: String, events: [WebhookEventType], createdAt: Date, backlog: Int = 0,
         sent: Int = 0, failed: Int = 0, dropped: Int = 0, lastAttemptAt: Date? = nil, lastError: String? = nil,
         failingSince: Date? = nil, disabledAt: Date? = nil, disabledReason: String? = nil,
-        previousSecretUntil: Date? = nil
+        previousSecretUntil: Date? = nil, lastErrorAt: Date? = nil, nextAttemptAt: Date? = nil
     ) {
         (self.id, self.project, self.url, self.events, self.createdAt) = (id, project, url, events, createdAt)
         (self.backlog, self.sent, self.failed, self.dropped) = (backlog, sent, failed, dropped)
@@ -66,6 +71,7 @@ public struct Webhook: Sendable, Hashable {
         (self.disabledAt, self.disabledReason, self.previousSecretUntil) = (
             disabledAt, disabledReason, previousSecretUntil
         )
+        (self.lastErrorAt, self.nextAttemptAt) = (lastErrorAt, nextAttemptAt)
     }
 }
 
@@ -166,8 +172,12 @@ public protocol WebhookStore: Sendable {
     /// is. `nil` when the project has no such webhook.
     func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook?
 
-    /// Claims up to `limit` due events of enabled webhooks that nobody holds (or whose lease ran out).
-    func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws
+    /// Makes every event waiting for the webhook due at `now` ("retry now"); its claims, attempts
+    /// and counters stay. `nil` when the project has no such webhook.
+    func retryWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook?
+    /// Claims due events of enabled webhooks that nobody holds (or whose lease ran out), within
+    /// `shares`: round by webhook, each webhook and project within its share of the free slots.
+    func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, shares: WebhookShares) async throws
         -> [WebhookDelivery]
     /// Records an attempt, only while `claimant` holds the event: delivered events leave the
     /// queue; a failed one waits for its next try, or leaves it once `schedule` is spent; a webhook

@@ -25,11 +25,19 @@ public protocol WebhookDriver: Sendable {
     /// queued events due later than `eventsDueAt` forward to it; claims, attempts and counters stay.
     /// - Returns: the webhook as it is after; `nil` when the project has no such webhook.
     func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook?
-    /// In one transaction: up to `limit` queue rows due at `now` of enabled webhooks, unclaimed or
-    /// with an expired lease, earliest due first, claimed for `claimant`; each with its webhook's
-    /// URL and secrets (the previous one only while it still signs at `now`).
-    func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, limit: Int) async throws
-        -> [WebhookDelivery]
+    /// In one transaction, while the project has such a webhook: brings the next attempt of each of
+    /// its queued events due later than `eventsDueAt` forward to it (claims stay).
+    /// - Returns: the webhook as it is after; `nil` when the project has no such webhook.
+    func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook?
+    /// The enabled webhooks with a queue row due at `now`, unclaimed or with an expired lease, the
+    /// one due earliest first: one indexed look per webhook, whatever its queue's length.
+    func dueWebhookRows(now: Int64) async throws -> [DueWebhook]
+    /// In one transaction: for each `(webhook, count)`, up to `count` of the webhook's queue rows
+    /// due at `now`, unclaimed or with an expired lease, earliest due first, while it is enabled,
+    /// claimed for `claimant`; each with its webhook's URL and secrets (the previous one only while
+    /// it still signs at `now`).
+    func claimWebhookRows(_ claimant: String, leaseUntil: Int64, now: Int64, counts: [(webhook: Int64, count: Int)])
+        async throws -> [WebhookDelivery]
     /// In one transaction, only while `write.claimant` holds the row (else `nil`, nothing
     /// written): deletes the row (delivered, or given up) or sets its next attempt, updates the
     /// webhook's counters, last attempt, last error and `failingSince`; after a failure, calls

@@ -42,12 +42,21 @@ extension WebhookStore where Self: WebhookDriver {
         try await enableWebhookRow(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now))
     }
 
-    public func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws
+    public func retryWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
+        try await retryWebhookRows(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now))
+    }
+
+    /// Which webhooks have events due is one read (an idle queue costs no write); what each may
+    /// take of the free slots is `WebhookShares`'s rule; the claim is one transaction.
+    public func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, shares: WebhookShares) async throws
         -> [WebhookDelivery]
     {
-        try await claimWebhookRows(
-            claimant, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), now: EpochMilliseconds.milliseconds(now),
-            limit: limit)
+        guard shares.free > 0 else { return [] }
+        let millis = EpochMilliseconds.milliseconds(now)
+        let counts = shares.allot(try await dueWebhookRows(now: millis))
+        guard !counts.isEmpty else { return [] }
+        return try await claimWebhookRows(
+            claimant, leaseUntil: EpochMilliseconds.milliseconds(leaseUntil), now: millis, counts: counts)
     }
 
     public func recordWebhookAttempt(
@@ -91,5 +100,14 @@ extension WebhookStore where Self: WebhookDriver {
 
     public func webhookTallies() async throws -> [WebhookTally] {
         try await webhookTallyRows()
+    }
+}
+
+extension WebhookStore {
+    /// Up to `limit` due events, round by webhook, with no share bound but `limit`: for tools and tests.
+    public func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, limit: Int) async throws
+        -> [WebhookDelivery]
+    {
+        try await claimWebhookEvents(claimant, leaseUntil: leaseUntil, now: now, shares: .unbounded(limit))
     }
 }

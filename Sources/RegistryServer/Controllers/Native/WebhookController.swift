@@ -15,6 +15,7 @@ struct WebhookController {
         routes.on("/api/webhooks/:id", .delete, use: delete)
         routes.on("/api/webhooks/{id}:rotateSecret", .post, use: rotateSecret)
         routes.on("/api/webhooks/{id}:enable", .post, use: enable)
+        routes.on("/api/webhooks/{id}:retry", .post, use: retry)
     }
 
     /// `{"url": "https://…", "events": ["token.unregistered", …]}`.
@@ -36,6 +37,10 @@ struct WebhookController {
         var dropped: Int
         var lastAttemptAt: Date?
         var lastError: String?
+        /// When `lastError` was met.
+        var lastErrorAt: Date?
+        /// When the queue's next attempt is due (its earliest event); absent when nothing waits.
+        var nextAttemptAt: Date?
         var failingSince: Date?
         var disabled: Bool
         var disabledAt: Date?
@@ -47,6 +52,7 @@ struct WebhookController {
             (id, url, events, createdAt) = (webhook.id, webhook.url, webhook.events.map(\.rawValue), webhook.createdAt)
             (backlog, sent, failed, dropped) = (webhook.backlog, webhook.sent, webhook.failed, webhook.dropped)
             (lastAttemptAt, lastError, failingSince) = (webhook.lastAttemptAt, webhook.lastError, webhook.failingSince)
+            (lastErrorAt, nextAttemptAt) = (webhook.lastErrorAt, webhook.nextAttemptAt)
             (disabled, disabledAt, disabledReason) = (
                 webhook.disabledAt != nil, webhook.disabledAt, webhook.disabledReason
             )
@@ -121,5 +127,13 @@ struct WebhookController {
         return ShownOne(
             webhook: Shown(try await registry.enableWebhook(try request.pathValue("id", context: context), in: project))
         )
+    }
+
+    /// `POST /api/webhooks/{id}:retry`: "retry now", every waiting event due at once; the webhook as
+    /// `GET /api/webhooks/{id}` shows it.
+    @Sendable func retry(_ request: Request, context: RegistryRequestContext) async throws -> ShownOne {
+        let project = try context.requireProject()
+        return ShownOne(
+            webhook: Shown(try await registry.retryWebhook(try request.pathValue("id", context: context), in: project)))
     }
 }
