@@ -24,6 +24,7 @@ enum PostgresMigrations {
         ("v11-message-cancel", v11),
         ("v13-key-scopes", v13),
         ("v14-service-account-scopes", v14),
+        ("v12-webhook-fairness", v12),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -506,6 +507,14 @@ enum PostgresMigrations {
 
     /// SQLite's "v16 relay error time": when the relay's last error was recorded.
     static let v10: [String] = [#"ALTER TABLE relay ADD COLUMN "lastErrorAt" bigint"#]
+
+    /// SQLite's "v18 webhook fairness": a webhook's queue in due order, for its claims and its next
+    /// attempt (it covers the index on "webhookId" alone), and when its last error was met.
+    static let v12: [String] = [
+        #"CREATE INDEX "webhookEvent_webhookDue" ON "webhookEvent"("webhookId", "nextAttemptAt")"#,
+        #"DROP INDEX "webhookEvent_webhook""#,
+        #"ALTER TABLE webhook ADD COLUMN "lastErrorAt" bigint"#,
+    ]
 
     /// A project's settings for its channel in the channel's words, as SQLite's `v15 channel
     /// settings`: `relay` and `mirror` keep the channel's name, its settings and its secrets (JSON

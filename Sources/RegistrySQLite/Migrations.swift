@@ -68,6 +68,9 @@ enum Migrations {
         migrator.registerMigration("v20 service account scopes", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: "ALTER TABLE serviceAccount ADD COLUMN scopes INTEGER")
         }
+        migrator.registerMigration("v18 webhook fairness", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v18)
+        }
         return migrator
     }
 
@@ -523,6 +526,15 @@ enum Migrations {
     /// A cancelled job: finished at the same time, its recipients without an outcome cancelled.
     private static let v17 = """
         ALTER TABLE outbox ADD COLUMN cancelledAt INTEGER;
+        """
+
+    /// A webhook's claims look at its own queue in due order (one seek per webhook, whatever
+    /// waits for it), which also finds its next attempt; the index on `webhookId` alone is
+    /// covered by it. `lastErrorAt`: when its last error was met.
+    private static let v18 = """
+        CREATE INDEX webhookEvent_webhookDue ON webhookEvent(webhookId, nextAttemptAt);
+        DROP INDEX webhookEvent_webhook;
+        ALTER TABLE webhook ADD COLUMN lastErrorAt INTEGER;
         """
 
     private static let v15 = """
