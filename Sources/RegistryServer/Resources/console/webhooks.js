@@ -1,6 +1,7 @@
 // The project's webhooks, a section of the Relay screen: each hook's state (backlog, sent, failed,
-// its last attempt and error, disabled and why), refreshed with the screen; adding one, whose
-// signing secret is shown once; rotating a secret; enabling a disabled hook; deleting a hook.
+// its last attempt, its last error and when, its next attempt, disabled and why), refreshed with
+// the screen; adding one, whose signing secret is shown once; rotating a secret; retrying its
+// waiting events now; enabling a disabled hook; deleting a hook.
 // Only `/api/webhooks`.
 import { del, get, part, post } from "./api.js";
 import { count, facts, fill, h, problem, refill, stats, when } from "./dom.js";
@@ -45,7 +46,7 @@ export function webhooksSection({ project, signal }) {
       refill(list, emptyState(project));
       return;
     }
-    refill(list, hooks.map((hook) => hookCard(hook, { rotate, enable, remove })));
+    refill(list, hooks.map((hook) => hookCard(hook, { rotate, retry, enable, remove })));
   };
 
   const rotate = async (hook) => {
@@ -69,6 +70,14 @@ export function webhooksSection({ project, signal }) {
     try {
       await post(`/api/webhooks/${part(hook.id)}:enable`);
       said.done(`Enabled the webhook to ${hook.url}: it gets events again${hook.backlog ? `, starting with its ${count(hook.backlog)} waiting ${hook.backlog === 1 ? "one" : "ones"}` : ""}.`);
+      await refresh();
+    } catch (error) { said.failed(error); }
+  };
+
+  const retry = async (hook) => {
+    try {
+      await post(`/api/webhooks/${part(hook.id)}:retry`);
+      said.done(`Retrying now: the ${count(hook.backlog)} waiting ${hook.backlog === 1 ? "event of the webhook to " + hook.url + " is" : "events of the webhook to " + hook.url + " are"} due at once.`);
       await refresh();
     } catch (error) { said.failed(error); }
   };
@@ -121,7 +130,14 @@ function stateBadge(hook) {
   return h("span", { class: "badge", dataset: { state: "new" } }, "no event sent yet");
 }
 
-function hookCard(hook, { rotate, enable, remove }) {
+/** When the next attempt is due: "in 4 min" style when later, "under way" when its time has come. */
+function nextAttempt(hook) {
+  if (!hook.nextAttemptAt) return "nothing waits";
+  const at = h("time", { datetime: hook.nextAttemptAt, dataset: { field: "nextAttemptAt" } }, when(hook.nextAttemptAt));
+  return Date.parse(hook.nextAttemptAt) > Date.now() ? at : [at, h("span", { class: "muted" }, " (due: under way)")];
+}
+
+function hookCard(hook, { rotate, retry, enable, remove }) {
   return h("article", { class: "card hook", dataset: { hook: hook.id }, "aria-label": `Webhook to ${hook.url}` },
     h("div", { class: "split" },
       h("h3", {}, h("code", {}, hook.url)),
@@ -134,14 +150,18 @@ function hookCard(hook, { rotate, enable, remove }) {
       ["Events", h("span", { class: "badges" }, hook.events.map((event) => h("code", { class: "badge" }, event)))],
       ["Last attempt", hook.lastAttemptAt ? when(hook.lastAttemptAt) : "none yet"],
       ["Last error", hook.lastError
-        ? [h("code", { class: "fcm-error", dataset: { field: "lastError" } }, hook.lastError), hook.failingSince ? null : h("span", { class: "muted" }, " (it has answered since)")]
+        ? [h("code", { class: "fcm-error", dataset: { field: "lastError" } }, hook.lastError),
+          hook.lastErrorAt ? [" ", h("time", { datetime: hook.lastErrorAt, class: "muted", dataset: { field: "lastErrorAt" } }, `at ${when(hook.lastErrorAt)}`)] : null,
+          hook.failingSince ? null : h("span", { class: "muted" }, " (it has answered since)")]
         : "none"],
+      hook.backlog && !hook.disabled ? ["Next attempt", nextAttempt(hook)] : null,
       hook.disabled ? ["Disabled", [`${when(hook.disabledAt)}: `, h("span", { dataset: { field: "disabledReason" } }, hook.disabledReason || "every attempt failed for 3 days"), h("br"),
         h("span", { class: "muted" }, "Nothing is queued or sent for it. Once the endpoint answers again, enable it: its id and secret stay, and what waits is sent at once.")]] : null,
       hook.previousSecretExpiresAt ? ["Previous secret", `signs beside the current one until ${when(hook.previousSecretExpiresAt)}`] : null,
       ["Added", [when(hook.createdAt), h("span", { class: "muted" }, ` · ${hook.id}`)]],
     ].filter(Boolean)),
     h("div", { class: "actions" },
+      hook.backlog && !hook.disabled && hook.failingSince ? h("button", { type: "button", class: "small retry", dataset: { key: `retry-${hook.id}` }, "aria-label": `Retry the waiting events of ${hook.url} now`, onclick: () => retry(hook) }, "Retry now") : null,
       hook.disabled ? h("button", { type: "button", class: "small enable", dataset: { key: `enable-${hook.id}` }, "aria-label": `Enable the webhook to ${hook.url} again…`, onclick: () => enable(hook) }, "Enable…") : null,
       h("button", { type: "button", class: "plain small rotate", dataset: { key: `rotate-${hook.id}` }, "aria-label": `Rotate the secret of ${hook.url}…`, onclick: () => rotate(hook) }, "Rotate secret…"),
       h("button", { type: "button", class: "danger small delete", dataset: { key: `delete-${hook.id}` }, "aria-label": `Delete the webhook to ${hook.url}…`, onclick: () => remove(hook) }, "Delete…")));
