@@ -66,6 +66,7 @@ struct WebhookAPITests {
                 try await client.call(.post, "/api/webhooks/\(id):rotateSecret", auth: .some(other)).status == .notFound
             )
             #expect(try await client.call(.post, "/api/webhooks/\(id):enable", auth: .some(other)).status == .notFound)
+            #expect(try await client.call(.post, "/api/webhooks/\(id):retry", auth: .some(other)).status == .notFound)
             #expect(try await client.call(.get, "/api/webhooks", auth: .some(other)).json?["webhooks"] == [])
             #expect(try await client.call(.get, "/api/webhooks/\(id)").status == .ok)
         }
@@ -142,6 +143,56 @@ struct WebhookAPITests {
             #expect(unknown.status == .notFound)
             #expect(unknown.json?["error"]?["code"] == "not_found")
             #expect(unknown.json?["error"]?["message"] == "no webhook has this id in the project")
+        }
+    }
+
+    @Test("POST :retry makes a failing webhook's waiting events due now; GET shows its error's time and next attempt")
+    func retryNow() async throws {
+        let fixture = try await Fixture.make()
+        let store = try #require(fixture.registry.store as? any RegistryBackend)
+        try await fixture.test { client in
+            let created = try await client.call(
+                .post, "/api/webhooks", body: #"{"url":"https://93.184.215.14/hooks","events":["delivery.failed"]}"#)
+            let id = try #require(created.json?["id"]?.string)
+            // Nothing waits: no next attempt, and retrying changes nothing.
+            let idle = try await client.call(.get, "/api/webhooks/\(id)")
+            #expect(idle.json?["nextAttemptAt"] == nil && idle.json?["lastErrorAt"] == nil)
+            let noop = try await client.call(.post, "/api/webhooks/\(id):retry")
+            #expect(noop.status == .ok && noop.json == idle.json)
+            // Two events fail once; the next try is an hour away.
+            try await WebhookDeliveryTests.queueEvents(fixture.registry, fixture.project)
+            let start = Date()
+            let schedule = WebhookRetrySchedule(waits: [.seconds(3600)])
+            for event in try await store.claimWebhookEvents(
+                "w", leaseUntil: start.addingTimeInterval(60), now: start, limit: 10)
+            {
+                _ = try await store.recordWebhookAttempt(
+                    event, .failed("HTTP 503"), claimant: "w", schedule: schedule, now: start)
+            }
+            let failing = try await client.call(.get, "/api/webhooks/\(id)")
+            let lastErrorAt = try #require(failing.json?["lastErrorAt"]?.string)
+            let nextAttemptAt = try #require(failing.json?["nextAttemptAt"]?.string)
+            let dates = ISO8601DateFormatter()
+            dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let parse = { (text: String) in dates.date(from: text) ?? ISO8601DateFormatter().date(from: text) }
+            let next = try #require(parse(nextAttemptAt))
+            let met = try #require(parse(lastErrorAt))
+            #expect(next.timeIntervalSince(met) > 3500)
+            #expect(try await store.claimWebhookEvents("w2", leaseUntil: Date(), now: Date(), limit: 10).isEmpty)
+
+            let retried = try await client.call(.post, "/api/webhooks/\(id):retry")
+            #expect(retried.status == .ok)
+            #expect(retried.json?["id"]?.string == id && retried.json?["backlog"] == 2)
+            #expect(retried.json?["lastError"] == "HTTP 503")
+            let dueText = try #require(retried.json?["nextAttemptAt"]?.string)
+            let due = try #require(parse(dueText))
+            #expect(due <= Date())
+            let again = try await store.claimWebhookEvents(
+                "w2", leaseUntil: Date().addingTimeInterval(60), now: Date(), limit: 10)
+            #expect(again.count == 2 && again.allSatisfy { $0.attempts == 1 })
+            let unknown = try await client.call(.post, "/api/webhooks/wh_unknown:retry")
+            #expect(unknown.status == .notFound)
+            #expect(unknown.json?["error"]?["code"] == "not_found")
         }
     }
 
