@@ -152,12 +152,23 @@ struct HTTP2UpstreamTests {
     /// page's deadline, and what had no answer fails as cancelled.
     @Test("A cancelled page ends at once, its unanswered requests failed")
     func cancelledPage() async throws {
-        let silence: TestHTTP2Server.Replier = { _ in nil }
+        // Silent, but counting: the page is cancelled once all three requests are out, however
+        // long a loaded machine takes to connect.
+        final class Count: Sendable { let value = Atomic<Int>(0) }
+        let count = Count()
+        let silence: TestHTTP2Server.Replier = { _ in
+            count.value.add(1, ordering: .relaxed)
+            return nil
+        }
         try await withUpstream(reply: silence) { upstream, _ in
             let page = Task {
                 await post(bodies: (0..<3).map(Self.requestBody), to: upstream, window: 3, timeout: .seconds(50))
             }
-            try await Task.sleep(for: .milliseconds(300))
+            let waitedSince = ContinuousClock.now
+            while count.value.load(ordering: .relaxed) < 3 && ContinuousClock.now - waitedSince < .seconds(40) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(count.value.load(ordering: .relaxed) == 3)
             page.cancel()
             let answers = await page.value
             #expect(answers.count == 3)

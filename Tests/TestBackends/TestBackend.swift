@@ -57,6 +57,9 @@ public struct OnEveryBackend: TestTrait, SuiteTrait, TestScoping {
     ) async throws {
         guard !test.isSuite else { return try await function() }
         for backend in TestBackend.passes {
+            // The PostgreSQL pass waits for its turn (`PostgresPassGate`) and gives it back at its end.
+            let gate = backend == .postgres ? PostgresPassGate.shared : nil
+            await gate?.enter()
             let scope = BackendScope()
             do {
                 try await TestBackend.$current.withValue(backend) {
@@ -64,9 +67,11 @@ public struct OnEveryBackend: TestTrait, SuiteTrait, TestScoping {
                 }
             } catch {
                 await scope.close()
+                await gate?.leave()
                 throw OnBackend(backend: backend, error: error)
             }
             await scope.close()
+            await gate?.leave()
         }
     }
 }
