@@ -17,7 +17,7 @@ stop() {
   rm -rf "$work" || true
 }
 trap stop EXIT
-binary="$PWD/.build/debug/fcm-registry"
+binary="${FCM_REGISTRY_BINARY:-$PWD/.build/debug/fcm-registry}"
 
 # The clients' venv: run-client-tests.sh passes its own; alone, this script makes one.
 venv=${CLIENT_VENV:-$work/venv}
@@ -48,7 +48,7 @@ done
 
 export FCM_REGISTRY_BINARY="$binary" RELAY_DB="$relay_db" RELAY_PORT=$(free_port) RELAY_KEY=$(key_of "$work/relay.json")
 export UPSTREAM_URL="http://127.0.0.1:$up_port" UPSTREAM_KEY=$(key_of "$work/upstream.json") WORK="$work"
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/clients/test_webhooks.py || {
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/clients/test_webhooks.py "$@" || {
   echo "--- relaying server:" >&2; cat "$work"/relay-*.log >&2 || true
   echo "--- upstream:" >&2; cat "$work/upstream.log" >&2
   exit 1

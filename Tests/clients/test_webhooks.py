@@ -11,6 +11,7 @@ across a kill -9 of the server while events wait.
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -135,22 +136,22 @@ class Receiver:
         return list(seen.values())
 
 
-def register(receiver, events=("token.unregistered", "delivery.failed", "message.completed")):
-    created = ok(requests.post(f"{RELAY_URL}/api/webhooks", headers=RELAY,
+def register(receiver, events=("token.unregistered", "delivery.failed", "message.completed"), key=RELAY):
+    created = ok(requests.post(f"{RELAY_URL}/api/webhooks", headers=key,
                                json={"url": receiver.url, "events": list(events)}), 201)
     assert created["secret"].startswith("whsec_")
     return created
 
 
-def topic_send(live, dead):
+def topic_send(live, dead, key=RELAY):
     """A topic send to live tokens ("FCM" knows them) and dead ones; its message id."""
     topic = f"news-{uuid.uuid4().hex[:6]}"
     if live:
         ok(requests.post(f"{UPSTREAM_URL}/iid/v1:batchAdd", headers=UPSTREAM,
                          json={"to": "/topics/devices", "registration_tokens": live}))
-    ok(requests.post(f"{RELAY_URL}/iid/v1:batchAdd", headers=RELAY,
+    ok(requests.post(f"{RELAY_URL}/iid/v1:batchAdd", headers=key,
                      json={"to": f"/topics/{topic}", "registration_tokens": live + dead}))
-    answer = ok(requests.post(f"{RELAY_URL}/fcm/send", headers=RELAY,
+    answer = ok(requests.post(f"{RELAY_URL}/fcm/send", headers=key,
                               json={"to": f"/topics/{topic}", "data": {"n": "1"}}))
     return str(answer["message_id"])
 
@@ -276,3 +277,91 @@ def test_a_private_address_is_refused_without_the_flag(server):
     finally:
         strict.terminate()
         strict.wait(timeout=30)
+
+
+class StalledReceiver:
+    """A receiver that accepts every connection and never answers: each attempt lasts the whole timeout."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1024)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/events"
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def open_now(self):
+        """Connections the server still holds open: attempts in flight."""
+        count = 0
+        for connection in list(self.held):
+            connection.setblocking(False)
+            try:
+                while connection.recv(65536):  # what was sent is read; b"" once the server closed it
+                    pass
+            except BlockingIOError:
+                count += 1
+            except OSError:
+                pass
+        return count
+
+    def close(self):
+        self.sock.close()
+        for connection in self.held:
+            connection.close()
+
+
+def another_relaying_project(name):
+    """A second project on the relaying server's database, relaying to the same "FCM"; its key."""
+    created = subprocess.run([BINARY, "project", "create", "--sender-id", str(uuid.uuid4().int % 10**12).zfill(12),
+                              "--project-id", name, "--db", RELAY_DB], check=True, capture_output=True, text=True)
+    subprocess.run([BINARY, "project", "relay", "--project-id", name, "--service-account",
+                    os.path.join(WORK, "firebase-sa.json"), "--upstream", UPSTREAM_URL, "--db", RELAY_DB],
+                   check=True, capture_output=True)
+    key = {"Authorization": f"key={json.loads(created.stdout)['server_key']}"}
+    eventually(lambda: ok(requests.get(f"{RELAY_URL}/api/project", headers=key))["delivery"] == "relayed")
+    # A running server reads which projects relay at most once a second (docs/relay.md): a send in
+    # that second would be recorded only.
+    time.sleep(1.5)
+    return key
+
+
+def test_a_stalled_receiver_costs_only_its_own_webhook(server):
+    """301 events wait for a receiver that never answers (each attempt lasts the 10 s timeout); another
+    project's events still arrive at once, and the stalled webhook holds only a few of the server's
+    attempts, not every one."""
+    stalled = StalledReceiver()
+    hook = register(stalled)
+    message_id = topic_send([], [token("dead") for _ in range(150)])
+    assert message_id
+    eventually(lambda: ok(requests.get(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY))["backlog"] == 301,
+               timeout=60)
+    eventually(lambda: len(stalled.held) >= 1)
+    key = another_relaying_project(f"hooks-other-{uuid.uuid4().hex[:6]}")
+    receiver = Receiver()
+    receiver.up()
+    healthy = register(receiver, key=key)
+    started = time.monotonic()
+    other = topic_send([token("live")], [token("dead")], key=key)
+    # Without the stalled webhook these arrive within a second or two; an attempt of it lasts 10 s,
+    # so a server whose every slot it held would not send them before that.
+    eventually(lambda: len(of_message(receiver.verified(healthy["secret"]), other)) == 3, timeout=8)
+    in_flight = stalled.open_now()
+    print(f"\nanother project's events arrived {time.monotonic() - started:.1f} s after its send, "
+          f"while {in_flight} attempts to the stalled receiver were in flight")
+    assert in_flight <= 8, "the stalled webhook holds more than its share of the server's attempts"
+    receiver.down()
+    ok(requests.delete(f"{RELAY_URL}/api/webhooks/{healthy['id']}", headers=key), 204)
+    ok(requests.delete(f"{RELAY_URL}/api/webhooks/{hook['id']}", headers=RELAY), 204)
+    stalled.close()
