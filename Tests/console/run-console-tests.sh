@@ -17,7 +17,7 @@ stop() {
   rm -rf "$work" || true
 }
 trap stop EXIT
-binary="$PWD/.build/debug/fcm-registry"
+binary="${FCM_REGISTRY_BINARY:-$PWD/.build/debug/fcm-registry}"
 
 venv=${CLIENT_VENV:-$work/venv}
 if [ -z "${CLIENT_VENV:-}" ]; then python3 -m venv "$venv"; fi
@@ -62,8 +62,9 @@ export CONSOLE_BINARY="$binary" CONSOLE_DB="$app_db"
 # The relay's service account, to turn delivery back on after a test turns it off.
 export CONSOLE_SERVICE_ACCOUNT="$work/firebase-sa.json"
 export UPSTREAM_URL="http://127.0.0.1:$upstream_port" UPSTREAM_KEY=$(key_of "$work/upstream.json")
-if [ "${1:-}" = "--screenshots" ]; then export CONSOLE_SCREENSHOTS="$PWD/docs/console"; fi
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/console/test_console.py || {
+if [ "${1:-}" = "--screenshots" ]; then export CONSOLE_SCREENSHOTS="$PWD/docs/console"; shift; fi
+# Further arguments go to pytest (-k NAME to run some tests).
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/console/test_console.py "$@" || {
   echo "--- server log" >&2; tail -50 "$work/app.log" >&2
   exit 1
 }

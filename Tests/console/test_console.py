@@ -739,6 +739,13 @@ def test_a_webhooks_backlog_and_last_error_show_as_they_happen(console, seeded, 
     assert int(shown.find_element(By.CSS_SELECTOR, "dd[data-stat='backlog']").get_attribute("data-value")) > 0
     assert shown.find_element(By.CSS_SELECTOR, ".badge[data-state='failing']").text.startswith("failing since")
     assert "Last attempt" in shown.text and "none yet" not in shown.text
+    # The error's time, the next attempt, and "Retry now", which makes the waiting events due at once.
+    assert shown.find_element(By.CSS_SELECTOR, "[data-field='lastErrorAt']").text.startswith("at ")
+    assert "Next attempt" in shown.text
+    before = api("GET", f"/api/webhooks/{hook['id']}")["lastErrorAt"]
+    shown.find_element(By.CSS_SELECTOR, "button.retry").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#webhooks .outcome"), "Retrying now"))
+    wait(driver, 15).until(lambda d: api("GET", f"/api/webhooks/{hook['id']}")["lastErrorAt"] > before)
 
 
 def test_rotating_and_deleting_a_webhook(console, closed_url):
