@@ -81,10 +81,15 @@ struct FeedFollowingTests {
         let registry = try await RegistryService(store: store)
         try await registry.startAudience()
         let following = Task { await registry.followFeed(every: .milliseconds(10)) }
-        try await Task.sleep(for: .milliseconds(100))
-        // Generous bounds: a loaded machine answers slowly, and only "not ready" is under test below.
-        let ready = await registry.readiness(maximumLag: .seconds(30), probeDeadline: .seconds(30))
-        #expect(ready.ready && ready.database == "reachable" && ready.reasons.isEmpty)
+        // Generous bounds, and a wait for the follower's first pass: a loaded machine answers
+        // slowly, and only "not ready" is under test below.
+        var ready = await registry.readiness(maximumLag: .seconds(30), probeDeadline: .seconds(30))
+        let waitedSince = ContinuousClock.now
+        while !ready.ready && ContinuousClock.now - waitedSince < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = await registry.readiness(maximumLag: .seconds(30), probeDeadline: .seconds(30))
+        }
+        #expect(ready.ready && ready.database == "reachable" && ready.reasons.isEmpty, "\(ready)")
         following.cancel()
         await following.value
         try await Task.sleep(for: .milliseconds(200))

@@ -84,7 +84,7 @@ struct PostgresConnectTests {
         #expect(said.contains("28P01"), "\(said)")
         #expect(said.contains("password authentication failed"), "\(said)")
         #expect(!said.contains("wrong-password-for-test"))
-        #expect(took < .seconds(30), "no retrying for the 67 s postgres-nio took")
+        #expect(took < .seconds(60), "no retrying for the 67 s postgres-nio took")
     }
 
     @Test("sslmode=verify-full against a server without TLS says so at once")
@@ -93,7 +93,7 @@ struct PostgresConnectTests {
         let url = "postgres://\(location.username):\(location.password ?? "")@\(location.host):\(location.port)/\(location.database)?sslmode=verify-full"
         let (said, took) = try await Self.failure(url)
         #expect(said == "the server does not offer TLS, and sslmode=verify-full requires it", "\(said)")
-        #expect(took < .seconds(30), "no retrying for the 67 s postgres-nio took")
+        #expect(took < .seconds(60), "no retrying for the 67 s postgres-nio took")
     }
 
     @Test("Nothing listening is tried again for the patience given, then names the refusal")
@@ -102,7 +102,7 @@ struct PostgresConnectTests {
         let (said, took) = try await Self.failure(
             "postgres://registry:x@127.0.0.1:\(port)/registry?sslmode=disable", patience: .seconds(2))
         #expect(said == "cannot reach PostgreSQL at 127.0.0.1:\(port): connection refused (tried for 2.0 seconds)")
-        #expect(took >= .seconds(1) && took < .seconds(30))
+        #expect(took >= .seconds(1) && took < .seconds(60), "not the 67 s postgres-nio took")
     }
 
     @Test("A host the resolver does not know fails at once, in the resolver's words")
