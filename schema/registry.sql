@@ -357,3 +357,21 @@ CREATE TABLE "mirror" (
 );
 
 CREATE INDEX webhookEvent_webhookDue ON webhookEvent(webhookId, nextAttemptAt);
+
+CREATE TABLE auditEntry (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+  at INTEGER NOT NULL,
+  keyId INTEGER,
+  keyName TEXT NOT NULL,
+  client TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  details TEXT NOT NULL CHECK (json_type(details) = 'object')
+);
+
+CREATE INDEX auditEntry_project ON auditEntry(projectId, id);
+
+CREATE INDEX auditEntry_projectAction ON auditEntry(projectId, action, id);
+
+CREATE INDEX auditEntry_at ON auditEntry(at);

@@ -101,12 +101,23 @@ public struct ServerKeyRecord: Sendable, Hashable {
 public struct KeyGrant: Sendable, Hashable {
     public var project: Project
     public var keyID: Int64?
+    /// The key's name (empty for an unnamed key and for an access token): what the audit log names.
+    public var keyName: String
     public var scopes: KeyScopes
     /// The end of a rotated key's grace period.
     public var expiresAt: Date?
 
-    public init(project: Project, keyID: Int64?, scopes: KeyScopes, expiresAt: Date? = nil) {
-        (self.project, self.keyID, self.scopes, self.expiresAt) = (project, keyID, scopes, expiresAt)
+    public init(project: Project, keyID: Int64?, keyName: String = "", scopes: KeyScopes, expiresAt: Date? = nil) {
+        (self.project, self.keyID, self.keyName, self.scopes, self.expiresAt) = (
+            project, keyID, keyName, scopes, expiresAt
+        )
+    }
+
+    /// Who the audit log names for a change made with this grant, through `client`
+    /// (`X-Registry-Client`, see `AuditActor.client(from:)`).
+    public func actor(client: String?) -> AuditActor {
+        AuditActor(
+            keyID: keyID, keyName: keyID == nil ? "access token" : keyName, client: AuditActor.client(from: client))
     }
 }
 

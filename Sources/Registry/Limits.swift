@@ -25,6 +25,8 @@ public struct Limits: Sendable, Hashable {
     public var feedRetention = 100_000
     /// How long a send's `Idempotency-Key` is kept, with its answer (Stripe's 24 hours).
     public var idempotencyRetention = Duration.seconds(86_400)
+    /// How long the audit log keeps an entry (Stripe keeps its events log 30 days; 90 here).
+    public var auditRetention = Duration.seconds(90 * 86_400)
 
     public init() {}
 }

@@ -74,7 +74,9 @@ public protocol OutboxStore: Sendable {
     /// - Returns: the counts once cancelled; `nil` when the message was not relayed.
     /// - Throws: `RegistryError.messageFinished` when the job had already finished (or finished
     ///   meanwhile).
-    func cancel(message id: String, in project: Project, now: Date) async throws -> DeliveryCounts?
+    /// Writes `audit`'s entry in the cancel's transaction.
+    func cancel(message id: String, in project: Project, now: Date, audit: AuditWrite?) async throws
+        -> DeliveryCounts?
     /// A logged message's delivery counts; `nil` when the message was not relayed.
     func delivery(ofMessage id: String, in project: Project) async throws -> DeliveryCounts?
     /// A message's deliveries in `state`, in the order they were attempted (pending ones not yet

@@ -46,8 +46,10 @@ public protocol OutboxDriver: Sendable {
     func releaseJob(_ job: Int64, claimant: String, notBefore: Int64) async throws
     /// In one transaction, and only while the job is unfinished (else `false`, nothing written):
     /// finishes it as cancelled (`cancelledAt` and `finishedAt` at `now`, nobody's claim), and
-    /// queues its completion for the project's webhooks (`WebhookEventBatch(finishing:now:)`).
-    func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64) async throws -> Bool
+    /// queues its completion for the project's webhooks (`WebhookEventBatch(finishing:now:)`), and
+    /// inserts `audit`'s entry.
+    func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64, audit: AuditWrite?) async throws
+        -> Bool
     /// Changes the `relay` row's counters, pause and last error, in one statement.
     func updateRelay(of project: Int64, _ change: RelayChange) async throws
 

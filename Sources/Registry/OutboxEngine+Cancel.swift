@@ -5,12 +5,14 @@ import Foundation
 /// statement): the job's `cancelledAt` says that its pending rows and the recipients its walk had
 /// not reached are cancelled, and the listings read them so.
 extension OutboxStore where Self: OutboxDriver {
-    public func cancel(message id: String, in project: Project, now: Date) async throws -> DeliveryCounts? {
+    public func cancel(message id: String, in project: Project, now: Date, audit: AuditWrite?) async throws
+        -> DeliveryCounts?
+    {
         guard let job = try await loggedJob(ofMessage: id, in: project.rowID) else { return nil }
         var cancelled = false
         if !job.finished {
             cancelled = try await cancelJob(
-                job.id, project: project.rowID, messageID: id, now: EpochMilliseconds.milliseconds(now))
+                job.id, project: project.rowID, messageID: id, now: EpochMilliseconds.milliseconds(now), audit: audit)
         }
         // The counts answered are the ones kept, read after the cancel.
         let after = try await loggedJob(ofMessage: id, in: project.rowID) ?? job

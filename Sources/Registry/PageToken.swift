@@ -7,7 +7,8 @@
 public struct PageToken: Sendable, Hashable {
     /// The listings that page.
     public enum Listing: String, Sendable {
-        case groups, groupMembers, topics, topicsBySubscribers, topicSubscribers, messages, audience, deliveries, tokens
+        case groups, groupMembers, topics, topicsBySubscribers, topicSubscribers, messages, audience, deliveries, tokens,
+            audit
     }
 
     public var listing: Listing

@@ -58,7 +58,7 @@ extension RegistryService {
     public func prune(_ token: String, in project: Project) async throws {
         guard RegistrationToken.isWellFormed(token) else { return }
         if try await store.token(token, in: project)?.state == .registered {
-            _ = applied(try await store.unregisterToken(token, in: project))
+            _ = applied(try await store.unregisterToken(token, in: project, audit: nil))
             try await outbox.countPruned(project: project.rowID, tokens: 1)
         }
     }
@@ -82,8 +82,12 @@ extension RegistryService {
     /// Stops what has not been sent of a relayed message (see `OutboxStore.cancel`).
     /// - Returns: its counts once cancelled; `nil` when the message was not relayed.
     /// - Throws: `RegistryError.messageFinished` when nothing is left to cancel.
-    public func cancel(message id: String, in project: Project) async throws -> DeliveryCounts? {
-        try await outbox.cancel(message: id, in: project, now: Date())
+    /// Audited as `message.cancelled` when `actor` says who asked.
+    public func cancel(message id: String, in project: Project, by actor: AuditActor? = nil) async throws
+        -> DeliveryCounts?
+    {
+        let audit = audit(.messageCancelled, target: id, by: actor, project: project.rowID)
+        return try await outbox.cancel(message: id, in: project, now: Date(), audit: audit)
     }
 
     /// A relayed message's recipients in `state`; `nil` when the message was not relayed.

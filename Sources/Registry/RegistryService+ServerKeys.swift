@@ -9,46 +9,64 @@ extension RegistryService {
     public static let maximumKeyNameLength = 100
 
     /// Adds a server key with every scope to a project; returns the new key (shown only now).
-    public func addServerKey(toProject projectId: String) async throws -> (Project, serverKey: String) {
-        let (project, _, key) = try await addServerKey(toProject: projectId, name: "", scopes: .all)
+    public func addServerKey(toProject projectId: String, by actor: AuditActor = .commandLine) async throws
+        -> (Project, serverKey: String)
+    {
+        let (project, _, key) = try await addServerKey(toProject: projectId, name: "", scopes: .all, by: actor)
         return (project, key)
     }
 
     /// Adds a server key with a name and scopes to a project; returns it as listed, and the key
-    /// (shown only now).
-    public func addServerKey(toProject projectId: String, name: String, scopes: KeyScopes) async throws
-        -> (Project, ServerKeyRecord, serverKey: String)
-    {
+    /// (shown only now). Audited as `key.created` (by the command line unless `actor` says).
+    public func addServerKey(
+        toProject projectId: String, name: String, scopes: KeyScopes, by actor: AuditActor = .commandLine
+    ) async throws -> (Project, ServerKeyRecord, serverKey: String) {
         try Self.checkKey(name: name, scopes: scopes)
         let key = ServerKey.generate()
         let (project, record) = try await store.addServerKey(
-            keyHash: ServerKey.hash(key), name: name, scopes: scopes.rawValue, toProject: projectId)
+            keyHash: ServerKey.hash(key), name: name, scopes: scopes.rawValue, toProject: projectId
+        ) { project, record, _ in
+            audit(.keyCreated, target: String(record.id), details: Self.keyDetails(record), by: actor, project: project)
+        }
         return (project, record, key)
     }
 
-    /// Revokes a server key by its value, at once.
+    /// Revokes a server key by its value, at once. Audited as `key.revoked`.
     /// - Throws: `.serverKeyNotFound`; `.lastAdminKey` for the project's last admin key.
-    public func revokeServerKey(_ key: String) async throws {
+    public func revokeServerKey(_ key: String, by actor: AuditActor = .commandLine) async throws {
         let hash = ServerKey.hash(key)
-        _ = try await store.revokeServerKey(.hash(hash), revokedAt: Date(), replacement: nil)
+        _ = try await store.revokeServerKey(.hash(hash), revokedAt: Date(), replacement: nil) { project, record, _ in
+            audit(.keyRevoked, target: String(record.id), details: Self.keyDetails(record), by: actor, project: project)
+        }
         serverKeys.forget(hash)
     }
 
-    /// Revokes the project's key with this id, at once (`DELETE /api/keys/{id}`).
+    /// Revokes the project's key with this id, at once (`DELETE /api/keys/{id}`). Audited as
+    /// `key.revoked`.
     /// - Throws: `.serverKeyNotFound`; `.lastAdminKey` for the project's last admin key.
-    public func revokeServerKey(id: Int64, in project: Project) async throws -> ServerKeyRecord {
+    public func revokeServerKey(id: Int64, in project: Project, by actor: AuditActor = .commandLine) async throws
+        -> ServerKeyRecord
+    {
         let (revoked, _) = try await store.revokeServerKey(
-            .id(id, projectRowID: project.rowID), revokedAt: Date(), replacement: nil)
+            .id(id, projectRowID: project.rowID), revokedAt: Date(), replacement: nil
+        ) { project, record, _ in
+            audit(.keyRevoked, target: String(record.id), details: Self.keyDetails(record), by: actor, project: project)
+        }
         serverKeys.forget(keyID: id)
         return revoked
+    }
+
+    /// What a key event's audit entry says of the key: its name and scopes, never its value.
+    static func keyDetails(_ record: ServerKeyRecord) -> [String: String] {
+        ["name": record.name, "scopes": record.scopes.names.joined(separator: " ")]
     }
 
     /// A new key with the same name and scopes as the key with this id, which keeps working for
     /// `gracePeriod` (at most ``maximumGracePeriod``), in one transaction.
     /// - Returns: the new key as listed, and its value (shown only now).
-    public func rotateServerKey(id: Int64, in project: Project, gracePeriod: Duration) async throws
-        -> (ServerKeyRecord, serverKey: String)
-    {
+    public func rotateServerKey(
+        id: Int64, in project: Project, gracePeriod: Duration, by actor: AuditActor = .commandLine
+    ) async throws -> (ServerKeyRecord, serverKey: String) {
         guard gracePeriod >= .zero, gracePeriod <= Self.maximumGracePeriod else {
             throw RegistryError.invalidServerKey(
                 "gracePeriod is 0s to \(Self.maximumGracePeriod.components.seconds)s (7 days)", field: "gracePeriod")
@@ -59,7 +77,13 @@ extension RegistryService {
         let key = ServerKey.generate()
         let (_, added) = try await store.revokeServerKey(
             .id(id, projectRowID: project.rowID), revokedAt: Date().addingTimeInterval(gracePeriod.seconds),
-            replacement: NewServerKey(hash: ServerKey.hash(key), name: old.name, scopes: old.scopes.rawValue))
+            replacement: NewServerKey(hash: ServerKey.hash(key), name: old.name, scopes: old.scopes.rawValue)
+        ) { project, record, added in
+            var details = Self.keyDetails(record)
+            details["newKeyId"] = added.map { String($0.id) }
+            details["gracePeriod"] = "\(gracePeriod.components.seconds)s"
+            return audit(.keyRotated, target: String(record.id), details: details, by: actor, project: project)
+        }
         serverKeys.forget(keyID: id)
         guard let added else { throw RegistryError.serverKeyNotFound }
         return (added, key)
@@ -84,7 +108,9 @@ extension RegistryService {
             grant = cached
         } else {
             grant = try await store.serverKey(authenticatedBy: hash, now: now).map { project, record in
-                KeyGrant(project: project, keyID: record.id, scopes: record.scopes, expiresAt: record.revokedAt)
+                KeyGrant(
+                    project: project, keyID: record.id, keyName: record.name, scopes: record.scopes,
+                    expiresAt: record.revokedAt)
             }
             serverKeys.store(grant, for: hash)
         }

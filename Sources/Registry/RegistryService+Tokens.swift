@@ -10,10 +10,14 @@ extension RegistryService {
         return applied(try await store.registerToken(token, in: project))
     }
 
-    /// Unregisters a dead token: it leaves every group and topic at once.
-    public func unregisterToken(_ token: String, in project: Project) async throws -> TokenInfo? {
+    /// Unregisters a dead token: it leaves every group and topic at once. Audited as
+    /// `token.unregistered` when `actor` says who asked.
+    public func unregisterToken(_ token: String, in project: Project, by actor: AuditActor? = nil) async throws
+        -> TokenInfo?
+    {
         try checkToken(token)
-        return applied(try await store.unregisterToken(token, in: project))
+        let audit = audit(.tokenUnregistered, target: token, by: actor, project: project.rowID)
+        return applied(try await store.unregisterToken(token, in: project, audit: audit))
     }
 
     /// Moves a device to a new registration id (a token to its Firebase installation id) in one

@@ -25,6 +25,8 @@ public struct RegistryService: Sendable {
     public let webhookPolicy: WebhookURLPolicy
     /// The sends' `Idempotency-Key`s and their answers (`Idempotency.swift`).
     package let idempotency: any IdempotencyStore
+    /// Who changed what, when (`AuditLog.swift`).
+    package let auditLog: any AuditStore
     public let limits: Limits
     let keys: NotificationKeyCodec
     let serverKeys = ServerKeyCache()
@@ -72,6 +74,7 @@ public struct RegistryService: Sendable {
         webhooks = store
         self.webhookPolicy = webhookPolicy
         idempotency = store
+        auditLog = store
         self.limits = limits
         self.sink = sink ?? StoreMessageLog(log: store, limits: limits)
         checkpointPath = checkpoint

@@ -17,8 +17,8 @@ public struct Committed<Value: Sendable>: Sendable {
 /// A whole backend: the registry's tables, the change feed over them, the message log, the
 /// relay's outbox, the upstream messages on their way to XMPP sessions, and the sends' idempotency keys.
 public typealias RegistryBackend =
-    ArchiveStore & ChangeFeed & IdempotencyStore & MessageLogStore & OutboxStore & RegistryStore & SendBudgetStore
-    & UpstreamStore & WebhookCopyStore & WebhookStore
+    ArchiveStore & AuditStore & ChangeFeed & IdempotencyStore & MessageLogStore & OutboxStore & RegistryStore
+    & SendBudgetStore & UpstreamStore & WebhookCopyStore & WebhookStore
 
 /// Where the registry keeps projects, keys, groups, topics and tokens: the narrow interface a
 /// backend implements, with ``ChangeFeed`` and ``MessageLogStore`` beside it.
@@ -45,16 +45,19 @@ public protocol RegistryStore: Sendable {
 
     func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project
     /// Adds a key with its name and scopes (a bit set, see `KeyScopes`); returns it as listed.
-    func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
-        -> (Project, ServerKeyRecord)
+    /// `audit` says, from what was written, the audit entry to insert in the same transaction.
+    func addServerKey(
+        keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String, audit: @escaping KeyAudit
+    ) async throws -> (Project, ServerKeyRecord)
     /// Revokes the key with that hash (`.hash`) or that id in a project (`.id`) from `revokedAt` on
     /// (a time to come: a rotation's grace period), first adding `replacement` beside it, all in
     /// one transaction; returns the revoked key and the one added.
     /// - Throws: `RegistryError.serverKeyNotFound` when no key is active (or in a grace period)
     ///   there; a grace period under way ends at the earlier of its end and `revokedAt`; `.lastAdminKey` when, once done, no key of the project
     ///   with `scopes & 8` is left without a `revokedAt`.
+    /// `audit` says, from what was written, the audit entry to insert in the same transaction.
     func revokeServerKey(
-        _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?
+        _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?, audit: @escaping KeyAudit
     ) async throws -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
     /// The key with that hash, active at `now` (never revoked, or revoked after `now`), and its project.
     func serverKey(authenticatedBy keyHash: [UInt8], now: Date) async throws -> (Project, ServerKeyRecord)?
@@ -167,7 +170,9 @@ public protocol RegistryStore: Sendable {
     /// Marks the token unregistered and removes it from every group (deleting groups it empties)
     /// and topic, all at once. Returns `nil` when the project does not know the token.
     /// Isolation: serialized per token, and per group it leaves.
-    func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?>
+    /// Writes `audit`'s entry in the same transaction when it knows the token.
+    func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
+        -> Committed<TokenInfo?>
     /// Moves a device to a new registration id (a token to its Firebase installation id), all at
     /// once: `to` (registered if new, or again if unregistered) joins every topic and group of
     /// `from`, merged with its own, and `from` is unregistered.
@@ -234,6 +239,11 @@ public protocol MessageLogStore: Sendable {
     func minuteStats(of project: Int64, from: Int64) async throws -> [MinuteStats]
 
 }
+
+/// The audit entry of a key event, from the project's row id, the key it names and the key it
+/// added (a rotation's); written in the event's transaction.
+public typealias KeyAudit =
+    @Sendable (_ project: Int64, _ key: ServerKeyRecord, _ added: ServerKeyRecord?) -> AuditWrite?
 
 /// What a re-key moved: the topics and groups `to` is in now.
 public struct Rekeyed: Sendable, Equatable, Codable {

@@ -208,6 +208,16 @@ extension ServerConfiguration {
                 configuration.limits.idempotencyRetention = duration
                 return nil
             }, defaultValue: "24h"),
+        ConfigurationOption(
+            flag: "audit-retention", variable: "FCM_REGISTRY_AUDIT_RETENTION",
+            help: "How long the audit log keeps an entry (1d to 3650d).",
+            apply: { value, configuration in
+                guard let duration = parseDuration(value, upTo: 3650 * 86_400_000), duration >= .seconds(86_400) else {
+                    return "a duration such as 30d or 2160h, from 1d to 3650d"
+                }
+                configuration.limits.auditRetention = duration
+                return nil
+            }, defaultValue: "90d"),
         duration(
             "feed-interval", "FCM_REGISTRY_FEED_INTERVAL", "How often to read other processes' writes from the feed.",
             "10ms"

@@ -25,6 +25,7 @@ enum PostgresMigrations {
         ("v13-key-scopes", v13),
         ("v14-service-account-scopes", v14),
         ("v12-webhook-fairness", v12),
+        ("v15-audit-log", v15),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when
@@ -494,6 +495,27 @@ enum PostgresMigrations {
         // Browsing tokens by prefix (`GET /api/tokens`) reads one range of values compared
         // bytewise, as SQLite compares them; the unique index has the database's collation.
         #"CREATE INDEX "token_valueBytewise" ON token("projectId", value COLLATE "C")"#,
+    ]
+
+    /// SQLite's "v21 audit log": who changed what, when, read newest first per project or of one
+    /// action, swept by age.
+    static let v15: [String] = [
+        """
+        CREATE TABLE "auditEntry" (
+          id bigserial PRIMARY KEY,
+          "projectId" bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          at bigint NOT NULL,
+          "keyId" bigint,
+          "keyName" text NOT NULL,
+          client text NOT NULL,
+          action text NOT NULL,
+          target text NOT NULL,
+          details text NOT NULL CHECK (jsonb_typeof(details::jsonb) = 'object')
+        )
+        """,
+        #"CREATE INDEX "auditEntry_project" ON "auditEntry"("projectId", id)"#,
+        #"CREATE INDEX "auditEntry_projectAction" ON "auditEntry"("projectId", action, id)"#,
+        #"CREATE INDEX "auditEntry_at" ON "auditEntry"(at)"#,
     ]
 
     /// SQLite's "v20 service account scopes": `NULL` for FCM's meaning (send, subscribe, read).

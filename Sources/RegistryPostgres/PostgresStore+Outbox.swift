@@ -29,7 +29,9 @@ extension PostgresStore: OutboxStore, OutboxDriver {
         }
     }
 
-    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64) async throws -> Bool {
+    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64, audit: AuditWrite?)
+        async throws -> Bool
+    {
         try await transaction { connection in
             // The job's row lock orders this against a page being recorded: whichever commits
             // first, the other sees a finished job (a page records nothing then).
@@ -43,6 +45,7 @@ extension PostgresStore: OutboxStore, OutboxDriver {
             else { return false }
             try await connection.appendWebhookEvents(
                 WebhookEventBatch(finishing: messageID, now: now), project: project, job: job, finished: true)
+            try await Self.insertAudit(connection, audit)
             return true
         }
     }

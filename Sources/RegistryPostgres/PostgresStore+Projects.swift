@@ -26,14 +26,15 @@ extension PostgresStore {
         }
     }
 
-    public func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
-        -> (Project, ServerKeyRecord)
-    {
+    public func addServerKey(
+        keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String, audit: @escaping KeyAudit
+    ) async throws -> (Project, ServerKeyRecord) {
         try await transaction { connection in
             guard let project = try await Self.project(connection, #"SELECT id, "projectId", "senderId" FROM project WHERE "projectId" = \#(projectId)"#)
             else { throw RegistryError.projectNotFound(projectId) }
             let key = try await Self.insertKey(
                 connection, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
+            try await Self.insertAudit(connection, audit(project.rowID, key, nil))
             return (project, key)
         }
     }
@@ -71,9 +72,9 @@ extension PostgresStore {
         return found
     }
 
-    public func revokeServerKey(_ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?) async throws
-        -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
-    {
+    public func revokeServerKey(
+        _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?, audit: @escaping KeyAudit
+    ) async throws -> (revoked: ServerKeyRecord, added: ServerKeyRecord?) {
         let logger = logger
         return try await transaction { connection in
             let at = EpochMilliseconds.milliseconds(revokedAt)
@@ -105,9 +106,11 @@ extension PostgresStore {
             let admins = try await connection.one(
                 #"SELECT count(*) FROM "serverKey" WHERE "projectId" = \#(project.rowID) AND "revokedAt" IS NULL AND (scopes & 8) <> 0"#,
                 as: Int64.self)
-            if admins == 0 { throw RegistryError.lastAdminKey }
             var revoked = found
             revoked.revokedAt = min(found.revokedAt ?? revokedAt, revokedAt)
+            // The entry before the last check: refused, it goes with the change.
+            try await Self.insertAudit(connection, audit(project.rowID, revoked, added))
+            if admins == 0 { throw RegistryError.lastAdminKey }
             return (revoked, added)
         }
     }

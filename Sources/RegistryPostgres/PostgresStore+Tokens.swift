@@ -67,9 +67,12 @@ extension PostgresStore {
         }
     }
 
-    public func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?> {
+    public func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
+        -> Committed<TokenInfo?>
+    {
         try await committing { connection, log in
             guard let row = try await connection.lockedToken(token, in: project) else { return nil }
+            try await Self.insertAudit(connection, audit)
             try await connection.run(
                 #"UPDATE token SET state = 'unregistered', "updatedAt" = \#(EpochMilliseconds.now()) WHERE id = \#(row.id)"#)
             for (topicID, name) in try await connection.topicsOf(row.id) {

@@ -23,9 +23,9 @@ extension PostgresStore: WebhookStore, WebhookDriver {
             nextAttemptAt: c.16.map(EpochMilliseconds.date))
     }
 
-    public func insertWebhook(_ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void)
-        async throws -> Webhook
-    {
+    public func insertWebhook(
+        _ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void, audit: AuditWrite?
+    ) async throws -> Webhook {
         try await transaction { connection in
             // The project's row, locked: two servers adding a webhook at once count one after the other.
             try await connection.run(#"SELECT id FROM project WHERE id = \#(new.project) FOR UPDATE"#)
@@ -38,6 +38,7 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                 INSERT INTO webhook ("publicId", "projectId", url, events, secret, "createdAt")
                 VALUES (\#(new.publicID), \#(new.project), \#(new.url), \#(new.events), \#(new.secret), \#(new.createdAt))
                 """#)
+            try await Self.insertAudit(connection, audit)
             guard let webhook = try await connection.webhookRows(of: new.project, id: new.publicID).first else {
                 throw PostgresStoreError("the webhook just added is not there")
             }
@@ -49,16 +50,20 @@ extension PostgresStore: WebhookStore, WebhookDriver {
         try await database.withConnection { connection in try await connection.webhookRows(of: project, id: id) }
     }
 
-    public func deleteWebhookRow(_ id: String, of project: Int64) async throws -> Bool {
+    public func deleteWebhookRow(_ id: String, of project: Int64, audit: AuditWrite?) async throws -> Bool {
         try await transaction { connection in
-            try await connection.count(
-                #"DELETE FROM webhook WHERE "projectId" = \#(project) AND "publicId" = \#(id) RETURNING 1"#) > 0
+            guard
+                try await connection.count(
+                    #"DELETE FROM webhook WHERE "projectId" = \#(project) AND "publicId" = \#(id) RETURNING 1"#) > 0
+            else { return false }
+            try await Self.insertAudit(connection, audit)
+            return true
         }
     }
 
-    public func replaceWebhookSecret(_ id: String, of project: Int64, with secret: String, previousUntil: Int64)
-        async throws -> Webhook?
-    {
+    public func replaceWebhookSecret(
+        _ id: String, of project: Int64, with secret: String, previousUntil: Int64, audit: AuditWrite?
+    ) async throws -> Webhook? {
         try await transaction { connection in
             guard
                 try await connection.count(
@@ -67,11 +72,14 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                     WHERE "projectId" = \#(project) AND "publicId" = \#(id) RETURNING 1
                     """#) > 0
             else { return nil }
+            try await Self.insertAudit(connection, audit)
             return try await connection.webhookRows(of: project, id: id).first
         }
     }
 
-    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
+    {
         try await transaction { connection in
             // The webhook's row, locked, so that an attempt recorded meanwhile comes before or after.
             guard
@@ -93,11 +101,14 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                     WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
                     """#)
             }
+            try await Self.insertAudit(connection, audit)
             return try await connection.webhookRows(of: project, id: id).first
         }
     }
 
-    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
+    {
         try await transaction { connection in
             guard
                 let webhook = try await connection.first(
@@ -108,6 +119,7 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                 UPDATE "webhookEvent" SET "nextAttemptAt" = \#(eventsDueAt)
                 WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
                 """#)
+            try await Self.insertAudit(connection, audit)
             return try await connection.webhookRows(of: project, id: id).first
         }
     }

@@ -71,6 +71,9 @@ enum Migrations {
         migrator.registerMigration("v18 webhook fairness", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v18)
         }
+        migrator.registerMigration("v21 audit log", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v21)
+        }
         return migrator
     }
 
@@ -80,6 +83,25 @@ enum Migrations {
         ALTER TABLE serverKey ADD COLUMN name TEXT NOT NULL DEFAULT '';
         ALTER TABLE serverKey ADD COLUMN scopes INTEGER NOT NULL DEFAULT 15;
         ALTER TABLE serverKey ADD COLUMN lastUsedAt INTEGER;
+        """
+
+    /// The audit log: who changed what, when (`AuditLog.swift`), read newest first per project,
+    /// or of one action; swept by age.
+    private static let v21 = """
+        CREATE TABLE auditEntry (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+          at INTEGER NOT NULL,
+          keyId INTEGER,
+          keyName TEXT NOT NULL,
+          client TEXT NOT NULL,
+          action TEXT NOT NULL,
+          target TEXT NOT NULL,
+          details TEXT NOT NULL CHECK (json_type(details) = 'object')
+        );
+        CREATE INDEX auditEntry_project ON auditEntry(projectId, id);
+        CREATE INDEX auditEntry_projectAction ON auditEntry(projectId, action, id);
+        CREATE INDEX auditEntry_at ON auditEntry(at);
         """
 
     private static let v1 = """

@@ -51,7 +51,9 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
         }
     }
 
-    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64) async throws -> Bool {
+    public func cancelJob(_ job: Int64, project: Int64, messageID: String, now: Int64, audit: AuditWrite?)
+        async throws -> Bool
+    {
         try await write { db, _ in
             try db.execute(
                 sql: """
@@ -61,6 +63,7 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
             guard db.changesCount > 0 else { return false }
             try Self.appendWebhookEvents(
                 WebhookEventBatch(finishing: messageID, now: now), project: project, job: job, finished: true, db)
+            try Self.insertAudit(db, audit)
             return true
         }
     }

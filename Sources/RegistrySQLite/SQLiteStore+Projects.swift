@@ -23,9 +23,9 @@ extension SQLiteStore {
         }
     }
 
-    public func addServerKey(keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String) async throws
-        -> (Project, ServerKeyRecord)
-    {
+    public func addServerKey(
+        keyHash: [UInt8], name: String, scopes: Int, toProject projectId: String, audit: @escaping KeyAudit
+    ) async throws -> (Project, ServerKeyRecord) {
         try await write { db, log in
             guard let project = try Self.project(db, sql: "SELECT * FROM project WHERE projectId = ?", [projectId])
             else {
@@ -33,6 +33,7 @@ extension SQLiteStore {
             }
             let key = try Self.insertKey(
                 db, NewServerKey(hash: keyHash, name: name, scopes: scopes), into: project.rowID)
+            try Self.insertAudit(db, audit(project.rowID, key, nil))
             return (project, key)
         }
     }
@@ -49,9 +50,9 @@ extension SQLiteStore {
             createdAt: EpochMilliseconds.date(now))
     }
 
-    public func revokeServerKey(_ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?) async throws
-        -> (revoked: ServerKeyRecord, added: ServerKeyRecord?)
-    {
+    public func revokeServerKey(
+        _ key: ServerKeyMatch, revokedAt: Date, replacement: NewServerKey?, audit: @escaping KeyAudit
+    ) async throws -> (revoked: ServerKeyRecord, added: ServerKeyRecord?) {
         try await write { db, log in
             let at = EpochMilliseconds.milliseconds(revokedAt)
             let now = EpochMilliseconds.now()
@@ -80,9 +81,11 @@ extension SQLiteStore {
                 db,
                 sql: "SELECT count(*) FROM serverKey WHERE projectId = ? AND revokedAt IS NULL AND (scopes & 8) <> 0",
                 arguments: [projectRowID])
-            if admins == 0 { throw RegistryError.lastAdminKey }
             var revoked = Self.serverKey(row)
             revoked.revokedAt = min(revoked.revokedAt ?? revokedAt, revokedAt)
+            // The entry before the last check: refused, it goes with the change.
+            try Self.insertAudit(db, audit(projectRowID, revoked, added))
+            if admins == 0 { throw RegistryError.lastAdminKey }
             return (revoked, added)
         }
     }

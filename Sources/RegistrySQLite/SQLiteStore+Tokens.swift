@@ -56,9 +56,12 @@ extension SQLiteStore {
         }
     }
 
-    public func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?> {
+    public func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
+        -> Committed<TokenInfo?>
+    {
         try await committing { db, log in
             guard let row = try db.tokenRow(token, in: project) else { return nil }
+            try Self.insertAudit(db, audit)
             try db.execute(
                 sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",
                 arguments: [EpochMilliseconds.now(), row.id])

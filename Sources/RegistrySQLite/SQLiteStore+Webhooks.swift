@@ -26,9 +26,9 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             nextAttemptAt: (row["nextAttemptAt"] as Int64?).map(EpochMilliseconds.date))
     }
 
-    public func insertWebhook(_ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void)
-        async throws -> Webhook
-    {
+    public func insertWebhook(
+        _ new: NewWebhookRow, admitting admit: @escaping @Sendable (Int) throws -> Void, audit: AuditWrite?
+    ) async throws -> Webhook {
         try await write { db, _ in
             try admit(
                 Int.fetchOne(db, sql: "SELECT COUNT(*) FROM webhook WHERE projectId = ?", arguments: [new.project]) ?? 0
@@ -37,6 +37,7 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                 sql: """
                     INSERT INTO webhook (publicId, projectId, url, events, secret, createdAt) VALUES (?, ?, ?, ?, ?, ?)
                     """, arguments: [new.publicID, new.project, new.url, new.events, new.secret, new.createdAt])
+            try Self.insertAudit(db, audit)
             let row = try Row.fetchOne(
                 db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE publicId = ?", arguments: [new.publicID])
             return Self.webhook(row!)
@@ -55,16 +56,18 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
         }
     }
 
-    public func deleteWebhookRow(_ id: String, of project: Int64) async throws -> Bool {
+    public func deleteWebhookRow(_ id: String, of project: Int64, audit: AuditWrite?) async throws -> Bool {
         try await write { db, _ in
             try db.execute(sql: "DELETE FROM webhook WHERE projectId = ? AND publicId = ?", arguments: [project, id])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            try Self.insertAudit(db, audit)
+            return true
         }
     }
 
-    public func replaceWebhookSecret(_ id: String, of project: Int64, with secret: String, previousUntil: Int64)
-        async throws -> Webhook?
-    {
+    public func replaceWebhookSecret(
+        _ id: String, of project: Int64, with secret: String, previousUntil: Int64, audit: AuditWrite?
+    ) async throws -> Webhook? {
         try await write { db, _ in
             try db.execute(
                 sql: """
@@ -72,13 +75,16 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     WHERE projectId = ? AND publicId = ?
                     """, arguments: [secret, previousUntil, project, id])
             guard db.changesCount > 0 else { return nil }
+            try Self.insertAudit(db, audit)
             return try Row.fetchOne(
                 db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE publicId = ?", arguments: [id]
             ).map(Self.webhook)
         }
     }
 
-    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+    public func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
+    {
         try await write { db, _ in
             guard
                 let row = try Row.fetchOne(
@@ -95,13 +101,16 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
                     arguments: [eventsDueAt, webhook, eventsDueAt])
             }
+            try Self.insertAudit(db, audit)
             return try Row.fetchOne(
                 db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE publicId = ?", arguments: [id]
             ).map(Self.webhook)
         }
     }
 
-    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook? {
+    public func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
+    {
         try await write { db, _ in
             guard
                 let webhook = try Int64.fetchOne(
@@ -110,6 +119,7 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
             try db.execute(
                 sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
                 arguments: [eventsDueAt, webhook, eventsDueAt])
+            try Self.insertAudit(db, audit)
             return try Row.fetchOne(
                 db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE id = ?", arguments: [webhook]
             ).map(Self.webhook)

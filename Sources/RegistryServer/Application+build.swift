@@ -139,6 +139,7 @@ func routing(
     XMPPController(registry: registry, hub: sessions).addRoutes(to: routes)
     FaultController(registry: registry).addRoutes(to: routes)
     WebhookController(registry: registry).addRoutes(to: routes)
+    AuditController(registry: registry).addRoutes(to: routes)
     KeyController(registry: registry).addRoutes(to: routes)
     routes.addMethodNotAllowed(to: router)
     return (router, open.recorded + routes.recorded)

@@ -3,8 +3,8 @@ import Registry
 
 /// The scope each route needs: the one table of it, which `RouteRecorder` checks on every
 /// request and `docs/http-api.md` prints. Every recorded route has exactly one entry (a test
-/// fails on a route added without one); `nil` marks the routes served without a key. A route
-/// missing here needs `admin`.
+/// fails on a route added without one); `nil` marks the routes served without a key, and
+/// `GET /api/keys/current`, which any key may call. A route missing here needs `admin`.
 enum RouteScopes {
     static let table: [(method: HTTPRequest.Method, path: String, scope: KeyScope?)] = [
         // Served without a key.
@@ -49,14 +49,17 @@ enum RouteScopes {
         // Keys.
         (.get, "/api/keys", .admin), (.post, "/api/keys", .admin), (.delete, "/api/keys/:id", .admin),
         (.post, "/api/keys/{id}:rotate", .admin),
+        // The audit log, and the request's own key (any scope: the console asks it what to show).
+        (.get, "/api/audit", .read), (.get, "/api/keys/current", nil),
     ]
 
     private static let byRoute: [String: KeyScope?] = Dictionary(
         table.map { ("\($0.method.rawValue) \($0.path)", $0.scope) }, uniquingKeysWith: { first, _ in first })
 
-    /// The scope `method` on the path template `path` needs; `admin` for a route not in the table.
-    static func required(_ method: HTTPRequest.Method, _ path: String) -> KeyScope {
-        (byRoute["\(method.rawValue) \(path)"] ?? .admin) ?? .admin
+    /// The scope `method` on the path template `path` needs behind `AuthMiddleware`; `nil` when any
+    /// key may call it; `admin` for a route not in the table.
+    static func required(_ method: HTTPRequest.Method, _ path: String) -> KeyScope? {
+        byRoute["\(method.rawValue) \(path)"] ?? .admin
     }
 
     /// The refusal of a request outside its key's scopes: 403 in the envelope of the API called.

@@ -57,6 +57,21 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("--audit-retention keeps entries 90 days unless told, from 1 to 3650 days, from the flag or the environment")
+    func auditRetention() throws {
+        let defaults = try ServerConfiguration.resolve(flags: [:], environment: [:])
+        #expect(defaults.limits.auditRetention == .seconds(90 * 86_400))
+        let flag = try ServerConfiguration.resolve(flags: ["audit-retention": "30d"], environment: [:])
+        #expect(flag.limits.auditRetention == .seconds(30 * 86_400))
+        let variable = try ServerConfiguration.resolve(flags: [:], environment: ["FCM_REGISTRY_AUDIT_RETENTION": "48h"])
+        #expect(variable.limits.auditRetention == .seconds(2 * 86_400))
+        for bad in ["3651d", "23h", "0d", "1x", "", "-1d"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                _ = try ServerConfiguration.resolve(flags: [:], environment: ["FCM_REGISTRY_AUDIT_RETENTION": bad])
+            }
+        }
+    }
+
     @Test("--idempotency-retention keeps keys 24 h unless told, from 1 s to 30 days, from the flag or the environment")
     func idempotencyRetention() throws {
         #expect(try ServerConfiguration.resolve(flags: [:], environment: [:]).limits.idempotencyRetention == .seconds(86_400))

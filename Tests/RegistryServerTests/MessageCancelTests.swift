@@ -31,6 +31,8 @@ import Testing
             #expect(listed.json?["deliveries"]?.array?.compactMap { $0["token"]?.string }.sorted() == tokens.sorted())
             let pending = try await harness.client.call(.get, "/api/messages/\(id)/deliveries?state=pending")
             #expect(pending.json?["deliveries"]?.array?.isEmpty == true)
+            let audited = try await harness.client.call(.get, "/api/audit?action=message.cancelled")
+            #expect(audited.json?["entries"]?.array?.map { $0["target"] } == [.string(id)])
 
             // Once FCM is back, nothing of the cancelled message reaches it.
             try await harness.relay.setRelay(
@@ -59,6 +61,8 @@ import Testing
 
             let unknown = try await harness.client.call(.post, "/api/messages/no-such-message:cancel")
             #expect(unknown.status == .notFound)
+            let audited = try await harness.client.call(.get, "/api/audit?action=message.cancelled")
+            #expect(audited.json?["entries"] == [])
         }
     }
 }

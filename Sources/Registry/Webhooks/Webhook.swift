@@ -155,26 +155,28 @@ public struct WebhookTally: Sendable, Hashable {
 /// that is a `WebhookDriver`. Events go into the queue inside the outbox's own transactions
 /// (`OutboxDriver.recordPage`), never through this protocol.
 public protocol WebhookStore: Sendable {
-    /// Adds a webhook, unless the project has `limit` already.
+    /// Adds a webhook, unless the project has `limit` already. Each change here writes the audit
+    /// entry `audit` makes from the webhook's id in its transaction, and none when it changes nothing.
     /// - Throws: `RegistryError.tooManyWebhooks`.
     func createWebhook(
-        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date
+        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date, audit: WebhookAudit
     ) async throws -> CreatedWebhook
     func webhooks(of project: Int64) async throws -> [Webhook]
     func webhook(_ id: String, of project: Int64) async throws -> Webhook?
     /// Deletes it and its queued events; `false` when the project has no such webhook.
-    func deleteWebhook(_ id: String, of project: Int64) async throws -> Bool
+    func deleteWebhook(_ id: String, of project: Int64, audit: AuditWrite?) async throws -> Bool
     /// A new secret; the one before keeps signing beside it for `WebhookRules.rotationOverlap`.
     /// `nil` when the project has no such webhook.
-    func rotateWebhookSecret(_ id: String, of project: Int64, now: Date) async throws -> CreatedWebhook?
+    func rotateWebhookSecret(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws
+        -> CreatedWebhook?
     /// Turns a disabled webhook back on, keeping its id, secrets, counters and queued events, which
     /// are due at `now`; its failures are counted from nothing again. An enabled one is left as it
     /// is. `nil` when the project has no such webhook.
-    func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook?
+    func enableWebhook(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws -> Webhook?
 
     /// Makes every event waiting for the webhook due at `now` ("retry now"); its claims, attempts
     /// and counters stay. `nil` when the project has no such webhook.
-    func retryWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook?
+    func retryWebhook(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws -> Webhook?
     /// Claims due events of enabled webhooks that nobody holds (or whose lease ran out), within
     /// `shares`: round by webhook, each webhook and project within its share of the free slots.
     func claimWebhookEvents(_ claimant: String, leaseUntil: Date, now: Date, shares: WebhookShares) async throws
@@ -190,4 +192,32 @@ public protocol WebhookStore: Sendable {
     func releaseWebhookEvents(claimedBy claimant: String) async throws
     /// Every webhook's counters, for the metrics.
     func webhookTallies() async throws -> [WebhookTally]
+}
+
+/// The audit entry of a webhook's creation, from the id it is given.
+public typealias WebhookAudit = @Sendable (_ id: String) -> AuditWrite?
+
+/// The changes without an audit entry: what the registry does itself, and the stores' tests.
+extension WebhookStore {
+    public func createWebhook(
+        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date
+    ) async throws -> CreatedWebhook {
+        try await createWebhook(project: project, url: url, events: events, limit: limit, now: now) { _ in nil }
+    }
+
+    public func deleteWebhook(_ id: String, of project: Int64) async throws -> Bool {
+        try await deleteWebhook(id, of: project, audit: nil)
+    }
+
+    public func rotateWebhookSecret(_ id: String, of project: Int64, now: Date) async throws -> CreatedWebhook? {
+        try await rotateWebhookSecret(id, of: project, now: now, audit: nil)
+    }
+
+    public func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
+        try await enableWebhook(id, of: project, now: now, audit: nil)
+    }
+
+    public func retryWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
+        try await retryWebhook(id, of: project, now: now, audit: nil)
+    }
 }

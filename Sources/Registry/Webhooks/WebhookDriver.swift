@@ -10,25 +10,31 @@ import Foundation
 /// milliseconds.
 public protocol WebhookDriver: Sendable {
     /// In one transaction: calls `admit` with the project's number of webhooks (it throws to
-    /// refuse), then inserts the webhook.
-    func insertWebhook(_ row: NewWebhookRow, admitting admit: @escaping @Sendable (_ existing: Int) throws -> Void)
-        async throws -> Webhook
+    /// refuse), then inserts the webhook and `audit`'s entry.
+    func insertWebhook(
+        _ row: NewWebhookRow, admitting admit: @escaping @Sendable (_ existing: Int) throws -> Void,
+        audit: AuditWrite?
+    ) async throws -> Webhook
     /// The project's webhooks (only `id`'s, when given), oldest first.
     func webhookRows(of project: Int64, id: String?) async throws -> [Webhook]
-    /// Deletes the webhook and its queue; `false` when the project has no such webhook.
-    func deleteWebhookRow(_ id: String, of project: Int64) async throws -> Bool
+    /// Deletes the webhook and its queue, and inserts `audit`'s entry; `false` when the project has
+    /// no such webhook (nothing written). The same `audit` in each write below.
+    func deleteWebhookRow(_ id: String, of project: Int64, audit: AuditWrite?) async throws -> Bool
     /// The secret becomes the previous one, signing until `previousUntil`; `secret` the current.
-    func replaceWebhookSecret(_ id: String, of project: Int64, with secret: String, previousUntil: Int64) async throws
-        -> Webhook?
+    func replaceWebhookSecret(
+        _ id: String, of project: Int64, with secret: String, previousUntil: Int64, audit: AuditWrite?
+    ) async throws -> Webhook?
     /// In one transaction, only while the webhook is disabled (else nothing is written): clears
     /// `disabledAt`, `disabledReason` and `failingSince`, and brings the next attempt of each of its
     /// queued events due later than `eventsDueAt` forward to it; claims, attempts and counters stay.
     /// - Returns: the webhook as it is after; `nil` when the project has no such webhook.
-    func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook?
+    func enableWebhookRow(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
     /// In one transaction, while the project has such a webhook: brings the next attempt of each of
     /// its queued events due later than `eventsDueAt` forward to it (claims stay).
     /// - Returns: the webhook as it is after; `nil` when the project has no such webhook.
-    func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64) async throws -> Webhook?
+    func retryWebhookRows(_ id: String, of project: Int64, eventsDueAt: Int64, audit: AuditWrite?) async throws
+        -> Webhook?
     /// The enabled webhooks with a queue row due at `now`, unclaimed or with an expired lease, the
     /// one due earliest first: one indexed look per webhook, whatever its queue's length.
     func dueWebhookRows(now: Int64) async throws -> [DueWebhook]

@@ -4,15 +4,17 @@ import Foundation
 /// `WebhookDriver` (its statements) and gets `WebhookStore` from here.
 extension WebhookStore where Self: WebhookDriver {
     public func createWebhook(
-        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date
+        project: Int64, url: String, events: [WebhookEventType], limit: Int, now: Date, audit: WebhookAudit
     ) async throws -> CreatedWebhook {
         let secret = WebhookRules.makeSecret()
         let row = NewWebhookRow(
             publicID: WebhookRules.makeID(prefix: "wh_"), project: project, url: url,
             events: WebhookEventType.mask(events), secret: secret, createdAt: EpochMilliseconds.milliseconds(now))
-        let webhook = try await insertWebhook(row) { existing in
-            guard existing < limit else { throw RegistryError.tooManyWebhooks(limit: limit) }
-        }
+        let webhook = try await insertWebhook(
+            row,
+            admitting: { existing in
+                guard existing < limit else { throw RegistryError.tooManyWebhooks(limit: limit) }
+            }, audit: audit(row.publicID))
         return CreatedWebhook(webhook: webhook, secret: secret)
     }
 
@@ -24,26 +26,28 @@ extension WebhookStore where Self: WebhookDriver {
         try await webhookRows(of: project, id: id).first
     }
 
-    public func deleteWebhook(_ id: String, of project: Int64) async throws -> Bool {
-        try await deleteWebhookRow(id, of: project)
+    public func deleteWebhook(_ id: String, of project: Int64, audit: AuditWrite?) async throws -> Bool {
+        try await deleteWebhookRow(id, of: project, audit: audit)
     }
 
-    public func rotateWebhookSecret(_ id: String, of project: Int64, now: Date) async throws -> CreatedWebhook? {
+    public func rotateWebhookSecret(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws
+        -> CreatedWebhook?
+    {
         let secret = WebhookRules.makeSecret()
         let until = EpochMilliseconds.milliseconds(now.addingTimeInterval(WebhookRules.rotationOverlap))
-        return try await replaceWebhookSecret(id, of: project, with: secret, previousUntil: until).map {
+        return try await replaceWebhookSecret(id, of: project, with: secret, previousUntil: until, audit: audit).map {
             CreatedWebhook(webhook: $0, secret: secret)
         }
     }
 
     /// A disabled webhook's failing-for clock starts again from nothing, and what waited for it is
     /// due now: a receiver that is back hears at once, not at each event's place in the schedule.
-    public func enableWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
-        try await enableWebhookRow(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now))
+    public func enableWebhook(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws -> Webhook? {
+        try await enableWebhookRow(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now), audit: audit)
     }
 
-    public func retryWebhook(_ id: String, of project: Int64, now: Date) async throws -> Webhook? {
-        try await retryWebhookRows(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now))
+    public func retryWebhook(_ id: String, of project: Int64, now: Date, audit: AuditWrite?) async throws -> Webhook? {
+        try await retryWebhookRows(id, of: project, eventsDueAt: EpochMilliseconds.milliseconds(now), audit: audit)
     }
 
     /// Which webhooks have events due is one read (an idle queue costs no write); what each may

@@ -37,7 +37,7 @@ struct DeliveryController {
         let project = try context.requireProject()
         let id = try request.pathValue("id", context: context)
         var message = MessageController.Logged(try await registry.loggedMessage(id, in: project))
-        guard let counts = try await registry.cancel(message: id, in: project) else {
+        guard let counts = try await registry.cancel(message: id, in: project, by: context.actor(request)) else {
             throw RegistryError.messageFinished
         }
         message.delivery = counts

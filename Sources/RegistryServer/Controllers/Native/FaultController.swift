@@ -35,14 +35,14 @@ struct FaultController {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         let fault = try await fault(from: request)
-        try registry.injectFault(fault, token: token, in: project)
+        try await registry.injectFault(fault, token: token, in: project, by: context.actor(request))
         return Self.response(fault)
     }
 
     @Sendable func removeTokenFault(_ request: Request, context: RegistryRequestContext) async throws -> Removed {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
-        guard try registry.removeFault(token: token, in: project) else {
+        guard try await registry.removeFault(token: token, in: project, by: context.actor(request)) else {
             throw ErrorEnvelope.notFound(.native, "the token has no fault")
         }
         return Removed()
@@ -51,13 +51,13 @@ struct FaultController {
     @Sendable func setProjectFault(_ request: Request, context: RegistryRequestContext) async throws -> FaultResponse {
         let project = try context.requireProject()
         let fault = try await fault(from: request)
-        try registry.injectFault(fault, token: nil, in: project)
+        try await registry.injectFault(fault, token: nil, in: project, by: context.actor(request))
         return Self.response(fault)
     }
 
     @Sendable func removeProjectFault(_ request: Request, context: RegistryRequestContext) async throws -> Removed {
         let project = try context.requireProject()
-        guard try registry.removeFault(token: nil, in: project) else {
+        guard try await registry.removeFault(token: nil, in: project, by: context.actor(request)) else {
             throw ErrorEnvelope.notFound(.native, "the project has no fault")
         }
         return Removed()

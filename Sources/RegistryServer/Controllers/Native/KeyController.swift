@@ -75,14 +75,16 @@ struct KeyController {
         guard let names = body.scopes else { throw BadRequest("scopes is required", field: "scopes") }
         guard names.count <= 16 else { throw BadRequest("scopes names at most 4 scopes", field: "scopes") }
         let (_, record, key) = try await registry.addServerKey(
-            toProject: project.projectId, name: name, scopes: try KeyScopes(names: names))
+            toProject: project.projectId, name: name, scopes: try KeyScopes(names: names),
+            by: try context.requireActor(request))
         return try JSONResponse.make(Created(record, key: key), status: .created)
     }
 
     /// `DELETE /api/keys/{id}` → 204: the key stops working at once, on every server within a second.
     @Sendable func revoke(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        _ = try await registry.revokeServerKey(id: try Self.id(request, context), in: project)
+        _ = try await registry.revokeServerKey(
+            id: try Self.id(request, context), in: project, by: try context.requireActor(request))
         return Response(status: .noContent)
     }
 
@@ -93,7 +95,8 @@ struct KeyController {
         let id = try Self.id(request, context)
         let body = try await JSONBody.decode(RotateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let grace = try body.gracePeriod.map(Self.gracePeriod) ?? .zero
-        let (record, key) = try await registry.rotateServerKey(id: id, in: project, gracePeriod: grace)
+        let (record, key) = try await registry.rotateServerKey(
+            id: id, in: project, gracePeriod: grace, by: try context.requireActor(request))
         return try JSONResponse.make(Created(record, key: key), status: .created)
     }
 

@@ -154,7 +154,7 @@ struct TokenController {
 
     @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
-        guard let info = try await registry.unregisterToken(token, in: project) else {
+        guard let info = try await registry.unregisterToken(token, in: project, by: context.actor(request)) else {
             throw ErrorEnvelope.unknownToken(.native)
         }
         return try await details(info, project)

@@ -90,7 +90,8 @@ struct WebhookController {
         let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let url = body.url else { throw BadRequest("url is required", field: "url") }
         guard let events = body.events else { throw BadRequest("events is required", field: "events") }
-        let created = try await registry.createWebhook(url: url, events: events, in: project)
+        let created = try await registry.createWebhook(
+            url: url, events: events, in: project, by: context.actor(request))
         return try JSONResponse.make(WithSecret(created), status: .created)
     }
 
@@ -109,14 +110,16 @@ struct WebhookController {
     /// `DELETE /api/webhooks/{id}` → 204.
     @Sendable func delete(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        try await registry.deleteWebhook(try request.pathValue("id", context: context), in: project)
+        try await registry.deleteWebhook(
+            try request.pathValue("id", context: context), in: project, by: context.actor(request))
         return Response(status: .noContent)
     }
 
     /// `POST /api/webhooks/{id}:rotateSecret`: a new secret; the previous one signs beside it for 24 h.
     @Sendable func rotateSecret(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
-        let rotated = try await registry.rotateWebhookSecret(try request.pathValue("id", context: context), in: project)
+        let rotated = try await registry.rotateWebhookSecret(
+            try request.pathValue("id", context: context), in: project, by: context.actor(request))
         return try JSONResponse.make(WithSecret(rotated), status: .ok)
     }
 
@@ -125,8 +128,9 @@ struct WebhookController {
     @Sendable func enable(_ request: Request, context: RegistryRequestContext) async throws -> ShownOne {
         let project = try context.requireProject()
         return ShownOne(
-            webhook: Shown(try await registry.enableWebhook(try request.pathValue("id", context: context), in: project))
-        )
+            webhook: Shown(
+                try await registry.enableWebhook(
+                    try request.pathValue("id", context: context), in: project, by: context.actor(request))))
     }
 
     /// `POST /api/webhooks/{id}:retry`: "retry now", every waiting event due at once; the webhook as
@@ -134,6 +138,8 @@ struct WebhookController {
     @Sendable func retry(_ request: Request, context: RegistryRequestContext) async throws -> ShownOne {
         let project = try context.requireProject()
         return ShownOne(
-            webhook: Shown(try await registry.retryWebhook(try request.pathValue("id", context: context), in: project)))
+            webhook: Shown(
+                try await registry.retryWebhook(
+                    try request.pathValue("id", context: context), in: project, by: context.actor(request))))
     }
 }

@@ -124,6 +124,7 @@ struct XMPPController {
         if let id = body.connection, drained.isEmpty {
             throw ErrorEnvelope.notFound(.native, "no connection \(id) that is not already draining")
         }
+        try await registry.recordDrain(drained, connection: body.connection, in: project, by: context.actor(request))
         return Drained(drained: drained)
     }
 }
