@@ -170,6 +170,7 @@ let package = Package(
                 .embedInCode("Resources/console/history.js"),
                 .embedInCode("Resources/console/compose.js"),
                 .embedInCode("Resources/console/webhooks.js"),
+                .embedInCode("Resources/console/audit.js"),
             ],
             swiftSettings: strict
         ),

@@ -34,6 +34,7 @@ enum ConsoleFiles {
         "history.js": File(contentType: javaScript, bytes: PackageResources.history_js),
         "compose.js": File(contentType: javaScript, bytes: PackageResources.compose_js),
         "webhooks.js": File(contentType: javaScript, bytes: PackageResources.webhooks_js),
+        "audit.js": File(contentType: javaScript, bytes: PackageResources.audit_js),
     ]
 
     static let javaScript = "text/javascript; charset=UTF-8"

@@ -316,6 +316,7 @@ SCREENS = [
     ("webhooks", "#/relay/webhooks", "Relay"),
     ("webhook-secret", "#/relay/webhooks", "Relay"),
     ("compose", "#/compose/topic/weather", "Send a message"),
+    ("audit", "#/audit", "Audit log"),
 ]
 
 
@@ -368,11 +369,11 @@ def test_keyboard_reaches_every_section(console):
     # From the top of the page, as a keyboard user arrives: the skip link, then the sections.
     driver.execute_script("document.querySelector('a.skip').focus()")
     reached = []
-    for _ in range(9):
+    for _ in range(10):
         driver.switch_to.active_element.send_keys(Keys.TAB)
         reached.append(driver.switch_to.active_element.text)
-    assert reached[:9] == ["fcm-registry", "Overview", "Conditions", "Topics", "Groups", "Tokens", "Messages", "Relay",
-                           "Send"], reached
+    assert reached[:10] == ["fcm-registry", "Overview", "Conditions", "Topics", "Groups", "Tokens", "Messages", "Relay",
+                            "Audit", "Send"], reached
     driver.switch_to.active_element.send_keys(Keys.TAB)
     assert driver.switch_to.active_element.text == "Sign out"
     # The skip link moves focus into the screen and leaves the route alone.
@@ -1038,6 +1039,81 @@ def test_the_relay_says_when_its_last_error_happened(console):
     assert shown.get_attribute("datetime") == relay["lastErrorAt"]
     # "at 28 Nov 2026, 05:50:44", in the reader's time zone.
     assert shown.text.startswith("at ") and relay["lastErrorAt"][:4] in shown.text, shown.text
+
+
+def offered(driver):
+    """The controls the console offers that need a scope: those shown of every `data-needs`."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll('[data-needs]')].filter(e => e.getClientRects().length > 0)
+          .map(e => e.textContent.trim() || e.outerHTML.slice(0, 80))""")
+
+
+def sign_in_with(browser, key, route):
+    browser.get(URL + "/console")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(URL + "/console#/overview")
+    field = wait(browser).until(EC.visibility_of_element_located((By.ID, "server-key")))
+    field.send_keys(key, Keys.ENTER)
+    heading(browser, "Project console-app")
+    browser.execute_script("location.hash = arguments[0]", route)
+
+
+def test_a_read_key_sees_no_action_buttons(browser, seeded, closed_url):
+    """Signed in with a `read` key, the console reads everything and offers nothing the key would
+    be refused: no send, subscribe, unregister, cancel or webhook button, no such form."""
+    failing_hook(closed_url, seeded)
+    reader = requests.post(URL + "/api/keys", headers=API, timeout=30, json={"name": "console reader", "scopes": ["read"]})
+    assert reader.status_code == 201, reader.text
+    try:
+        sign_in_with(browser, reader.json()["key"], "#/overview")
+        assert browser.execute_script("return document.documentElement.dataset.scopes") == "read"
+        for route, title in [
+            ("#/overview", "Project console-app"), ("#/messages", "Messages"), ("#/topics/news", "Topic news"),
+            ("#/groups/team%20blue", "Group team blue"), ("#/relay/webhooks", "Relay"), ("#/audit", "Audit log"),
+            ("#/tokens/" + urllib.parse.quote(seeded["news"][0], safe=""), "Token"),
+            ("#/messages/" + urllib.parse.quote(seeded["direct"], safe=""), "Message"),
+        ]:
+            browser.execute_script("location.hash = arguments[0]", route)
+            heading(browser, title)
+            wait(browser).until(lambda d: not d.find_elements(By.XPATH, "//*[text()='…']"))
+            assert offered(browser) == [], (route, offered(browser))
+            assert browser.find_element(By.CSS_SELECTOR, "#nav a[href='#/audit']").is_displayed()
+            assert not browser.find_element(By.CSS_SELECTOR, "#nav a[href='#/compose']").is_displayed()
+        # The same screens with the admin key offer them again.
+        sign_in_with(browser, KEY, "#/relay/webhooks")
+        heading(browser, "Relay")
+        wait(browser).until(lambda d: offered(d) != [])
+        assert "Delete…" in offered(browser) and "Send" in offered(browser)
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    finally:
+        requests.delete(f"{URL}/api/keys/{reader.json()['id']}", headers=API, timeout=30)
+
+
+def test_the_audit_screen_lists_a_webhook_added_and_a_key_revoked(console, closed_url):
+    hook = requests.post(URL + "/api/webhooks", headers={**API, "X-Registry-Client": "console"}, timeout=30,
+                         json={"url": closed_url, "events": ["token.unregistered"]})
+    assert hook.status_code == 201, hook.text
+    made = requests.post(URL + "/api/keys", headers=API, timeout=30, json={"name": "to revoke", "scopes": ["send"]})
+    assert made.status_code == 201, made.text
+    assert requests.delete(f"{URL}/api/keys/{made.json()['id']}", headers=API, timeout=30).status_code == 204
+    try:
+        driver = console("#/audit")
+        heading(driver, "Audit log")
+        rows = lambda d: [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+                          for row in d.find_elements(By.CSS_SELECTOR, "main table tbody tr")]
+        wait(driver).until(lambda d: len(rows(d)) >= 3)
+        shown = rows(driver)
+        assert shown[0][1:3] == ["key.revoked", made.json()["id"]], shown[0]
+        assert shown[1][1] == "key.created" and shown[2][1:3] == ["webhook.created", hook.json()["id"]], shown[:3]
+        assert shown[2][4] == "console" and shown[0][4] == "api", shown[:3]
+        assert made.json()["key"] not in driver.find_element(By.TAG_NAME, "main").text
+        assert hook.json()["secret"] not in driver.find_element(By.TAG_NAME, "main").text
+        # Filtered by action.
+        driver.find_element(By.CSS_SELECTOR, "#audit-action option[value='webhook.created']").click()
+        wait(driver).until(lambda d: rows(d) and all(row[1] == "webhook.created" for row in rows(d)))
+        assert rows(driver)[0][2] == hook.json()["id"]
+    finally:
+        requests.delete(f"{URL}/api/webhooks/{hook.json()['id']}", headers=API, timeout=30)
 
 
 def relay_cli(*arguments):

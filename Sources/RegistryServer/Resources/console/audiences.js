@@ -192,8 +192,8 @@ export async function topicDetail(main, { signal }, name) {
     tokens,
     h("p", { id: "topic-tokens-help", class: "muted" }, "One or more, one a line or separated by commas; an entry that is not a registration token is refused and shown, the rest sent 1,000 a call through the Instance ID batch API."),
     h("div", { class: "actions" },
-      h("button", { type: "button", id: "subscribe", onclick: () => act("batchAdd") }, "Subscribe"),
-      h("button", { type: "button", class: "plain", id: "unsubscribe", onclick: () => act("batchRemove") }, "Unsubscribe")),
+      h("button", { type: "button", id: "subscribe", "data-needs": "subscribe", onclick: () => act("batchAdd") }, "Subscribe"),
+      h("button", { type: "button", class: "plain", id: "unsubscribe", "data-needs": "subscribe", onclick: () => act("batchRemove") }, "Unsubscribe")),
     said.element);
   const empty = h("p", { class: "muted empty" }, `No token is subscribed to ${name} yet: paste tokens above and Subscribe, and the topic begins.`);
   fill(main,
@@ -201,7 +201,7 @@ export async function topicDetail(main, { signal }, name) {
     h("h1", {}, `Topic ${name}`),
     heading,
     h("div", { class: "actions" },
-      h("a", { class: "button plain", href: `#/compose/topic/${segment(name)}` }, "Send to this topic"),
+      h("a", { class: "button plain", "data-needs": "send", href: `#/compose/topic/${segment(name)}` }, "Send to this topic"),
       h("a", { class: "button plain", href: `#/conditions`, onclick: () => { sessionStorage.setItem("fcm-registry.condition", `'${name}' in topics`); } }, "Try it in a condition")),
     manage,
     h("div", { class: "row" }, h("div", {}, h("label", { for: "page-size" }, "Page size"), size)),
@@ -302,14 +302,14 @@ export async function groupDetail(main, { project, signal }, name) {
       columns: [
         { label: "Token", className: "token", value: (member) => h("a", { href: `#/tokens/${segment(member.token)}` }, member.token) },
         { label: "Since", value: (member) => when(member.since) },
-        { label: "Action", value: (member) => h("button", { type: "button", class: "plain small", "aria-label": `Remove ${member.token}`, dataset: { key: `remove-${member.token}` }, onclick: () => remove(member.token) }, "Remove") },
+        { label: "Action", value: (member) => h("button", { type: "button", class: "plain small", "data-needs": "subscribe", "aria-label": `Remove ${member.token}`, dataset: { key: `remove-${member.token}` }, onclick: () => remove(member.token) }, "Remove") },
       ],
       rows: page.members,
     }));
     return page.nextPageToken;
   });
   const adding = h("textarea", { id: "group-tokens", rows: 2, spellcheck: "false", autocomplete: "off" });
-  const add = h("form", { class: "card manage", onsubmit: async (event) => {
+  const add = h("form", { class: "card manage", "data-needs": "subscribe", onsubmit: async (event) => {
       event.preventDefault();
       const { tokens, refused } = pasted(adding.value);
       if (!tokens.length && !refused.length) { said.failed(new Error("Paste one or more registration tokens first.")); return; }
@@ -329,7 +329,7 @@ export async function groupDetail(main, { project, signal }, name) {
     h("p", { class: "back" }, h("a", { href: "#/groups" }, "← Device groups")),
     h("h1", {}, `Group ${name}`),
     summary,
-    h("div", { class: "actions" }, h("a", { class: "button plain", href: `#/compose/group/${segment(name)}` }, "Send to this group")),
+    h("div", { class: "actions" }, h("a", { class: "button plain", "data-needs": "send", href: `#/compose/group/${segment(name)}` }, "Send to this group")),
     said.element,
     listing, pager.element, add);
   await pager.first();

@@ -41,8 +41,8 @@ export async function compose(main, { project, signal }, kind, target) {
   const ttl = h("input", { id: "ttl", type: "number", min: 0, max: 2419200, step: 1, inputmode: "numeric", placeholder: "4 weeks", value: draft.ttl });
   const collapseKey = h("input", { id: "collapse-key", type: "text", autocomplete: "off", value: draft.collapseKey });
   const pairs = h("div", { class: "pairs" });
-  const sendButton = h("button", { type: "submit", id: "send" }, "Send");
-  const dryButton = h("button", { type: "button", class: "plain", id: "dry-run" }, "Dry run");
+  const sendButton = h("button", { type: "submit", id: "send", "data-needs": "send" }, "Send");
+  const dryButton = h("button", { type: "button", class: "plain", id: "dry-run", "data-needs": "send" }, "Dry run");
 
   /** The data pairs as rows of two labelled fields. */
   const drawPairs = () => fill(pairs, draft.data.map(([name, value], index) => h("div", { class: "pair" },

@@ -89,7 +89,7 @@ async function showReach(reach, condition, dialect, stillAsked) {
       h("h2", {}, "Reaches"),
       h("div", { class: "split" },
         h("p", {}, h("strong", { id: "condition-count", dataset: { count: String(first.count) } }, count(first.count)), " tokens"),
-        dialect === "v1" ? h("a", { class: "button plain", href: `#/compose/condition/${segment(condition)}` }, "Send to this condition") : null),
+        dialect === "v1" ? h("a", { class: "button plain", "data-needs": "send", href: `#/compose/condition/${segment(condition)}` }, "Send to this condition") : null),
       table({
         caption: "Subscribers of each topic the condition names",
         columns: [

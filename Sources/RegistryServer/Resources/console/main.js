@@ -8,6 +8,7 @@ import { tokenView } from "./token.js";
 import { messageDetail, messageList } from "./messages.js";
 import { relayView } from "./relay.js";
 import { compose } from "./compose.js";
+import { auditView } from "./audit.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -27,6 +28,7 @@ const routes = [
   [/^#\/messages\/(.+)$/, messageDetail],
   [/^#\/relay(?:\/(webhooks))?$/, relayView],
   [/^#\/compose(?:\/(token|topic|condition|group)\/(.+))?$/, compose],
+  [/^#\/audit$/, auditView],
 ];
 
 /** The project the key opens: `GET /api/project`. */
@@ -104,9 +106,25 @@ function signInScreen(message) {
 async function signIn(key) {
   project = await get("/api/project", undefined, { key });
   remember(key);
+  await readScopes(key);
   signedIn();
   if (!location.hash || location.hash === "#/") location.hash = "#/overview";
   else await show();
+}
+
+/**
+ * What the key may do (`GET /api/keys/current`), on <html data-scopes="send read …">: every
+ * button and form a scope would refuse carries `data-needs`, and console.css hides it unless the
+ * key has that scope or `admin`. Until it is known, and if it cannot be read, nothing is offered.
+ */
+async function readScopes(key) {
+  delete document.documentElement.dataset.scopes;
+  try {
+    const current = await get("/api/keys/current", undefined, { key });
+    document.documentElement.dataset.scopes = current.scopes.join(" ");
+  } catch {
+    // Nothing is offered that might be refused.
+  }
 }
 
 function signedIn() {
@@ -152,6 +170,7 @@ document.addEventListener("delivery", (event) => { heardAt = Date.now(); showDel
 
 function signOut(message) {
   forget();
+  delete document.documentElement.dataset.scopes;
   project = null;
   session.abort();
   leaving.abort();
@@ -173,6 +192,7 @@ window.addEventListener("hashchange", show);
   if (!key) return signInScreen();
   try {
     project = await get("/api/project");
+    await readScopes(key);
     signedIn();
     await show();
   } catch (error) {

@@ -68,7 +68,7 @@ export async function messageList(main, { signal }) {
     return page.nextPageToken;
   });
   fill(main,
-    h("div", { class: "split" }, h("h1", {}, "Messages"), h("a", { class: "button", href: "#/compose" }, "Send a message")),
+    h("div", { class: "split" }, h("h1", {}, "Messages"), h("a", { class: "button", href: "#/compose", "data-needs": "send" }, "Send a message")),
     status, listing, pager.element);
   await pager.first().catch((error) => fill(status, problem(error)));
   live(signal, () => pager.refresh(), listEvery);
@@ -158,7 +158,7 @@ export async function messageDetail(main, { signal }, id) {
     // Cancel is offered while something is left to send.
     const button = cancelBox.querySelector("button#cancel");
     if (delivery.pending && !button) {
-      refill(cancelBox, h("button", { type: "button", class: "danger", id: "cancel", onclick: cancelDelivery }, "Cancel delivery…"));
+      refill(cancelBox, h("button", { type: "button", class: "danger", id: "cancel", "data-needs": "send", onclick: cancelDelivery }, "Cancel delivery…"));
     } else if (!delivery.pending && button) {
       refill(cancelBox);
     }

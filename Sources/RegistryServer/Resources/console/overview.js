@@ -35,7 +35,7 @@ export async function overview(main, { project, signal }) {
   await refresh();
   if (signal.aborted) return;
   fill(main,
-    h("div", { class: "split" }, h("h1", {}, `Project ${project.projectId}`), h("a", { class: "button", href: "#/compose" }, "Send a message")),
+    h("div", { class: "split" }, h("h1", {}, `Project ${project.projectId}`), h("a", { class: "button", "data-needs": "send", href: "#/compose" }, "Send a message")),
     size,
     h("div", { class: "grid" }, history.card, top),
     h("div", { class: "split" }, h("h2", {}, "Latest messages"), h("a", { href: "#/messages" }, "All messages")),

@@ -51,7 +51,7 @@ export async function tokenView(main, { signal }, token) {
       return page.nextPageToken;
     });
     const topicField = h("input", { id: "subscribe-topic", type: "text", autocomplete: "off", spellcheck: "false", required: true, pattern: "[a-zA-Z0-9\\-_.~%]{1,900}" });
-    const subscribe = h("form", { class: "row", onsubmit: async (event) => {
+    const subscribe = h("form", { class: "row", "data-needs": "subscribe", onsubmit: async (event) => {
         event.preventDefault();
         const topic = topicField.value.trim();
         try {
@@ -95,17 +95,17 @@ export async function tokenView(main, { signal }, token) {
           ["Changed", when(info.updatedAt)],
         ]),
         h("div", { class: "actions" },
-          h("a", { class: "button plain", href: `#/compose/token/${segment(token)}` }, "Send to this token"),
+          h("a", { class: "button plain", "data-needs": "send", href: `#/compose/token/${segment(token)}` }, "Send to this token"),
           registered
-            ? h("button", { type: "button", class: "danger", id: "unregister", onclick: unregister }, "Unregister…")
-            : h("button", { type: "button", class: "plain", id: "register", onclick: register }, "Register again"))),
+            ? h("button", { type: "button", class: "danger", id: "unregister", "data-needs": "admin", onclick: unregister }, "Unregister…")
+            : h("button", { type: "button", class: "plain", id: "register", "data-needs": "subscribe", onclick: register }, "Register again"))),
       said.element,
       h("div", { class: "grid" },
         h("section", {}, h("h2", {}, `Topics (${count(info.topics.length)})`), table({
           columns: [
             { label: "Topic", value: (topic) => h("a", { href: `#/topics/${segment(topic.name)}` }, topic.name) },
             { label: "Since", value: (topic) => when(topic.since) },
-            { label: "Action", value: (topic) => h("button", { type: "button", class: "plain small", "aria-label": `Unsubscribe from ${topic.name}`, dataset: { key: `unsubscribe-${topic.name}` }, onclick: () => unsubscribe(topic.name) }, "Unsubscribe") },
+            { label: "Action", value: (topic) => h("button", { type: "button", class: "plain small", "data-needs": "subscribe", "aria-label": `Unsubscribe from ${topic.name}`, dataset: { key: `unsubscribe-${topic.name}` }, onclick: () => unsubscribe(topic.name) }, "Unsubscribe") },
           ],
           rows: info.topics,
           empty: "Subscribed to no topic.",

@@ -161,10 +161,10 @@ function hookCard(hook, { rotate, retry, enable, remove }) {
       ["Added", [when(hook.createdAt), h("span", { class: "muted" }, ` · ${hook.id}`)]],
     ].filter(Boolean)),
     h("div", { class: "actions" },
-      hook.backlog && !hook.disabled && hook.failingSince ? h("button", { type: "button", class: "small retry", dataset: { key: `retry-${hook.id}` }, "aria-label": `Retry the waiting events of ${hook.url} now`, onclick: () => retry(hook) }, "Retry now") : null,
-      hook.disabled ? h("button", { type: "button", class: "small enable", dataset: { key: `enable-${hook.id}` }, "aria-label": `Enable the webhook to ${hook.url} again…`, onclick: () => enable(hook) }, "Enable…") : null,
-      h("button", { type: "button", class: "plain small rotate", dataset: { key: `rotate-${hook.id}` }, "aria-label": `Rotate the secret of ${hook.url}…`, onclick: () => rotate(hook) }, "Rotate secret…"),
-      h("button", { type: "button", class: "danger small delete", dataset: { key: `delete-${hook.id}` }, "aria-label": `Delete the webhook to ${hook.url}…`, onclick: () => remove(hook) }, "Delete…")));
+      hook.backlog && !hook.disabled && hook.failingSince ? h("button", { type: "button", class: "small retry", "data-needs": "admin", dataset: { key: `retry-${hook.id}` }, "aria-label": `Retry the waiting events of ${hook.url} now`, onclick: () => retry(hook) }, "Retry now") : null,
+      hook.disabled ? h("button", { type: "button", class: "small enable", "data-needs": "admin", dataset: { key: `enable-${hook.id}` }, "aria-label": `Enable the webhook to ${hook.url} again…`, onclick: () => enable(hook) }, "Enable…") : null,
+      h("button", { type: "button", class: "plain small rotate", "data-needs": "admin", dataset: { key: `rotate-${hook.id}` }, "aria-label": `Rotate the secret of ${hook.url}…`, onclick: () => rotate(hook) }, "Rotate secret…"),
+      h("button", { type: "button", class: "danger small delete", "data-needs": "admin", dataset: { key: `delete-${hook.id}` }, "aria-label": `Delete the webhook to ${hook.url}…`, onclick: () => remove(hook) }, "Delete…")));
 }
 
 /** "Add a webhook": the endpoint's URL and its events; the API's refusal is shown in the form. */
@@ -174,7 +174,7 @@ function addForm({ added }) {
   const boxes = eventTypes.map(([name]) => h("input", { type: "checkbox", id: `webhook-event-${name.replace(".", "-")}`, value: name, checked: true }));
   const status = h("div", { role: "status", "aria-live": "polite" });
   const submit = h("button", { type: "submit", id: "add-webhook" }, "Add webhook");
-  const form = h("form", { onsubmit: async (event) => {
+  const form = h("form", { "data-needs": "admin", onsubmit: async (event) => {
       event.preventDefault();
       const events = boxes.filter((box) => box.checked).map((box) => box.value);
       if (!events.length) { fill(status, problem(new Error("Choose at least one event."))); return; }
