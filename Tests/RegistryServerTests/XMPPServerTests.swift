@@ -367,6 +367,11 @@ struct XMPPServerTests {
                 #expect(closed)
                 let unknown = try await http.call(.post, "/api/xmpp/connections:drain", body: #"{"connection":"c9"}"#)
                 #expect(unknown.status == .notFound)
+                // The drain is in the audit log, once (the refused one is not).
+                let audit = try await http.call(.get, "/api/audit?action=xmpp.drained")
+                #expect(audit.json?["entries"]?.array?.count == 1)
+                #expect(audit.json?["entries"]?.array?.first?["target"] == "*")
+                #expect(audit.json?["entries"]?.array?.first?["details"] == ["connections": "c1"])
             }
         }
     }
