@@ -187,6 +187,29 @@ struct AuditLogTests {
         #expect(try await stored().first?.target != "1")
     }
 
+    @Test("Enabling and retrying a webhook are one entry each; the client's name is bounded and sanitized")
+    func webhookActionsAndClientNames() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            let hook = try await client.call(
+                .post, "/api/webhooks", body: #"{"url":"https://93.184.215.14/h","events":["token.unregistered"]}"#,
+                headers: [AuditController.clientHeader: "deploy bot/2.1 <ci>"])
+            let id = try #require(hook.json?["id"]?.string)
+            #expect(try await client.call(.post, "/api/webhooks/\(id):enable").status == .ok)
+            #expect(try await client.call(.post, "/api/webhooks/\(id):retry").status == .ok)
+            #expect(try await client.call(.post, "/api/webhooks/wh_none:retry").status == .notFound)
+            let all = try await entries(client)
+            #expect(
+                all.map { $0["action"]?.string ?? "" } == ["webhook.retried", "webhook.enabled", "webhook.created"])
+            #expect(all.allSatisfy { $0["target"]?.string == id })
+            #expect(all[2]["client"]?.string == "deploy bot/2.1 _ci_")
+        }
+        #expect(AuditActor.client(from: nil) == "api")
+        #expect(AuditActor.client(from: "") == "api")
+        #expect(AuditActor.client(from: "con\u{7}sole\u{301}é") == "con_sole__")
+        #expect(AuditActor.client(from: String(repeating: "x", count: 500)) == String(repeating: "x", count: 64))
+    }
+
     @Test("GET /api/keys/current answers each key its own id, name and scopes")
     func currentKey() async throws {
         let fixture = try await Fixture.make()
