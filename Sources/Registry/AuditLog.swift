@@ -5,7 +5,8 @@ import Foundation
 /// every key event (the command line's too), is one of these; token registration, subscriptions
 /// and sends are the traffic, counted in `stats`, never audited.
 public enum AuditAction: String, Sendable, CaseIterable, Codable {
-    /// A server key made (`POST /api/keys`, `project add-key`, `project create`'s first key).
+    /// A server key made (`POST /api/keys`, `project add-key`, the first key of `project create` or
+    /// of `serve` on a new database).
     case keyCreated = "key.created"
     /// A server key revoked at once (`DELETE /api/keys/{id}`, `project revoke-key`).
     case keyRevoked = "key.revoked"
@@ -221,6 +222,10 @@ extension RegistryService {
 
 /// The changes written without an audit entry: the stores' own tests.
 extension RegistryStore {
+    public func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project {
+        try await createProject(projectId: projectId, senderId: senderId, keyHash: keyHash, audit: nil)
+    }
+
     public func unregisterToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo?> {
         try await unregisterToken(token, in: project, audit: nil)
     }

@@ -182,8 +182,14 @@ public struct RegistryService: Sendable {
     public func createProject(projectId: String, senderId: String) async throws -> (Project, serverKey: String) {
         try Project.validate(projectId: projectId, senderId: senderId)
         let key = ServerKey.generate()
+        // Made on the database's machine (`project create`, or `serve` on a new database).
         let project = try await store.createProject(
-            projectId: projectId, senderId: senderId, keyHash: ServerKey.hash(key))
+            projectId: projectId, senderId: senderId, keyHash: ServerKey.hash(key)
+        ) { project, record, _ in
+            audit(
+                .keyCreated, target: String(record.id), details: Self.keyDetails(record), by: .commandLine,
+                project: project)
+        }
         return (project, key)
     }
 

@@ -43,7 +43,10 @@ public protocol RegistryStore: Sendable {
 
     // MARK: Projects and keys
 
-    func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project
+    /// Creates a project and its first key (every scope); `audit` says, from the key's row, the
+    /// entry to insert in the same transaction.
+    func createProject(projectId: String, senderId: String, keyHash: [UInt8], audit: KeyAudit?) async throws
+        -> Project
     /// Adds a key with its name and scopes (a bit set, see `KeyScopes`); returns it as listed.
     /// `audit` says, from what was written, the audit entry to insert in the same transaction.
     func addServerKey(

@@ -5,7 +5,9 @@ import Registry
 
 /// Projects, server keys, service accounts, used assertions and the server's secrets.
 extension PostgresStore {
-    public func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project {
+    public func createProject(projectId: String, senderId: String, keyHash: [UInt8], audit: KeyAudit?) async throws
+        -> Project
+    {
         try await transaction { connection in
             if try await connection.exists(#"SELECT 1 FROM project WHERE "projectId" = \#(projectId)"#) {
                 throw RegistryError.projectExists("a project with id \(projectId) already exists")
@@ -17,8 +19,11 @@ extension PostgresStore {
             let id = try await connection.one(
                 #"INSERT INTO project ("projectId", "senderId", "createdAt") VALUES (\#(projectId), \#(senderId), \#(now)) RETURNING id"#,
                 as: Int64.self)
-            try await connection.run(
-                #"INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt") VALUES (\#(id), \#(Data(keyHash)), \#(now))"#)
+            let keyID = try await connection.one(
+                #"INSERT INTO "serverKey" ("projectId", "keyHash", "createdAt") VALUES (\#(id), \#(Data(keyHash)), \#(now)) RETURNING id"#,
+                as: Int64.self)
+            let key = ServerKeyRecord(id: keyID, name: "", scopes: .all, createdAt: EpochMilliseconds.date(now))
+            try await Self.insertAudit(connection, audit?(id, key, nil))
             return Project(rowID: id, projectId: projectId, senderId: senderId)
         } onUniqueViolation: {
             // Another server created the same project between the checks and the insert.

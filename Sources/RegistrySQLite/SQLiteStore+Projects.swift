@@ -3,7 +3,9 @@ import GRDB
 import Registry
 
 extension SQLiteStore {
-    public func createProject(projectId: String, senderId: String, keyHash: [UInt8]) async throws -> Project {
+    public func createProject(projectId: String, senderId: String, keyHash: [UInt8], audit: KeyAudit?) async throws
+        -> Project
+    {
         try await write { db, log in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM project WHERE projectId = ?", arguments: [projectId]) != nil {
                 throw RegistryError.projectExists("a project with id \(projectId) already exists")
@@ -19,6 +21,9 @@ extension SQLiteStore {
             try db.execute(
                 sql: "INSERT INTO serverKey (projectId, keyHash, createdAt) VALUES (?, ?, ?)",
                 arguments: [project.rowID, Data(keyHash), now])
+            let key = ServerKeyRecord(
+                id: db.lastInsertedRowID, name: "", scopes: .all, createdAt: EpochMilliseconds.date(now))
+            try Self.insertAudit(db, audit?(project.rowID, key, nil))
             return project
         }
     }
