@@ -15,7 +15,7 @@ extension RegistryService {
     ///   recorded), or when Google accepted a change this database then could not record; the
     ///   registry's own errors for a call it would not record.
     public func mirrored(_ call: MirroredGroupCall, in project: Project) async throws -> MirrorAnswer? {
-        guard let mirror, let settings = try await store.mirrorSettings(of: project) else { return nil }
+        guard let mirror, let settings = try await cachedMirrorSettings(of: project) else { return nil }
         switch call {
         case .create(let name, let tokens):
             _ = try groupName(name)
@@ -105,7 +105,7 @@ extension RegistryService {
         _ message: Message, via protocolName: MessageProtocol, key: String, group: Int64, in project: Project
     ) async throws -> (problem: MessageProblem?, knownMembers: Int)? {
         guard let mirror, try await !store.isGroupComplete(group, in: project),
-            let settings = try await store.mirrorSettings(of: project)
+            let settings = try await cachedMirrorSettings(of: project)
         else { return nil }
         try MessageRules.checkContent(message)
         let known = try await store.memberIDs(ofGroup: group, named: nil, in: project)?.count ?? 0
@@ -125,6 +125,12 @@ extension RegistryService {
     /// Turns the mirror on for `project` with `settings`, or off with `nil`.
     public func setMirror(_ settings: ChannelSettings?, for project: Project) async throws {
         try await store.setMirrorSettings(settings, for: project)
+        mirrorSettingsCache.forget(project.rowID)
+    }
+
+    /// The project's mirror settings as device-group calls see them: read at most once a second.
+    func cachedMirrorSettings(of project: Project) async throws -> ChannelSettings? {
+        try await mirrorSettingsCache.settings(of: project.rowID) { try await store.mirrorSettings(of: project) }
     }
 
     public func mirrorSettings(of project: Project) async throws -> ChannelSettings? {

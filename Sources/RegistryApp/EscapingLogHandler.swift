@@ -84,6 +84,15 @@ public struct EscapingLogHandler: LogHandler {
     /// line and paragraph separators, …) written as escapes; cut after `limit` UTF-8 bytes, with
     /// a note of how many more there were.
     private static func escapedScalars(of text: String, limit: Int, quotes: Bool) -> String {
+        // Most of a log line (routes, ids, numbers) is printable ASCII with nothing to escape: it
+        // is kept as it is, without a look at each scalar's Unicode properties (a request's line
+        // costs a few microseconds less).
+        let backslash = UInt8(ascii: "\\"), quote = UInt8(ascii: "\"")
+        if text.utf8.count <= limit,
+            text.utf8.allSatisfy({ (0x20...0x7E).contains($0) && $0 != backslash && !(quotes && $0 == quote) })
+        {
+            return text
+        }
         var out = ""
         var bytes = 0
         for scalar in text.unicodeScalars {
@@ -100,6 +109,7 @@ public struct EscapingLogHandler: LogHandler {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case " ": out += " "
+            case "!"..."~": out.unicodeScalars.append(scalar)
             default:
                 switch scalar.properties.generalCategory {
                 case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .surrogate,
