@@ -28,6 +28,15 @@ public enum AuditAction: String, Sendable, CaseIterable, Codable {
     case messageCancelled = "message.cancelled"
     /// `POST /api/xmpp/connections:drain`.
     case xmppDrained = "xmpp.drained"
+    /// Delivery turned on, or its settings changed (`project relay`); details name the channel and
+    /// its settings that may be shown, never its secrets.
+    case relayEnabled = "relay.enabled"
+    /// Delivery turned off (`project relay --off`): what was pending failed with `RELAY_OFF`.
+    case relayDisabled = "relay.disabled"
+    /// The mirror of Google's device groups turned on or its settings changed (`project mirror`).
+    case mirrorEnabled = "mirror.enabled"
+    /// The mirror turned off (`project mirror --off`).
+    case mirrorDisabled = "mirror.disabled"
 }
 
 /// Who made a change: the key (or access token) and the client it said it was.

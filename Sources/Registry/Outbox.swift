@@ -18,8 +18,9 @@ import Foundation
 public protocol OutboxStore: Sendable {
     /// Every relaying project's channel settings, by the project's row id.
     func relaySettings() async throws -> [Int64: ChannelSettings]
-    /// Turns delivery on (or, with `nil`, off) for a project.
-    func setRelay(_ settings: ChannelSettings?, for project: Project) async throws
+    /// Turns delivery on (or, with `nil`, off) for a project, with `audit`'s entry in the same
+    /// transaction.
+    func setRelay(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?) async throws
 
     /// Logs the message and puts it in the outbox, in one transaction.
     /// - Parameters:

@@ -16,12 +16,12 @@ public protocol OutboxDriver: Sendable {
 
     /// Every `relay` row's settings, by the project's row id.
     func relayRows() async throws -> [Int64: ChannelSettings]
-    /// Inserts or replaces the project's `relay` row, not paused.
-    func storeRelay(_ settings: ChannelSettings, of project: Project) async throws
+    /// Inserts or replaces the project's `relay` row, not paused, and `audit`'s entry with it.
+    func storeRelay(_ settings: ChannelSettings, of project: Project, audit: AuditWrite?) async throws
     /// In one transaction: the pending deliveries of the project's unfinished jobs fail with
     /// `error`, those jobs finish (what was not delivered counts as failed, nobody holds them),
-    /// and the `relay` row is deleted.
-    func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws
+    /// and the `relay` row is deleted, and `audit`'s entry written.
+    func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64, audit: AuditWrite?) async throws
 
     // MARK: Jobs
 

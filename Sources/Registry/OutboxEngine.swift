@@ -10,12 +10,13 @@ extension OutboxStore where Self: OutboxDriver {
         try await relayRows()
     }
 
-    public func setRelay(_ settings: ChannelSettings?, for project: Project) async throws {
+    public func setRelay(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?) async throws {
         guard let settings else {
             // Turned off: what is still pending will not be delivered, and says so.
-            return try await dropRelay(of: project.rowID, failingPendingWith: "RELAY_OFF", now: EpochMilliseconds.now())
+            return try await dropRelay(
+                of: project.rowID, failingPendingWith: "RELAY_OFF", now: EpochMilliseconds.now(), audit: audit)
         }
-        try await storeRelay(settings, of: project)
+        try await storeRelay(settings, of: project, audit: audit)
     }
 
     // MARK: - Taking messages
@@ -148,5 +149,12 @@ extension OutboxStore where Self: OutboxDriver {
         change.pruned = tokens
         change.minute = MinuteStats.minute(of: EpochMilliseconds.now())
         try await updateRelay(of: project, change)
+    }
+}
+
+extension OutboxStore {
+    /// Turns delivery on or off with no audit entry: copies and tests.
+    public func setRelay(_ settings: ChannelSettings?, for project: Project) async throws {
+        try await setRelay(settings, for: project, audit: nil)
     }
 }

@@ -122,9 +122,15 @@ extension RegistryService {
         }
     }
 
-    /// Turns the mirror on for `project` with `settings`, or off with `nil`.
-    public func setMirror(_ settings: ChannelSettings?, for project: Project) async throws {
-        try await store.setMirrorSettings(settings, for: project)
+    /// Turns the mirror on for `project` with `settings`, or off with `nil`. Audited as
+    /// `mirror.enabled` or `mirror.disabled`.
+    public func setMirror(_ settings: ChannelSettings?, for project: Project, by actor: AuditActor = .commandLine)
+        async throws
+    {
+        let entry = audit(
+            settings == nil ? .mirrorDisabled : .mirrorEnabled, target: project.projectId,
+            details: settings.map(Self.shownSettings) ?? [:], by: actor, project: project.rowID)
+        try await store.setMirrorSettings(settings, for: project, audit: entry)
         mirrorSettingsCache.forget(project.rowID)
     }
 

@@ -4,10 +4,28 @@ import Foundation
 /// FCM answers, and what users see of it.
 extension RegistryService {
     /// Turns delivery on for `projectId` through a channel, with settings the channel checked
-    /// (for FCM HTTP v1, those of a service-account file), or changes them.
+    /// (for FCM HTTP v1, those of a service-account file), or changes them. Audited as
+    /// `relay.enabled`.
     /// - Throws: `.projectNotFound`.
-    public func setRelay(projectId: String, _ settings: ChannelSettings) async throws {
-        try await outbox.setRelay(settings, for: try await project(named: projectId))
+    public func setRelay(projectId: String, _ settings: ChannelSettings, by actor: AuditActor = .commandLine)
+        async throws
+    {
+        let project = try await project(named: projectId)
+        try await outbox.setRelay(
+            settings, for: project,
+            audit: audit(
+                .relayEnabled, target: project.projectId, details: Self.shownSettings(settings), by: actor,
+                project: project.rowID))
+    }
+
+    /// What an audit entry says of a channel's settings: its name and the settings that may be
+    /// shown (strings only); never its secrets.
+    static func shownSettings(_ settings: ChannelSettings) -> [String: String] {
+        var shown = ["channel": settings.channel]
+        for (name, value) in settings.settings {
+            if let text = value.string { shown[name] = text }
+        }
+        return shown
     }
 
     /// Gives the project a rate toward FCM of its own (within `SendRate.range`), held by all
@@ -22,9 +40,12 @@ extension RegistryService {
         try await sendBudget.sendRates()[project.rowID]
     }
 
-    /// Turns delivery off: what is still pending fails with `RELAY_OFF`.
-    public func turnRelayOff(projectId: String) async throws {
-        try await outbox.setRelay(nil, for: try await project(named: projectId))
+    /// Turns delivery off: what is still pending fails with `RELAY_OFF`. Audited as `relay.disabled`.
+    public func turnRelayOff(projectId: String, by actor: AuditActor = .commandLine) async throws {
+        let project = try await project(named: projectId)
+        try await outbox.setRelay(
+            nil, for: project,
+            audit: audit(.relayDisabled, target: project.projectId, by: actor, project: project.rowID))
     }
 
     /// How `project`'s messages leave this server: through the relay, or into the log only.

@@ -91,8 +91,9 @@ public protocol RegistryStore: Sendable {
     /// The settings (Google's service account and upstream) `project mirror` forwards the
     /// project's device-group calls with; `nil` while the mirror is off.
     func mirrorSettings(of project: Project) async throws -> ChannelSettings?
-    /// Turns the mirror on with `settings`, or off with `nil`.
-    func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws
+    /// Turns the mirror on with `settings`, or off with `nil`, with `audit`'s entry in the same
+    /// transaction.
+    func setMirrorSettings(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?) async throws
     /// Whether the group may have members at Google this database has not seen.
     func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool
     func groupCompleteness(in project: Project) async throws -> GroupCompleteness
@@ -271,5 +272,12 @@ public struct TopicChanges: Sendable, Equatable, Codable {
     public init(added: [String], removed: [String]) {
         self.added = added
         self.removed = removed
+    }
+}
+
+extension RegistryStore {
+    /// Turns the mirror on or off with no audit entry: copies and tests.
+    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws {
+        try await setMirrorSettings(settings, for: project, audit: nil)
     }
 }

@@ -13,9 +13,12 @@ extension PostgresStore {
         }
     }
 
-    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws {
+    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?)
+        async throws
+    {
         let now = EpochMilliseconds.now()
         try await transaction { connection in
+            try await Self.insertAudit(connection, audit)
             guard let settings else {
                 return try await connection.run(#"DELETE FROM mirror WHERE "projectId" = \#(project.rowID)"#)
             }

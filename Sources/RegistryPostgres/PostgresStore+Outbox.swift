@@ -22,10 +22,11 @@ extension PostgresStore: OutboxStore, OutboxDriver {
         }
     }
 
-    public func storeRelay(_ settings: ChannelSettings, of project: Project) async throws {
+    public func storeRelay(_ settings: ChannelSettings, of project: Project, audit: AuditWrite?) async throws {
         try await transaction { connection in
             try await connection.storeChannelSettings(
                 settings, of: project, in: "relay", alsoSetting: #", "pausedUntil" = NULL"#, now: EpochMilliseconds.now())
+            try await Self.insertAudit(connection, audit)
         }
     }
 
@@ -50,8 +51,11 @@ extension PostgresStore: OutboxStore, OutboxDriver {
         }
     }
 
-    public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws {
+    public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64, audit: AuditWrite?)
+        async throws
+    {
         try await transaction { connection in
+            try await Self.insertAudit(connection, audit)
             // The jobs first, then their pending rows: a job another server inserts meanwhile is in
             // neither set (each statement sees what was committed when it began).
             var finished: [(job: Int64, id: String)] = []

@@ -11,8 +11,11 @@ extension SQLiteStore {
         }
     }
 
-    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project) async throws {
+    public func setMirrorSettings(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?)
+        async throws
+    {
         try await write { db, _ in
+            try Self.insertAudit(db, audit)
             guard let settings else {
                 try db.execute(sql: "DELETE FROM mirror WHERE projectId = ?", arguments: [project.rowID])
                 return

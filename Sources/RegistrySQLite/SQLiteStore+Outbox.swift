@@ -18,14 +18,18 @@ extension SQLiteStore: OutboxStore, OutboxDriver {
         }
     }
 
-    public func storeRelay(_ settings: ChannelSettings, of project: Project) async throws {
+    public func storeRelay(_ settings: ChannelSettings, of project: Project, audit: AuditWrite?) async throws {
         try await write { db, _ in
             try Self.storeChannelSettings(settings, of: project, in: "relay", alsoSetting: ", pausedUntil = NULL", db)
+            try Self.insertAudit(db, audit)
         }
     }
 
-    public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64) async throws {
+    public func dropRelay(of project: Int64, failingPendingWith error: String, now: Int64, audit: AuditWrite?)
+        async throws
+    {
         try await write { db, _ in
+            try Self.insertAudit(db, audit)
             let unfinished = try Row.fetchAll(
                 db,
                 sql: """

@@ -137,6 +137,34 @@ struct AuditLogTests {
         }
     }
 
+    @Test("Relay and mirror turned on and off by the command line are audited, with their settings but no secret")
+    func relayAndMirror() async throws {
+        let fixture = try await Fixture.make()
+        let secret = "-----BEGIN PRIVATE KEY-----audit-test"
+        let settings = ChannelSettings(
+            channel: "fcm-v1",
+            settings: ["firebaseProjectId": .string("fb-audit"), "upstream": .string("http://127.0.0.1:9")],
+            secrets: ["privateKey": .string(secret)])
+        try await fixture.registry.setRelay(projectId: "test-app", settings)
+        try await fixture.registry.turnRelayOff(projectId: "test-app")
+        try await fixture.registry.setMirror(settings, for: fixture.project)
+        try await fixture.registry.setMirror(nil, for: fixture.project)
+        try await fixture.test { client in
+            let all = try await entries(client)
+            #expect(
+                all.prefix(4).map { $0["action"]?.string ?? "" } == [
+                    "mirror.disabled", "mirror.enabled", "relay.disabled", "relay.enabled",
+                ])
+            for entry in all.prefix(4) {
+                #expect(entry["client"]?.string == "cli" && entry["target"]?.string == "test-app")
+            }
+            #expect(all[3]["details"]?["channel"]?.string == "fcm-v1")
+            #expect(all[3]["details"]?["firebaseProjectId"]?.string == "fb-audit")
+            #expect(all[1]["details"]?["upstream"]?.string == "http://127.0.0.1:9")
+            #expect(!String(describing: all).contains("PRIVATE KEY"))
+        }
+    }
+
     @Test("GET /api/audit: newest first, by action, since a time, in pages; 400 for bad parameters; read scope")
     func listing() async throws {
         let fixture = try await Fixture.make()

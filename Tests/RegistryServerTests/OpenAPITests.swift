@@ -47,6 +47,18 @@ struct OpenAPITests {
         #expect(routed.count > 30)
     }
 
+    @Test("The audit log's action filter lists exactly the actions the code writes")
+    func auditActions() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.bytes)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let get = try #require(paths["/api/audit"]?["get"] as? [String: Any])
+        let parameters = try #require(get["parameters"] as? [[String: Any]])
+        let action = try #require(parameters.first { $0["name"] as? String == "action" })
+        let listed = try #require((action["schema"] as? [String: Any])?["enum"] as? [String])
+        #expect(listed == AuditAction.allCases.map(\.rawValue))
+    }
+
     @Test("GET /openapi.json answers the document without a key")
     func served() async throws {
         let fixture = try await Fixture.make()

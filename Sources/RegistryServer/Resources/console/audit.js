@@ -8,6 +8,7 @@ const actions = [
   "key.created", "key.revoked", "key.rotated",
   "webhook.created", "webhook.deleted", "webhook.secretRotated", "webhook.enabled", "webhook.retried",
   "token.unregistered", "fault.injected", "fault.cleared", "message.cancelled", "xmpp.drained",
+  "relay.enabled", "relay.disabled", "mirror.enabled", "mirror.disabled",
 ];
 
 const every = 10000;
