@@ -95,11 +95,7 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                     UPDATE webhook SET "disabledAt" = NULL, "disabledReason" = NULL, "failingSince" = NULL
                     WHERE id = \#(webhook)
                     """#)
-                try await connection.run(
-                    #"""
-                    UPDATE "webhookEvent" SET "nextAttemptAt" = \#(eventsDueAt)
-                    WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
-                    """#)
+                try await Self.bringEventsForward(of: webhook, to: eventsDueAt, connection)
             }
             try await Self.insertAudit(connection, audit)
             return try await connection.webhookRows(of: project, id: id).first
@@ -114,14 +110,21 @@ extension PostgresStore: WebhookStore, WebhookDriver {
                 let webhook = try await connection.first(
                     #"SELECT id FROM webhook WHERE "projectId" = \#(project) AND "publicId" = \#(id)"#, as: Int64.self)
             else { return nil }
-            try await connection.run(
-                #"""
-                UPDATE "webhookEvent" SET "nextAttemptAt" = \#(eventsDueAt)
-                WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(eventsDueAt)
-                """#)
+            try await Self.bringEventsForward(of: webhook, to: eventsDueAt, connection)
             try await Self.insertAudit(connection, audit)
             return try await connection.webhookRows(of: project, id: id).first
         }
+    }
+
+    /// The webhook's events due later than `dueAt` are due at it (enabling, "retry now").
+    private static func bringEventsForward(of webhook: Int64, to dueAt: Int64, _ connection: PostgresConnection)
+        async throws
+    {
+        try await connection.run(
+            #"""
+            UPDATE "webhookEvent" SET "nextAttemptAt" = \#(dueAt)
+            WHERE "webhookId" = \#(webhook) AND "nextAttemptAt" > \#(dueAt)
+            """#)
     }
 
     public func dueWebhookRows(now: Int64) async throws -> [DueWebhook] {

@@ -97,9 +97,7 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                     sql: """
                         UPDATE webhook SET disabledAt = NULL, disabledReason = NULL, failingSince = NULL WHERE id = ?
                         """, arguments: [webhook])
-                try db.execute(
-                    sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
-                    arguments: [eventsDueAt, webhook, eventsDueAt])
+                try Self.bringEventsForward(of: webhook, to: eventsDueAt, db)
             }
             try Self.insertAudit(db, audit)
             return try Row.fetchOne(
@@ -116,14 +114,19 @@ extension SQLiteStore: WebhookStore, WebhookDriver {
                 let webhook = try Int64.fetchOne(
                     db, sql: "SELECT id FROM webhook WHERE projectId = ? AND publicId = ?", arguments: [project, id])
             else { return nil }
-            try db.execute(
-                sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
-                arguments: [eventsDueAt, webhook, eventsDueAt])
+            try Self.bringEventsForward(of: webhook, to: eventsDueAt, db)
             try Self.insertAudit(db, audit)
             return try Row.fetchOne(
                 db, sql: "SELECT \(Self.webhookColumns) FROM webhook WHERE id = ?", arguments: [webhook]
             ).map(Self.webhook)
         }
+    }
+
+    /// The webhook's events due later than `dueAt` are due at it (enabling, "retry now").
+    private static func bringEventsForward(of webhook: Int64, to dueAt: Int64, _ db: Database) throws {
+        try db.execute(
+            sql: "UPDATE webhookEvent SET nextAttemptAt = ? WHERE webhookId = ? AND nextAttemptAt > ?",
+            arguments: [dueAt, webhook, dueAt])
     }
 
     public func dueWebhookRows(now: Int64) async throws -> [DueWebhook] {
