@@ -23,6 +23,9 @@ public protocol DeliveryChannel: Sendable {
     /// How the legacy and XMPP APIs word a recipient the channel refused with `code`, for the
     /// sender of a direct send who waits for the answer.
     func refusal(_ code: String, token: String) -> MessageProblem
+    /// The channel's words for what the engine decides without its answer (no answer, the quota
+    /// closed, the deadline passed, a token already gone).
+    var words: ChannelWords { get }
     /// Closes what the channel holds open (connections, clients), once nothing more is sent.
     func shutdown() async
 }
@@ -33,7 +36,7 @@ public typealias AnswerSink = @Sendable (_ index: Int, _ answer: ChannelAnswer) 
 
 /// What became of one request a channel sent.
 public enum ChannelAnswer: Sendable, Hashable {
-    /// An answer, in the engine's terms: delivered, prune, fail, retry, or pause the project.
+    /// An answer, by type (`DeliveryVerdict`).
     case answered(DeliveryVerdict)
     /// Never sent: the gate closed first. It costs the recipient no attempt.
     case notSent

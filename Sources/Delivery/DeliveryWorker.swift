@@ -238,9 +238,11 @@ public final class DeliveryWorker: Service, Sendable {
                 let expired =
                     pastDeadline
                     ? page.attempts.map {
-                        DeliveryOutcome(attempt: $0, state: .failed, error: "DEADLINE_EXCEEDED", nextAttemptAt: nil)
+                        DeliveryOutcome(
+                            attempt: $0, state: .failed, error: channel.words.deadlinePassed, nextAttemptAt: nil)
                     } : []
-                guard let progress = try await recordAndApply(page.goneOutcomes + expired, page: page, of: job, in: project)
+                let gone = page.goneOutcomes(worded: channel.words.gone)
+                guard let progress = try await recordAndApply(gone + expired, page: page, of: job, in: project)
                 else { return }  // another server holds it now
                 if progress.finished { return }
                 if page.isEmpty {
@@ -259,7 +261,7 @@ public final class DeliveryWorker: Service, Sendable {
             }
             // This page goes out; meanwhile the one before it is recorded, the next one read, and
             // this one's outcomes recorded as they arrive.
-            let inFlight = PageInFlight(page)
+            let inFlight = PageInFlight(page, gone: channel.words.gone)
             let previous = unrecorded
             async let recordedAndRead = recordWhileSending(previous, inFlight, of: job, in: project)
             do {
@@ -457,7 +459,7 @@ public final class DeliveryWorker: Service, Sendable {
             case .answered(.delivered):
                 delivered += 1
                 answered += 1
-            case .answered(.pauseProject): quotaClosed = true
+            case .answered(.slowDown): quotaClosed = true
             case .answered: answered += 1
             case .notSent, .stalled, .unanswered: break
             }
@@ -484,11 +486,11 @@ public final class DeliveryWorker: Service, Sendable {
         case .stalled:
             // The rest of the round was answered: the upstream is there, this one request was
             // lost. It is tried again at once.
-            return retried(attempt, of: job, code: "UNAVAILABLE", after: 0)
+            return retried(attempt, of: job, code: channel.words.unanswered, after: 0)
         case .unanswered:
             // No access token, a connection error or timeout, a page cancelled at its deadline:
             // retried as after a 503.
-            return outcome(of: .retry("UNAVAILABLE", after: nil), for: attempt, of: job)
+            return outcome(of: .retryAfter(channel.words.unanswered, seconds: nil), for: attempt, of: job)
         }
     }
 
@@ -497,8 +499,8 @@ public final class DeliveryWorker: Service, Sendable {
     private func notSent(_ attempt: DeliveryAttempt, of job: OutboxJob) -> DeliveryOutcome {
         let after = pacer.pause(of: job.project)?.seconds ?? 0
         return DeliveryOutcome(
-            attempt: attempt, state: .pending, error: "QUOTA_EXCEEDED", nextAttemptAt: Date().addingTimeInterval(after),
-            sent: false)
+            attempt: attempt, state: .pending, error: channel.words.quotaClosed,
+            nextAttemptAt: Date().addingTimeInterval(after), sent: false)
     }
 
     /// What a verdict does to the recipient.
@@ -507,18 +509,18 @@ public final class DeliveryWorker: Service, Sendable {
         case .delivered:
             Self.count("delivered", code: nil)
             return DeliveryOutcome(attempt: attempt, state: .delivered, error: nil, nextAttemptAt: nil)
-        case .prune(let code):
+        case .gone(let code):
             Self.count("pruned", code: code)
-            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
-        case .fail(let code, _):
+            return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil, gone: true)
+        case .failed(let code), .credentialsRefused(let code):
             Self.count("failed", code: code)
             return DeliveryOutcome(attempt: attempt, state: .failed, error: code, nextAttemptAt: nil)
-        case .retry(let code, let after):
+        case .retryAfter(let code, let after):
             return retried(
                 attempt, of: job, code: code,
                 after: RetryPolicy.backOff(afterAttempts: attempt.attempts + 1, retryAfter: after))
-        case .pauseProject(let code, let seconds):
-            // FCM's quota is the project's: every send of it waits (the pause itself is taken and
+        case .slowDown(let code, let seconds):
+            // The quota is the project's: every send of it waits (the pause itself is taken and
             // recorded once per page, by `send`). Refused, so not delivered: no attempt is spent.
             pacer.pause(job.project, for: .seconds(seconds))
             Self.count("paused", code: code)
@@ -546,10 +548,11 @@ public final class DeliveryWorker: Service, Sendable {
     private func reportPause(of project: Int64) async {
         guard let pause = pacer.takePauseReport(project) else { return }
         let until = Date().addingTimeInterval(pause.seconds)
-        try? await registry.outbox.pause(project: project, until: until, error: "QUOTA_EXCEEDED")
+        let word = channel.words.quotaClosed
+        try? await registry.outbox.pause(project: project, until: until, error: word)
         logger.warning(
             "relay: project paused by FCM's quota",
-            metadata: ["project": "\(project)", "seconds": "\(Int(pause.seconds.rounded(.up)))", "error": "QUOTA_EXCEEDED"])
+            metadata: ["project": "\(project)", "seconds": "\(Int(pause.seconds.rounded(.up)))", "error": "\(word)"])
     }
 
     /// Another try after `after` seconds, unless that is past the message's deadline.
@@ -569,13 +572,10 @@ public final class DeliveryWorker: Service, Sendable {
         for outcome in outcomes {
             let token = outcome.attempt.token
             do {
-                switch (outcome.state, outcome.error) {
-                case (.failed, "UNREGISTERED"?), (.failed, "SENDER_ID_MISMATCH"?):
+                if outcome.gone {
                     try await registry.prune(token, in: project)
-                case (.delivered, _) where job.isDirect:
+                } else if outcome.state == .delivered, job.isDirect {
                     try await registry.adopt(token, in: project)
-                default:
-                    break
                 }
             } catch {
                 logger.warning("relay: cannot update a token after FCM's answer", metadata: ["error": "\(error)"])

@@ -23,7 +23,7 @@ final class PageInFlight: Sendable {
 
     /// The page as read.
     let page: AttemptPage
-    /// The outcomes of `page.alreadyGone`: failed `UNREGISTERED` without a request.
+    /// The outcomes of `page.alreadyGone`: failed as gone without a request.
     private let gone: [DeliveryOutcome]
     private let state: Mutex<State>
 
@@ -71,9 +71,10 @@ final class PageInFlight: Sendable {
         }
     }
 
-    init(_ page: AttemptPage) {
+    /// - Parameter goneWord: the channel's word for a recipient already gone.
+    init(_ page: AttemptPage, gone goneWord: String) {
         self.page = page
-        gone = page.goneOutcomes
+        gone = page.goneOutcomes(worded: goneWord)
         state = Mutex(State(arrivals: Array(repeating: nil, count: page.attempts.count)))
     }
 
@@ -203,8 +204,9 @@ struct SentPage: Sendable {
 }
 
 extension AttemptPage {
-    /// The outcomes of the recipients the walk found gone: failed `UNREGISTERED` without a request.
-    var goneOutcomes: [DeliveryOutcome] {
-        alreadyGone.map { DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil) }
+    /// The outcomes of the recipients the walk found gone: failed as gone, in the channel's
+    /// `word`, without a request.
+    func goneOutcomes(worded word: String) -> [DeliveryOutcome] {
+        alreadyGone.map { DeliveryOutcome(attempt: $0, state: .failed, error: word, nextAttemptAt: nil, gone: true) }
     }
 }

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Each project's pause after FCM's `QUOTA_EXCEEDED`, and the slow start after it. (The rate
+/// Each project's pause after the channel's quota closed, and the slow start after it. (The rate
 /// itself is the budget's: `ProjectBudget`.)
 ///
 /// After a pause, the quota may still be closed: rather than a page of requests that would all be

@@ -1,20 +1,5 @@
 import Foundation
 
-/// What the engine does with one answer, as the channel words it (FCM's words: `FCMAnswers`).
-public enum DeliveryVerdict: Sendable, Hashable {
-    case delivered
-    /// The token is gone for this sender (`UNREGISTERED`, `SENDER_ID_MISMATCH`): never retried,
-    /// and unregistered in the registry, so it leaves its groups and topics.
-    case prune(String)
-    /// The delivery fails without a retry (other 4xx). `reauthenticate`: a 401, after which the
-    /// cached access token is dropped.
-    case fail(String, reauthenticate: Bool)
-    /// Try this recipient again, after at least `after` seconds when the upstream said so.
-    case retry(String, after: Int?)
-    /// The project's quota is spent: every send of the project waits `seconds`.
-    case pauseProject(String, seconds: Int)
-}
-
 /// How long the engine waits: after a quota pause with no `Retry-After`, and between two attempts
 /// of one recipient, after Google's scaling guide and the practice of Sygnal and Mattermost's push
 /// proxy (see `docs/relay.md`).

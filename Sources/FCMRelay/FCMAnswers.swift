@@ -12,7 +12,7 @@ public enum FCMAnswers {
     ///     answer that is not Google's error JSON.
     ///   - retryAfter: the `Retry-After` header, in seconds.
     public static func verdict(status: Int?, code: String?, retryAfter: Int?) -> DeliveryVerdict {
-        guard let status else { return .retry(code ?? "UNAVAILABLE", after: nil) }
+        guard let status else { return .retryAfter(code ?? "UNAVAILABLE", seconds: nil) }
         switch status {
         case 200..<300:
             return .delivered
@@ -20,21 +20,28 @@ public enum FCMAnswers {
         // `--upstream`, a path that moved) is the upstream's fault, retried with back-off. Pruning
         // on the status alone unregistered every recipient of a send behind a misconfigured proxy.
         case 404 where code == "UNREGISTERED":
-            return .prune("UNREGISTERED")
+            return .gone("UNREGISTERED")
         case 403 where code == "SENDER_ID_MISMATCH":
-            return .prune("SENDER_ID_MISMATCH")
+            return .gone("SENDER_ID_MISMATCH")
         case 403, 404:
-            return .retry(code ?? "HTTP_\(status)", after: retryAfter)
+            return .retryAfter(code ?? "HTTP_\(status)", seconds: retryAfter)
         case 429:
-            return .pauseProject(code ?? "QUOTA_EXCEEDED", seconds: RetryPolicy.quotaPause(retryAfter: retryAfter))
+            return .slowDown(code ?? "QUOTA_EXCEEDED", seconds: RetryPolicy.quotaPause(retryAfter: retryAfter))
         case 500, 502, 503, 504:
-            return .retry(code ?? (status == 500 ? "INTERNAL" : "UNAVAILABLE"), after: retryAfter)
-        case 401:
-            return .fail(code ?? "UNAUTHENTICATED", reauthenticate: code != "THIRD_PARTY_AUTH_ERROR")
+            return .retryAfter(code ?? (status == 500 ? "INTERNAL" : "UNAVAILABLE"), seconds: retryAfter)
+        // Our access token refused (the channel has already tried a fresh one); not
+        // `THIRD_PARTY_AUTH_ERROR`, which is about the app's own APNs or web-push credentials.
+        case 401 where code != "THIRD_PARTY_AUTH_ERROR":
+            return .credentialsRefused(code ?? "UNAUTHENTICATED")
         default:
-            return .fail(code ?? "HTTP_\(status)", reauthenticate: false)
+            return .failed(code ?? "HTTP_\(status)")
         }
     }
+
+    /// FCM's words for what the engine decides without an answer of FCM's.
+    public static let words = ChannelWords(
+        unanswered: "UNAVAILABLE", quotaClosed: "QUOTA_EXCEEDED", deadlinePassed: "DEADLINE_EXCEEDED",
+        gone: "UNREGISTERED")
 
     /// The legacy and XMPP answer for a recipient the upstream refused, as FCM's own would word it.
     public static func problem(for code: String, token: String, retryAfter: Int?) -> MessageProblem {
@@ -47,4 +54,9 @@ public enum FCMAnswers {
         default: .internalError(retryAfter: retryAfter)
         }
     }
+}
+
+extension SendRate {
+    /// FCM's quota: 600,000 a minute.
+    public static let fcmDefault = 10_000
 }

@@ -14,11 +14,11 @@ import Testing
         // Each recipient's answers, one per attempt; delivered once they run out.
         let script: [(ChannelAnswer, expect: DeliveryState, error: String?, attempts: Int)] = [
             (.answered(.delivered), .delivered, nil, 1),
-            (.answered(.prune("UNREGISTERED")), .failed, "UNREGISTERED", 1),
-            (.answered(.fail("INVALID_ARGUMENT", reauthenticate: false)), .failed, "INVALID_ARGUMENT", 1),
-            (.answered(.retry("UNAVAILABLE", after: 0)), .delivered, nil, 2),
+            (.answered(.gone("UNREGISTERED")), .failed, "UNREGISTERED", 1),
+            (.answered(.failed("INVALID_ARGUMENT")), .failed, "INVALID_ARGUMENT", 1),
+            (.answered(.retryAfter("UNAVAILABLE", seconds: 0)), .delivered, nil, 2),
             // Refused by the quota, or held back by it: no attempt spent.
-            (.answered(.pauseProject("QUOTA_EXCEEDED", seconds: 1)), .delivered, nil, 1),
+            (.answered(.slowDown("QUOTA_EXCEEDED", seconds: 1)), .delivered, nil, 1),
             (.notSent, .delivered, nil, 1),
             (.stalled, .delivered, nil, 2),
             (.unanswered, .delivered, nil, 2),
@@ -26,7 +26,7 @@ import Testing
         for (n, entry) in script.enumerated() { channel.script(token(n + 1), [entry.0]) }
         // Refused for now at every attempt: failed once the attempts are spent (three in tests).
         // (A round no one answers at all is an outage, which spends no attempt.)
-        let busy = ChannelAnswer.answered(.retry("UNAVAILABLE", after: 0))
+        let busy = ChannelAnswer.answered(.retryAfter("UNAVAILABLE", seconds: 0))
         channel.script(token(9), [busy, busy, busy])
         try await RelayHarness.run(channel: channel) { harness in
             let tokens = (1...9).map(token)
@@ -56,6 +56,32 @@ import Testing
             let pruned = try await harness.client.call(.get, "/api/tokens/\(token(2))")
             #expect(pruned.json?["state"] == "unregistered")
             let failed = try await harness.client.call(.get, "/api/tokens/\(token(3))")
+            #expect(failed.json?["state"] == "registered")
+        }
+    }
+
+    /// Pruning follows the verdict's type, never its words: a channel's own word for a gone token
+    /// prunes it, and FCM's word in a plain failure prunes nothing. The stored error is the
+    /// channel's word either way.
+    @Test func aTokenIsPrunedByTheVerdictsTypeNotItsWords() async throws {
+        let channel = ScriptedChannel()
+        channel.script(token(1), [.answered(.gone("CARRIER_LOST"))])
+        channel.script(token(2), [.answered(.failed("UNREGISTERED"))])
+        try await RelayHarness.run(channel: channel) { harness in
+            try await harness.subscribe([token(1), token(2)], to: "news")
+            let reply = try await harness.client.call(.post, "/fcm/send", body: #"{"to":"/topics/news"}"#)
+            #expect(reply.status == .ok)
+            let id = try await harness.newestMessageID()
+            #expect(try await harness.settled(id, within: 30) == DeliveryCounts(pending: 0, delivered: 0, failed: 2))
+            let page = try #require(
+                try await harness.relay.deliveries(
+                    ofMessage: id, state: .failed, in: harness.project, page: PageRequest(size: 10, token: nil)))
+            #expect(
+                Set(page.items.map { "\($0.token) \($0.error ?? "")" })
+                    == ["\(token(1)) CARRIER_LOST", "\(token(2)) UNREGISTERED"])
+            let gone = try await harness.client.call(.get, "/api/tokens/\(token(1))")
+            #expect(gone.json?["state"] == "unregistered")
+            let failed = try await harness.client.call(.get, "/api/tokens/\(token(2))")
             #expect(failed.json?["state"] == "registered")
         }
     }
@@ -133,7 +159,7 @@ final class ScriptedChannel: DeliveryChannel {
                 if hold { state.waiting += 1 }
                 return (answer, hold)
             }
-            if case .answered(.pauseProject(_, let seconds)) = answer { gate.quotaClosed(seconds) }
+            if case .answered(.slowDown(_, let seconds)) = answer { gate.quotaClosed(seconds) }
             if hold { later.append((index, answer)) } else { answered(index, answer) }
         }
         guard !later.isEmpty else { return }
@@ -149,6 +175,10 @@ final class ScriptedChannel: DeliveryChannel {
     func refusal(_ code: String, token: String) -> MessageProblem {
         .notRegistered(token)
     }
+
+    let words = ChannelWords(
+        unanswered: "UNAVAILABLE", quotaClosed: "QUOTA_EXCEEDED", deadlinePassed: "DEADLINE_EXCEEDED",
+        gone: "UNREGISTERED")
 
     func shutdown() async {}
 }

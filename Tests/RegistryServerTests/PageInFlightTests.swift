@@ -30,7 +30,7 @@ struct PageInFlightTests {
     }
 
     @Test func aSliceIsTheAnsweredPrefixAndItsCursorStopsBeforeTheFirstWalkedOneLeftOut() async throws {
-        let inFlight = PageInFlight(Self.page)
+        let inFlight = PageInFlight(Self.page, gone: "UNREGISTERED")
         for index in [0, 1, 2, 4] { deliver(index, of: inFlight) }  // 3 is still out
         let first = try #require(await inFlight.nextSlice())
         #expect(first.page.attempts.map(\.token) == ["r1", "r2", "w10"])
@@ -57,7 +57,7 @@ struct PageInFlightTests {
     }
 
     @Test func requestsAtTheEndThatNeverWentOutAreLeftToBeReadAgain() async throws {
-        let inFlight = PageInFlight(Self.page)
+        let inFlight = PageInFlight(Self.page, gone: "UNREGISTERED")
         for index in 0..<4 { deliver(index, of: inFlight) }
         for index in 4..<6 { holdBack(index, of: inFlight) }
         // Every outcome is in, but no slice takes the ones never sent at the end.
@@ -72,7 +72,7 @@ struct PageInFlightTests {
     }
 
     @Test func requestsNeverSentInTheMiddleGoWithTheSliceThatPassesThem() async throws {
-        let inFlight = PageInFlight(Self.page)
+        let inFlight = PageInFlight(Self.page, gone: "UNREGISTERED")
         for index in [0, 1, 3, 4, 5] { deliver(index, of: inFlight) }
         holdBack(2, of: inFlight)
         let slice = try #require(await inFlight.nextSlice())
@@ -81,7 +81,7 @@ struct PageInFlightTests {
     }
 
     @Test func anAnswerArrivingWhileTheSliceIsPlannedIsTakenWithinItsInterval() async throws {
-        let inFlight = PageInFlight(Self.page)
+        let inFlight = PageInFlight(Self.page, gone: "UNREGISTERED")
         let taken = Task { await inFlight.nextSlice() }
         try await Task.sleep(for: .milliseconds(20))
         deliver(0, of: inFlight)
@@ -92,7 +92,7 @@ struct PageInFlightTests {
     }
 
     @Test func aPageNoOneAnsweredGivesNoSlice() async {
-        let inFlight = PageInFlight(Self.page)
+        let inFlight = PageInFlight(Self.page, gone: "UNREGISTERED")
         for (index, attempt) in Self.page.attempts.enumerated() {
             inFlight.arrived(
                 index, DeliveryOutcome(attempt: attempt, state: .pending, error: "UNAVAILABLE", nextAttemptAt: nil),

@@ -80,34 +80,36 @@ import _CryptoExtras
 
     @Test func eachAnswerHasItsRetryClass() {
         #expect(FCMAnswers.verdict(status: 200, code: nil, retryAfter: nil) == .delivered)
-        #expect(FCMAnswers.verdict(status: 404, code: "UNREGISTERED", retryAfter: nil) == .prune("UNREGISTERED"))
+        #expect(FCMAnswers.verdict(status: 404, code: "UNREGISTERED", retryAfter: nil) == .gone("UNREGISTERED"))
         #expect(
             FCMAnswers.verdict(status: 403, code: "SENDER_ID_MISMATCH", retryAfter: nil)
-                == .prune("SENDER_ID_MISMATCH"))
+                == .gone("SENDER_ID_MISMATCH"))
         #expect(
             FCMAnswers.verdict(status: 400, code: "INVALID_ARGUMENT", retryAfter: nil)
-                == .fail("INVALID_ARGUMENT", reauthenticate: false))
+                == .failed("INVALID_ARGUMENT"))
         // A 404 or 403 without FCM's word for a dead token is the upstream's fault: retried, never pruned.
-        #expect(FCMAnswers.verdict(status: 404, code: nil, retryAfter: nil) == .retry("HTTP_404", after: nil))
-        #expect(FCMAnswers.verdict(status: 404, code: "NOT_FOUND", retryAfter: nil) == .retry("NOT_FOUND", after: nil))
+        #expect(FCMAnswers.verdict(status: 404, code: nil, retryAfter: nil) == .retryAfter("HTTP_404", seconds: nil))
+        #expect(
+            FCMAnswers.verdict(status: 404, code: "NOT_FOUND", retryAfter: nil) == .retryAfter("NOT_FOUND", seconds: nil))
         #expect(
             FCMAnswers.verdict(status: 403, code: "PERMISSION_DENIED", retryAfter: nil)
-                == .retry("PERMISSION_DENIED", after: nil))
+                == .retryAfter("PERMISSION_DENIED", seconds: nil))
         #expect(
             FCMAnswers.verdict(status: 401, code: "UNAUTHENTICATED", retryAfter: nil)
-                == .fail("UNAUTHENTICATED", reauthenticate: true))
+                == .credentialsRefused("UNAUTHENTICATED"))
         #expect(
             FCMAnswers.verdict(status: 401, code: "THIRD_PARTY_AUTH_ERROR", retryAfter: nil)
-                == .fail("THIRD_PARTY_AUTH_ERROR", reauthenticate: false))
+                == .failed("THIRD_PARTY_AUTH_ERROR"))
         #expect(
             FCMAnswers.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: nil)
-                == .pauseProject("QUOTA_EXCEEDED", seconds: 60))
+                == .slowDown("QUOTA_EXCEEDED", seconds: 60))
         #expect(
             FCMAnswers.verdict(status: 429, code: "QUOTA_EXCEEDED", retryAfter: 7)
-                == .pauseProject("QUOTA_EXCEEDED", seconds: 7))
-        #expect(FCMAnswers.verdict(status: 503, code: "UNAVAILABLE", retryAfter: 3) == .retry("UNAVAILABLE", after: 3))
-        #expect(FCMAnswers.verdict(status: 500, code: nil, retryAfter: nil) == .retry("INTERNAL", after: nil))
-        #expect(FCMAnswers.verdict(status: nil, code: nil, retryAfter: nil) == .retry("UNAVAILABLE", after: nil))
+                == .slowDown("QUOTA_EXCEEDED", seconds: 7))
+        #expect(
+            FCMAnswers.verdict(status: 503, code: "UNAVAILABLE", retryAfter: 3) == .retryAfter("UNAVAILABLE", seconds: 3))
+        #expect(FCMAnswers.verdict(status: 500, code: nil, retryAfter: nil) == .retryAfter("INTERNAL", seconds: nil))
+        #expect(FCMAnswers.verdict(status: nil, code: nil, retryAfter: nil) == .retryAfter("UNAVAILABLE", seconds: nil))
     }
 
     @Test func backOffDoublesWithJitterAndHonoursRetryAfter() {

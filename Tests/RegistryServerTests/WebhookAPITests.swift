@@ -474,7 +474,7 @@ struct WebhookDeliveryTests {
         let page = try await store.nextAttempts(of: job, after: nil, now: Date(), limit: 10)
         _ = try await store.record(
             page.attempts.map {
-                DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil)
+                DeliveryOutcome(attempt: $0, state: .failed, error: "UNREGISTERED", nextAttemptAt: nil, gone: true)
             },
             of: job, page: page, claimant: "a", leaseUntil: Date(), now: Date())
     }

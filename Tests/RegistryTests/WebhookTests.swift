@@ -41,10 +41,13 @@ struct WebhookTests {
         return (store, project, job, page, created)
     }
 
-    func outcome(_ attempt: DeliveryAttempt, _ state: DeliveryState, _ error: String? = nil) -> DeliveryOutcome {
+    /// - Parameter gone: the channel said the token is gone (its verdict's type, whatever its words).
+    func outcome(_ attempt: DeliveryAttempt, _ state: DeliveryState, _ error: String? = nil, gone: Bool = false)
+        -> DeliveryOutcome
+    {
         DeliveryOutcome(
             attempt: attempt, state: state, error: error,
-            nextAttemptAt: state == .pending ? Date().addingTimeInterval(5) : nil)
+            nextAttemptAt: state == .pending ? Date().addingTimeInterval(5) : nil, gone: gone)
     }
 
     /// Every queued event, claimed at `now` by "w".
@@ -65,8 +68,8 @@ struct WebhookTests {
             4, hooks: [Self.everything, [.messageCompleted], [.deliveryFailed]])
         let a = page.attempts
         let outcomes = [
-            outcome(a[0], .delivered), outcome(a[1], .failed, "UNREGISTERED"),
-            outcome(a[2], .failed, "SENDER_ID_MISMATCH"),
+            outcome(a[0], .delivered), outcome(a[1], .failed, "UNREGISTERED", gone: true),
+            outcome(a[2], .failed, "SENDER_ID_MISMATCH", gone: true),
             outcome(a[3], .failed, "INVALID_ARGUMENT"),
         ]
         let progress = try await store.record(
@@ -106,14 +109,14 @@ struct WebhookTests {
     func noEventsWithoutCause() async throws {
         // No webhook: the page records, nothing is queued.
         let (bare, _, bareJob, barePage, _) = try await claimedSend(2, hooks: [])
-        let failing = barePage.attempts.map { outcome($0, .failed, "UNREGISTERED") }
+        let failing = barePage.attempts.map { outcome($0, .failed, "UNREGISTERED", gone: true) }
         #expect(
             try await bare.record(failing, of: bareJob, page: barePage, claimant: "a", leaseUntil: Date(), now: Date())
                 != nil)
         #expect(try await TestBackend.rowCount("webhookEvent", in: bare) == 0)
         // A webhook, but the page recorded by a server that does not hold the job: nothing at all.
         let (store, _, job, page, _) = try await claimedSend(2, hooks: [Self.everything])
-        let outcomes = page.attempts.map { outcome($0, .failed, "UNREGISTERED") }
+        let outcomes = page.attempts.map { outcome($0, .failed, "UNREGISTERED", gone: true) }
         #expect(
             try await store.record(outcomes, of: job, page: page, claimant: "b", leaseUntil: Date(), now: Date()) == nil
         )
@@ -130,7 +133,7 @@ struct WebhookTests {
         var gone = page
         gone.attempts = []
         gone.alreadyGone = [page.attempts[1]]
-        let goneOutcome = [outcome(page.attempts[1], .failed, "UNREGISTERED")]
+        let goneOutcome = [outcome(page.attempts[1], .failed, "UNREGISTERED", gone: true)]
         #expect(
             try await store.record(goneOutcome, of: job, page: gone, claimant: "a", leaseUntil: Date(), now: Date())
                 != nil)

@@ -128,9 +128,10 @@ public struct OutboxJob: Sendable, Hashable {
     public var id: Int64
     public var messageID: String
     public var project: Int64
-    /// The v1 `message` object without `token`, as JSON text.
+    /// What the channel sends for the message (FCM's: the v1 `message` object without `token`),
+    /// as text.
     public var template: String
-    /// After it, what is still pending fails with `DEADLINE_EXCEEDED`.
+    /// After it, what is still pending fails (in the channel's words for a passed deadline).
     public var deadline: Date
     /// Whether this is a direct send (a token, `registration_ids`, a device group).
     public var isDirect: Bool
@@ -166,8 +167,8 @@ public struct DeliveryAttempt: Sendable, Hashable {
 /// A page of attempts, and where the walk of the recipients stands after it.
 public struct AttemptPage: Sendable {
     public var attempts: [DeliveryAttempt]
-    /// Recipients the walk found dead before sending (unregistered since the send): failed
-    /// `UNREGISTERED` without a call.
+    /// Recipients the walk found dead before sending (unregistered since the send): failed as
+    /// gone without a call.
     public var alreadyGone: [DeliveryAttempt]
     /// The last token id walked, once this page is recorded.
     public var cursor: Int64
@@ -197,20 +198,29 @@ public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
 public struct DeliveryOutcome: Sendable, Hashable {
     public var attempt: DeliveryAttempt
     public var state: DeliveryState
-    /// FCM's error code (`UNREGISTERED`, `UNAVAILABLE`, …), or the relay's own (`DEADLINE_EXCEEDED`).
+    /// The channel's reason (its error code), or the relay's own (`RELAY_OFF`, a passed deadline
+    /// in the channel's words).
     public var error: String?
     /// For a pending one: when to try again.
     public var nextAttemptAt: Date?
     /// Whether a request went out: one held back (the quota closed before it started) costs the
     /// recipient no attempt.
     public var sent: Bool
+    /// Whether the channel said the token is gone (or the walk found it unregistered): it is
+    /// unregistered, and a webhook told `token.unregistered`. Decided by the verdict's type, never
+    /// by the error's words.
+    public var gone: Bool
 
-    public init(attempt: DeliveryAttempt, state: DeliveryState, error: String?, nextAttemptAt: Date?, sent: Bool = true) {
+    public init(
+        attempt: DeliveryAttempt, state: DeliveryState, error: String?, nextAttemptAt: Date?, sent: Bool = true,
+        gone: Bool = false
+    ) {
         self.attempt = attempt
         self.state = state
         self.error = error
         self.nextAttemptAt = nextAttemptAt
         self.sent = sent
+        self.gone = gone
     }
 
     /// The recipient's attempts once this outcome is recorded.

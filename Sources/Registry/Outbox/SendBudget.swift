@@ -51,8 +51,7 @@ public struct SendBudgetSlice: Sendable, Hashable {
     }
 }
 
-/// What a project may send a second: FCM's quota is 600,000 a minute.
+/// What a project may send a second.
 public enum SendRate {
     public static let range = 1...10_000_000
-    public static let fcmDefault = 10_000
 }

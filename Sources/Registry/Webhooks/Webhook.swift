@@ -2,8 +2,8 @@ import Foundation
 
 /// What a webhook can be told, in the Standard Webhooks' dotted form.
 public enum WebhookEventType: String, Sendable, Hashable, Codable, CaseIterable {
-    /// A token the relay unregistered because the channel said it is gone (`UNREGISTERED`,
-    /// `SENDER_ID_MISMATCH`).
+    /// A token the relay unregistered because the channel said it is gone; the event's reason is
+    /// the channel's own word for it.
     case tokenUnregistered = "token.unregistered"
     /// A recipient that failed for good: a permanent error, or its retries spent.
     case deliveryFailed = "delivery.failed"

@@ -34,11 +34,8 @@ public struct WebhookEventBatch: Sendable {
         (messageID, self.now) = (job.messageID, now)
         let walkedGone = page.alreadyGone.isEmpty ? [] : Set(page.alreadyGone.map(\.token))
         for outcome in outcomes where outcome.state == .failed {
-            let error = outcome.error ?? "UNKNOWN"
-            let gone =
-                (error == "UNREGISTERED" || error == "SENDER_ID_MISMATCH")
-                && !walkedGone.contains(outcome.attempt.token)
-            failed(outcome.attempt.token, error: error, gone: gone)
+            let gone = outcome.gone && !walkedGone.contains(outcome.attempt.token)
+            failed(outcome.attempt.token, error: outcome.error ?? "UNKNOWN", gone: gone)
         }
     }
 
