@@ -192,15 +192,8 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
             """#)
     }
 
-    func memberCount(of group: Int64) async throws -> Int {
-        Int(
-            try await connection.one(
-                #"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(group)"#, as: Int64.self))
-    }
-
-    func deleteGroup(_ group: Int64) async throws {
-        try await connection.run(#"DELETE FROM "deviceGroup" WHERE id = \#(group)"#)
-    }
+    func memberCount(of group: Int64) async throws -> Int { try await connection.memberCount(of: group) }
+    func deleteGroup(_ group: Int64) async throws { try await connection.deleteGroup(group) }
 
     func mapKeyring(_ keyring: Int64, sourceGroup: Int64, to group: Int64) async throws {
         try await connection.run(

@@ -36,11 +36,11 @@ enum PostgresFeed {
         }
         var projects: [Int64] = [], kinds: [String] = [], topics: [String] = [], tokenLists: [ByteBuffer] = []
         for change in changes {
-            let (project, kind, topic, tokens) = columns(of: change)
-            projects.append(project)
-            kinds.append(kind)
-            topics.append(topic ?? "")
-            tokenLists.append(ByteBuffer(bytes: TokenIDList.encode(tokens)))
+            let row = FeedRow(change)
+            projects.append(row.project)
+            kinds.append(row.kind)
+            topics.append(row.topic ?? "")
+            tokenLists.append(ByteBuffer(bytes: row.tokenIDs))
         }
         // One statement, one round trip: the write's order and every change. The doorbell rings
         // after the commit (`FeedDoorbell`): a NOTIFY in the write would take PostgreSQL's one
@@ -81,16 +81,6 @@ enum PostgresFeed {
         }
         return changes.indices.map { FeedEntry(id: base | Int64($0 + 1), change: changes[$0]) }
     }
-
-    static func columns(of change: AudienceChange) -> (Int64, String, String?, [UInt32]) {
-        switch change {
-        case .subscribed(let project, let topic, let tokens): (project, "subscribed", topic, tokens)
-        case .unsubscribed(let project, let topic, let tokens): (project, "unsubscribed", topic, tokens)
-        case .registered(let project, let tokens): (project, "registered", nil, tokens)
-        case .unregistered(let project, let tokens): (project, "unregistered", nil, tokens)
-        case .reset: (0, "reset", nil, [])
-        }
-    }
 }
 
 extension PostgresStore {
@@ -126,8 +116,12 @@ extension PostgresConnection {
     /// a token's topics or groups and then writes holds across servers, because a second writer
     /// on the same token waits here. `nil` when the project does not know it.
     func lockedToken(_ value: String, in project: Project) async throws -> PostgresTokenRow? {
+        try await lockedToken(value, in: project.rowID)
+    }
+
+    func lockedToken(_ value: String, in project: Int64) async throws -> PostgresTokenRow? {
         for try await (id, state) in try await query(
-            #"SELECT id, state FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(value) FOR NO KEY UPDATE"#,
+            #"SELECT id, state FROM token WHERE "projectId" = \#(project) AND value = \#(value) FOR NO KEY UPDATE"#,
             logger: .silent
         ).decode((Int32, String).self) {
             return PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)
@@ -139,16 +133,22 @@ extension PostgresConnection {
     func lockedTokenRegistering(_ value: String, in project: Project, now: Int64, log: ChangeLog) async throws
         -> PostgresTokenRow
     {
+        let row = try await lockedTokenRegistering(value, in: project.rowID, now: now)
+        if row.isNew { log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)])) }
+        return row
+    }
+
+    /// The token's row, locked, inserted first if the project has never seen it (`isNew`).
+    func lockedTokenRegistering(_ value: String, in project: Int64, now: Int64) async throws -> PostgresTokenRow {
         // Insert first: a new token costs one statement, a known one two. A concurrent insert of
         // the same token waits on the unique index, then does nothing.
         for try await id in try await query(
             #"""
             INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-            VALUES (\#(project.rowID), \#(value), 'registered', \#(now), \#(now))
+            VALUES (\#(project), \#(value), 'registered', \#(now), \#(now))
             ON CONFLICT ("projectId", value) DO NOTHING RETURNING id
             """#, logger: .silent
         ).decode(Int32.self) {
-            log.record(.registered(project: project.rowID, tokens: [UInt32(id)]))
             return PostgresTokenRow(id: id, state: .registered, isNew: true)
         }
         guard let row = try await lockedToken(value, in: project) else {

@@ -69,8 +69,8 @@ extension PostgresStore: ChangeFeed {
                 ORDER BY "replayOrder", position LIMIT \#(limit)
                 """#, logger: .silent
             ).decode((Int64, Int64, Int64, String, String?, Data).self) {
-                entries.append(
-                    FeedEntry(id: position, change: PostgresFeed.change(project: project, kind: kind, topic: topic, tokens: [UInt8](bytes))))
+                let row = FeedRow(project: project, kind: kind, topic: topic, tokenIDs: [UInt8](bytes))
+                entries.append(FeedEntry(id: position, change: row.change))
                 last = (order, position)
             }
             // A full page may leave visible entries unread, below positions it read: the watermark
@@ -251,18 +251,5 @@ extension PostgresConnection {
     func frontier() async throws -> Int64 {
         try await one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self)
             << PostgresFeed.placeBits
-    }
-}
-
-extension PostgresFeed {
-    static func change(project: Int64, kind: String, topic: String?, tokens: [UInt8]) -> AudienceChange {
-        let ids = TokenIDList.decode(tokens)
-        switch kind {
-        case "subscribed": return .subscribed(project: project, topic: topic ?? "", tokens: ids)
-        case "unsubscribed": return .unsubscribed(project: project, topic: topic ?? "", tokens: ids)
-        case "registered": return .registered(project: project, tokens: ids)
-        case "unregistered": return .unregistered(project: project, tokens: ids)
-        default: return .reset
-        }
     }
 }

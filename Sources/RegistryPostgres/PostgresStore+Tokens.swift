@@ -55,40 +55,6 @@ extension PostgresStore {
         }
     }
 
-    public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            let row = try await connection.lockedTokenRegistering(token, in: project, now: now, log: log)
-            if row.state == .unregistered { try await connection.reregister(row.id, in: project, now: now, log: log) }
-            guard let info = try await connection.tokenInfo(token, in: project) else {
-                throw PostgresStoreError("a token registered in this transaction is missing")
-            }
-            return info
-        }
-    }
-
-    public func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
-        -> Committed<TokenInfo?>
-    {
-        try await committing { connection, log in
-            guard let row = try await connection.lockedToken(token, in: project) else { return nil }
-            try await Self.insertAudit(connection, audit)
-            try await connection.run(
-                #"UPDATE token SET state = 'unregistered', "updatedAt" = \#(EpochMilliseconds.now()) WHERE id = \#(row.id)"#)
-            for (topicID, name) in try await connection.topicsOf(row.id) {
-                try await connection.run(#"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id)"#)
-                try await connection.removeTopicIfEmpty(topicID)
-                log.record(.unsubscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
-            }
-            for groupID in try await connection.lockedGroupsOf(row.id) {
-                try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(groupID) AND "tokenId" = \#(row.id)"#)
-                try await connection.deleteGroupIfEmpty(groupID)
-            }
-            log.record(.unregistered(project: project.rowID, tokens: [UInt32(row.id)]))
-            return try await connection.tokenInfo(token, in: project)
-        }
-    }
-
     public func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
         -> Committed<Rekeyed>
     {
@@ -196,8 +162,12 @@ extension PostgresStore {
 
 extension PostgresConnection {
     func tokenInfo(_ token: String, in project: Project) async throws -> TokenInfo? {
+        try await tokenInfo(token, in: project.rowID)
+    }
+
+    func tokenInfo(_ token: String, in project: Int64) async throws -> TokenInfo? {
         try await first(
-            #"SELECT state, "createdAt", "updatedAt" FROM token WHERE "projectId" = \#(project.rowID) AND value = \#(token)"#,
+            #"SELECT state, "createdAt", "updatedAt" FROM token WHERE "projectId" = \#(project) AND value = \#(token)"#,
             as: (String, Int64, Int64).self
         ).map {
             TokenInfo(

@@ -5,40 +5,6 @@ import Registry
 
 /// A token's whole set of topics, and the listings of topics and subscribers.
 extension PostgresStore {
-    public func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<TopicChanges>
-    {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            let row = try await connection.lockedTokenRegistering(token, in: project, now: now, log: log)
-            guard row.state == .registered else { throw RegistryError.tokenNotFound }
-            guard topics.count <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
-            var current: [String: Int64] = [:]
-            for try await (id, name) in try await connection.query(
-                #"SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription."topicId" WHERE "tokenId" = \#(row.id)"#,
-                logger: .silent
-            ).decode((Int64, String).self) { current[name] = id }
-            let wanted = Set(topics)
-            let added = wanted.subtracting(current.keys)
-            let removed = Set(current.keys).subtracting(wanted)
-            // Topic rows are locked in name order, whatever each needs, so that two requests
-            // changing the same topics the other way round never wait on each other.
-            for name in added.union(removed).sorted() {
-                if let id = current[name], removed.contains(name) {
-                    try await connection.run(#"DELETE FROM subscription WHERE "topicId" = \#(id) AND "tokenId" = \#(row.id)"#)
-                    try await connection.removeTopicIfEmpty(id)
-                    log.record(.unsubscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
-                } else {
-                    let (id, _) = try await connection.heldTopic(name, in: project, now: now)
-                    try await connection.run(
-                        #"INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(id), \#(row.id), \#(now))"#)
-                    log.record(.subscribed(project: project.rowID, topic: name, tokens: [UInt32(row.id)]))
-                }
-            }
-            return TopicChanges(added: added.sorted(), removed: removed.sorted())
-        }
-    }
-
     public func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<SubscriptionInfo>?
     {

@@ -9,110 +9,6 @@ import Registry
 /// `FOR KEY SHARE` while it subscribes; removing an empty topic takes `FOR UPDATE` and looks again,
 /// so it never removes a topic another transaction is subscribing to).
 extension PostgresStore {
-    public func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<[BatchOutcome]>
-    {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
-            let (topicID, created) = try await connection.heldTopic(topic, in: project, now: now)
-            let known = rows.values.filter { !$0.isNew }.map(\.id)
-            // Existing subscriptions to this topic, and each known token's topic count, in two reads.
-            var subscribed: Set<Int32> = []
-            var counts: [Int32: Int] = [:]
-            if !known.isEmpty {
-                for try await id in try await connection.query(
-                    #"SELECT "tokenId" FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = ANY(\#(known))"#,
-                    logger: .silent
-                ).decode(Int32.self) { subscribed.insert(id) }
-                for try await (id, count) in try await connection.query(
-                    #"SELECT "tokenId", COUNT(*)::bigint FROM subscription WHERE "tokenId" = ANY(\#(known)) GROUP BY "tokenId""#,
-                    logger: .silent
-                ).decode((Int32, Int64).self) { counts[id] = Int(count) }
-            }
-            var added: [Int32] = []
-            let outcomes = tokens.map { value -> BatchOutcome in
-                guard let row = rows[value], row.state == .registered else { return .notFound }
-                if subscribed.contains(row.id) { return .ok }
-                if counts[row.id, default: 0] >= topicLimit { return .tooManyTopics }
-                subscribed.insert(row.id)
-                counts[row.id, default: 0] += 1
-                added.append(row.id)
-                return .ok
-            }
-            if !added.isEmpty {
-                try await connection.run(
-                    #"""
-                    INSERT INTO subscription ("topicId", "tokenId", "createdAt")
-                    SELECT \#(topicID), id, \#(now) FROM unnest(\#(added)::integer[]) AS id
-                    """#)
-            }
-            // A topic this request created and left empty goes again; no one else can hold it yet
-            // (their inserts of the same name wait for this transaction).
-            if added.isEmpty, created { try await connection.run(#"DELETE FROM topic WHERE id = \#(topicID)"#) }
-            log.record(.subscribed(project: project.rowID, topic: topic, tokens: added.map { UInt32($0) }))
-            return outcomes
-        }
-    }
-
-    public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws
-        -> Committed<[BatchOutcome]>
-    {
-        try await committing { connection, log in
-            let rows = try await connection.lockedTokens(tokens, in: project)
-            var removed: [UInt32] = []
-            if let topicID = try await connection.topicID(topic, in: project) {
-                let registered = rows.values.filter { $0.state == .registered }.map(\.id)
-                for try await id in try await connection.query(
-                    #"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = ANY(\#(registered)) RETURNING "tokenId""#,
-                    logger: .silent
-                ).decode(Int32.self) { removed.append(UInt32(id)) }
-                try await connection.removeTopicIfEmpty(topicID)
-            }
-            log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: removed.sorted()))
-            return tokens.map { value in
-                guard let row = rows[value] else { return .ok }
-                return row.state == .registered ? .ok : .notFound
-            }
-        }
-    }
-
-    public func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<SubscriptionInfo>
-    {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            let row = try await connection.lockedTokenRegistering(token, in: project, now: now, log: log)
-            guard row.state == .registered else { throw RegistryError.tokenNotFound }
-            let (topicID, _) = try await connection.heldTopic(topic, in: project, now: now)
-            if try await connection.exists(
-                #"SELECT 1 FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id)"#)
-            {
-                throw RegistryError.subscriptionExists
-            }
-            let count = try await connection.one(
-                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(row.id)"#, as: Int64.self)
-            guard count < topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
-            try await connection.run(
-                #"INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(row.id), \#(now))"#)
-            log.record(.subscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)]))
-            return SubscriptionInfo(token: token, topic: topic, createdAt: EpochMilliseconds.date(now))
-        }
-    }
-
-    public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Committed<Bool> {
-        try await committing { connection, log in
-            guard let row = try await connection.lockedToken(token, in: project),
-                let topicID = try await connection.topicID(topic, in: project)
-            else { return false }
-            let deleted = try await connection.count(
-                #"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(row.id) RETURNING 1"#) > 0
-            try await connection.removeTopicIfEmpty(topicID)
-            if deleted { log.record(.unsubscribed(project: project.rowID, topic: topic, tokens: [UInt32(row.id)])) }
-            return deleted
-        }
-    }
-
     public func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo? {
         try await database.withConnection { connection in
             for try await createdAt in try await connection.query(
@@ -150,8 +46,17 @@ extension PostgresConnection {
     func lockedTokensRegistering(_ values: [String], in project: Project, now: Int64, log: ChangeLog) async throws
         -> [String: PostgresTokenRow]
     {
+        let rows = try await lockedTokensRegistering(values, in: project.rowID, now: now)
+        let new = rows.values.filter(\.isNew).map { UInt32($0.id) }
+        log.record(.registered(project: project.rowID, tokens: new.sorted()))
+        return rows
+    }
+
+    /// `lockedTokensRegistering(_:in:now:log:)` by the project's row id, the new rows marked `isNew`.
+    func lockedTokensRegistering(_ values: [String], in project: Int64, now: Int64) async throws
+        -> [String: PostgresTokenRow]
+    {
         let sorted = Array(Set(values)).sorted()
-        var new: [UInt32] = []
         var rows: [String: PostgresTokenRow] = [:]
         // One round trip for the usual case: the new tokens inserted, the known ones locked. The
         // lock reads the statement's snapshot, so a token another write inserted meanwhile (the
@@ -163,18 +68,17 @@ extension PostgresConnection {
               SELECT value, place FROM unnest(\#(sorted)::text[]) WITH ORDINALITY AS input(value, place)
             ), inserted AS (
               INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-              SELECT \#(project.rowID), value, 'registered', \#(now), \#(now) FROM input ORDER BY place
+              SELECT \#(project), value, 'registered', \#(now), \#(now) FROM input ORDER BY place
               ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
             ), known AS (
               SELECT token.id, token.state, input.place FROM token JOIN input USING (value)
-              WHERE token."projectId" = \#(project.rowID)
+              WHERE token."projectId" = \#(project)
               ORDER BY token.value FOR NO KEY UPDATE OF token
             )
             SELECT input.place, inserted.id, 'registered', true FROM inserted JOIN input USING (value)
             UNION ALL SELECT place, id, state, false FROM known
             """#, logger: .silent
         ).decode((Int64, Int32, String, Bool).self) {
-            if isNew { new.append(UInt32(id)) }
             rows[sorted[Int(place) - 1]] = PostgresTokenRow(
                 id: id, state: TokenState(rawValue: state) ?? .registered, isNew: isNew)
         }
@@ -182,17 +86,20 @@ extension PostgresConnection {
             let missed = sorted.filter { rows[$0] == nil }
             for (value, row) in try await lockedTokens(missed, in: project) { rows[value] = row }
         }
-        log.record(.registered(project: project.rowID, tokens: new.sorted()))
         return rows
     }
 
     /// The rows of the tokens the project knows, locked in sorted order.
     func lockedTokens(_ values: [String], in project: Project) async throws -> [String: PostgresTokenRow] {
+        try await lockedTokens(values, in: project.rowID)
+    }
+
+    func lockedTokens(_ values: [String], in project: Int64) async throws -> [String: PostgresTokenRow] {
         var rows: [String: PostgresTokenRow] = [:]
         for try await (id, value, state) in try await query(
             #"""
             SELECT id, value, state FROM token
-            WHERE "projectId" = \#(project.rowID) AND value = ANY(\#(Array(Set(values)).sorted()))
+            WHERE "projectId" = \#(project) AND value = ANY(\#(Array(Set(values)).sorted()))
             ORDER BY value FOR NO KEY UPDATE
             """#, logger: .silent
         ).decode((Int32, String, String).self) {

@@ -12,8 +12,8 @@ enum ChangeFeedSQL {
         let statement = try db.cachedStatement(
             sql: "INSERT INTO audienceChange (projectId, kind, topic, tokenIds, createdAt) VALUES (?, ?, ?, ?, ?)")
         return try changes.map { change in
-            let (project, kind, topic, tokens) = columns(of: change)
-            try statement.execute(arguments: [project, kind, topic, Data(TokenIDList.encode(tokens)), now])
+            let row = FeedRow(change)
+            try statement.execute(arguments: [row.project, row.kind, row.topic, Data(row.tokenIDs), now])
             return FeedEntry(id: db.lastInsertedRowID, change: change)
         }
     }
@@ -32,9 +32,10 @@ enum ChangeFeedSQL {
         let entries = rows.map { row in
             FeedEntry(
                 id: row["id"],
-                change: change(
+                change: FeedRow(
                     project: row["projectId"], kind: row["kind"], topic: row["topic"],
-                    tokens: [UInt8](row["tokenIds"] as Data)))
+                    tokenIDs: [UInt8](row["tokenIds"] as Data)
+                ).change)
         }
         return FeedRead(
             entries: entries, truncated: false, next: FeedCursor(watermark: entries.last?.id ?? position))
@@ -73,28 +74,5 @@ enum ChangeFeedSQL {
         guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: "UPDATE audienceFeed SET prunedThrough = MAX(prunedThrough, ?) WHERE id = 1")
             .execute(arguments: [cut])
-    }
-
-    // MARK: - Rows
-
-    private static func columns(of change: AudienceChange) -> (Int64, String, String?, [UInt32]) {
-        switch change {
-        case .subscribed(let project, let topic, let tokens): (project, "subscribed", topic, tokens)
-        case .unsubscribed(let project, let topic, let tokens): (project, "unsubscribed", topic, tokens)
-        case .registered(let project, let tokens): (project, "registered", nil, tokens)
-        case .unregistered(let project, let tokens): (project, "unregistered", nil, tokens)
-        case .reset: (0, "reset", nil, [])
-        }
-    }
-
-    private static func change(project: Int64, kind: String, topic: String?, tokens: [UInt8]) -> AudienceChange {
-        let ids = TokenIDList.decode(tokens)
-        switch kind {
-        case "subscribed": return .subscribed(project: project, topic: topic ?? "", tokens: ids)
-        case "unsubscribed": return .unsubscribed(project: project, topic: topic ?? "", tokens: ids)
-        case "registered": return .registered(project: project, tokens: ids)
-        case "unregistered": return .unregistered(project: project, tokens: ids)
-        default: return .reset
-        }
     }
 }

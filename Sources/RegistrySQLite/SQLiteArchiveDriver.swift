@@ -186,15 +186,8 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
         return added
     }
 
-    func memberCount(of group: Int64) throws -> Int {
-        try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?"), arguments: [group])
-            ?? 0
-    }
-
-    func deleteGroup(_ group: Int64) throws {
-        try db.cachedStatement(sql: "DELETE FROM deviceGroup WHERE id = ?").execute(arguments: [group])
-    }
+    func memberCount(of group: Int64) throws -> Int { try SQLiteRowStatements.memberCount(of: group, db) }
+    func deleteGroup(_ group: Int64) throws { try SQLiteRowStatements.deleteGroup(group, db) }
 
     func mapKeyring(_ keyring: Int64, sourceGroup: Int64, to group: Int64) throws {
         try db.cachedStatement(

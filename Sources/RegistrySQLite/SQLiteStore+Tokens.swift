@@ -43,49 +43,6 @@ extension SQLiteStore {
         }
     }
 
-    public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
-        try await committing { db, log in
-            let now = EpochMilliseconds.now()
-            let row = try db.tokenRowRegistering(token, in: project, now: now, log: log)
-            if row.state == .unregistered {
-                try db.execute(
-                    sql: "UPDATE token SET state = 'registered', updatedAt = ? WHERE id = ?", arguments: [now, row.id])
-                log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)]))
-            }
-            return try Self.tokenInfo(db, token, in: project)!
-        }
-    }
-
-    public func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
-        -> Committed<TokenInfo?>
-    {
-        try await committing { db, log in
-            guard let row = try db.tokenRow(token, in: project) else { return nil }
-            try Self.insertAudit(db, audit)
-            try db.execute(
-                sql: "UPDATE token SET state = 'unregistered', updatedAt = ? WHERE id = ?",
-                arguments: [EpochMilliseconds.now(), row.id])
-            let groupIDs = try Int64.fetchAll(
-                db, sql: "SELECT groupId FROM groupMember WHERE tokenId = ?", arguments: [row.id])
-            try db.execute(sql: "DELETE FROM groupMember WHERE tokenId = ?", arguments: [row.id])
-            for groupID in groupIDs {
-                try Self.deleteGroupIfEmpty(db, id: groupID)
-            }
-            let topics = try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT topic.id, topic.name FROM subscription JOIN topic ON topic.id = subscription.topicId WHERE tokenId = ?",
-                arguments: [row.id])
-            try db.execute(sql: "DELETE FROM subscription WHERE tokenId = ?", arguments: [row.id])
-            for topic in topics {
-                try Self.deleteTopicIfEmpty(db, id: topic["id"])
-                log.record(.unsubscribed(project: project.rowID, topic: topic["name"], tokens: [UInt32(row.id)]))
-            }
-            log.record(.unregistered(project: project.rowID, tokens: [UInt32(row.id)]))
-            return try Self.tokenInfo(db, token, in: project)
-        }
-    }
-
     public func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
         -> Committed<Rekeyed>
     {

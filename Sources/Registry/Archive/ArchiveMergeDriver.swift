@@ -4,7 +4,7 @@
 /// is counted, what goes to the change feed); a driver only reads and writes rows. Row ids are
 /// the store's own; times are milliseconds since the epoch. Statements that touch many tokens
 /// take arrays, so that a store with round trips pays one per batch, not one per row.
-public protocol ArchiveMergeDriver {
+public protocol ArchiveMergeDriver: RegistryRowStatements {
     // MARK: - Projects and credentials
 
     /// The project's row id and sender id, or `nil` when the database does not have it.
@@ -62,8 +62,6 @@ public protocol ArchiveMergeDriver {
     /// Adds the members the group does not have yet.
     /// - Returns: how many it added.
     func addMembers(_ members: [(token: Int64, since: Int64)], to group: Int64) async throws -> Int
-    func memberCount(of group: Int64) async throws -> Int
-    func deleteGroup(_ group: Int64) async throws
     /// Makes a key another registry sealed for its group `sourceGroup` name `group` (replacing what it named).
     func mapKeyring(_ keyring: Int64, sourceGroup: Int64, to group: Int64) async throws
     /// Keeps a notification key issued elsewhere as a name of `group`, when the key names no

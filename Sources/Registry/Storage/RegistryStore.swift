@@ -36,7 +36,7 @@ public typealias RegistryBackend =
 /// that changes whom a topic or `!` reaches records its feed entries in its own transaction, after
 /// its row locks are taken, so two writes to the same token take their feed ids in commit order.
 /// Writes that return ``Committed`` are those that can change the audience.
-public protocol RegistryStore: Sendable {
+public protocol RegistryStore: RegistryWriting {
     /// Runs the cheapest statement the database answers (`SELECT 1`): whether it can be reached
     /// now, for readiness. Throws a `StoreConnectionFailure` when it cannot.
     func ping() async throws
@@ -131,29 +131,10 @@ public protocol RegistryStore: Sendable {
 
     // MARK: Topics
 
-    /// One outcome per token, in order: `.ok`, `.notFound` (unregistered) or `.tooManyTopics`.
-    /// Isolation: serialized per token (the topics-per-token limit).
-    func subscribe(_ tokens: [String], to topic: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<[BatchOutcome]>
-    /// One outcome per token, in order: `.ok` (also when it was not subscribed) or `.notFound` (unregistered).
-    func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws
-        -> Committed<[BatchOutcome]>
-    /// Subscribes one token.
-    /// - Throws: `.subscriptionExists`, `.tokenNotFound` (unregistered), `.tooManyTopics`.
-    /// Isolation: serialized per token.
-    func createSubscription(token: String, topic: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<SubscriptionInfo>
-    /// Whether there was a subscription to delete.
-    func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Committed<Bool>
     func subscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo?
     /// A page of the token's topics by name, or `nil` when the token is unknown or unregistered.
     func subscriptions(ofToken token: String, in project: Project, after: String?, limit: Int) async throws
         -> Page<SubscriptionInfo>?
-    /// Makes `topics` (distinct, valid) exactly the token's topics, registering an unknown token.
-    /// - Throws: `.tokenNotFound` (unregistered), `.tooManyTopics`.
-    /// Isolation: serialized per token.
-    func setTopics(_ topics: [String], ofToken token: String, topicLimit: Int, in project: Project) async throws
-        -> Committed<TopicChanges>
     /// A page of the topics whose names start with `prefix` (every topic for `""`), by name.
     func topics(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<TopicSummary>
     /// When each of the named topics was created; a name with no topic is left out.
@@ -169,14 +150,6 @@ public protocol RegistryStore: Sendable {
     func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<TokenInfo>
     /// The groups (by name) a token belongs to.
     func groups(ofToken token: String, in project: Project) async throws -> [Membership]
-    /// Registers a new token or re-registers an unregistered one.
-    func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo>
-    /// Marks the token unregistered and removes it from every group (deleting groups it empties)
-    /// and topic, all at once. Returns `nil` when the project does not know the token.
-    /// Isolation: serialized per token, and per group it leaves.
-    /// Writes `audit`'s entry in the same transaction when it knows the token.
-    func unregisterToken(_ token: String, in project: Project, audit: AuditWrite?) async throws
-        -> Committed<TokenInfo?>
     /// Moves a device to a new registration id (a token to its Firebase installation id), all at
     /// once: `to` (registered if new, or again if unregistered) joins every topic and group of
     /// `from`, merged with its own, and `from` is unregistered.
