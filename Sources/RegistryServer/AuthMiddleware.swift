@@ -1,3 +1,4 @@
+import FCMWire
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -20,15 +21,14 @@ struct AuthMiddleware: RouterMiddleware {
         context.labels.route = context.endpointPath
         let family = APIFamily(path: request.uri.path)
         guard let key = Self.serverKey(in: request.headers[.authorization]) else {
-            throw Self.unauthenticated(family, "the request has no server key: send Authorization: key=<server key>")
+            throw Self.unauthenticated(family, ServerWording.noServerKey)
         }
         let grant =
             key.hasPrefix(RegistryService.accessTokenPrefix)
             ? try await registry.grant(authenticatedByAccessToken: key)
             : try await registry.grant(authenticatedBy: key)
         guard let grant else {
-            throw Self.unauthenticated(
-                family, "the server key or access token is not valid, or it was revoked or expired")
+            throw Self.unauthenticated(family, ServerWording.credentialsNotValid)
         }
         let project = grant.project
         if let named = request.headers[Self.projectIDHeader], !project.isNamed(named) {
@@ -37,8 +37,8 @@ struct AuthMiddleware: RouterMiddleware {
             let carried = key.hasPrefix(RegistryService.accessTokenPrefix) ? "access token" : "server key"
             throw ErrorEnvelope.forbidden(
                 family,
-                "the project_id header names another project than the \(carried)'s "
-                    + "(project \(project.projectId), sender \(project.senderId))")
+                ServerWording.projectHeaderMismatch(
+                    carried: carried, projectID: project.projectId, senderID: project.senderId))
         }
         var context = context
         context.project = project

@@ -1,3 +1,4 @@
+import FCMWire
 import HTTPTypes
 import Hummingbird
 
@@ -55,7 +56,7 @@ enum ConsoleFiles {
         routes.on("/console/:file", .get) { _, context in
             let name = try context.parameters.require("file")
             guard let file = files[name] else {
-                throw ErrorEnvelope.notFound(.native, "the console has no file named \(name)")
+                throw ErrorEnvelope.notFound(.native, ServerWording.noConsoleFile(name))
             }
             return response(for: file)
         }

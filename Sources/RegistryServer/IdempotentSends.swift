@@ -109,7 +109,7 @@ enum IdempotentSends {
 
     /// 409: the first request with the key is still being answered.
     static func inProgress(_ family: APIFamily) -> APIError {
-        let message = "a request with this Idempotency-Key is still being answered; send it again in a moment"
+        let message = ServerWording.idempotencyKeyInProgress
         var error: APIError
         switch family {
         case .legacy, .instanceID: error = .plain(.conflict, message)
@@ -122,8 +122,7 @@ enum IdempotentSends {
 
     /// 422: the key was used for another request.
     static func mismatch(_ family: APIFamily) -> APIError {
-        let message =
-            "this Idempotency-Key was used for another request; a key names one request (use a new key for a new request)"
+        let message = ServerWording.idempotencyKeyReused
         switch family {
         case .legacy, .instanceID: return .plain(.unprocessableContent, message)
         case .v1: return .google(.unprocessableContent, "FAILED_PRECONDITION", message)

@@ -24,7 +24,7 @@ extension PageRequest {
 
     /// A page size as the caller gave it: a positive integer, or none.
     static func checked(_ size: Int?) throws -> Int? {
-        if let size, size <= 0 { throw BadRequest("pageSize must be a positive integer", field: "pageSize") }
+        if let size, size <= 0 { throw BadRequest.pageSizeNotPositive }
         return size
     }
 }

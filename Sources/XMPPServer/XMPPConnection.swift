@@ -298,10 +298,10 @@ struct XMPPConnection {
             outbox.send(
                 .fail(
                     condition: "policy-violation",
-                    text: "a sender has at most \(hub.limits.connectionsPerProject) connections"))
+                    text: XMPPWording.tooManyConnections(hub.limits.connectionsPerProject)))
             return false
         case .shuttingDown:
-            outbox.send(.fail(condition: "system-shutdown", text: "the server is stopping"))
+            outbox.send(.fail(condition: "system-shutdown", text: XMPPWording.stopping))
             return false
         }
     }
@@ -340,16 +340,16 @@ struct XMPPConnection {
             outbox.send(
                 CCSWire.stanzaError(
                     id: stanza.attribute("id"), to: session.jid, payload: gcm,
-                    text: "InvalidJson: JSON_PARSING_ERROR : \(reason)\n"))
+                    text: XMPPWording.jsonParsingError(reason)))
         }
         let fields: [String: JSONValue]
         do {
             fields = try JSONBody.object(Array(gcm.text.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
         } catch {
-            return refuse("\((error as? BadRequest)?.message ?? "Invalid JSON")")
+            return refuse((error as? BadRequest)?.message ?? XMPPWording.invalidJSON)
         }
         guard case .string(let messageID)? = fields["message_id"] else {
-            return refuse("Missing Required Field: message_id")
+            return refuse(XMPPWording.missingMessageID)
         }
         if let type = fields["message_type"] {
             acknowledge(fields, type: type, messageID: messageID, project: project, id: id, outbox: outbox)
@@ -359,15 +359,13 @@ struct XMPPConnection {
         case .draining:
             outbox.send(
                 CCSWire.answer(
-                    Self.nack(
-                        messageID, to: fields["to"]?.string, "CONNECTION_DRAINING",
-                        "this connection is draining: send over another connection")))
+                    Self.nack(messageID, to: fields["to"]?.string, XMPPWording.draining)))
         case .tooManyPending:
             outbox.send(
                 CCSWire.answer(
                     Self.nack(
-                        messageID, to: fields["to"]?.string, "SERVICE_UNAVAILABLE",
-                        "\(hub.limits.pendingPerConnection) messages already await their ack on this connection")))
+                        messageID, to: fields["to"]?.string,
+                        XMPPWording.tooManyPending(hub.limits.pendingPerConnection))))
         case .admitted:
             let (registry, hub, logger) = (registry, hub, logger)
             sends.addTask {
@@ -385,8 +383,8 @@ struct XMPPConnection {
                         id, project: project,
                         with: CCSWire.answer(
                             Self.nack(
-                                messageID, to: fields["to"]?.string, busy ? "SERVICE_UNAVAILABLE" : "INTERNAL_SERVER_ERROR",
-                                busy ? "the database is busy or out of reach: retry with backoff" : "internal error")))
+                                messageID, to: fields["to"]?.string,
+                                busy ? XMPPWording.storeBusy : XMPPWording.internalError)))
                     return
                 }
                 hub.answerDownstream(id, project: project, with: CCSWire.answer(CCSWire.json(answer.json)))
@@ -421,17 +419,15 @@ struct XMPPConnection {
         guard type == .string("ack") || type == .string("nack"), fields["to"]?.string != nil else {
             outbox.send(
                 CCSWire.answer(
-                    Self.nack(
-                        messageID, to: fields["to"]?.string, "BAD_ACK",
-                        "an ack has message_type \"ack\", to and message_id")))
+                    Self.nack(messageID, to: fields["to"]?.string, XMPPWording.badAck)))
             return
         }
         // An ack of something this connection does not hold (acked already, or never sent) is ignored.
         hub.acknowledge(messageID, session: id, project: project)
     }
 
-    static func nack(_ messageID: String, to: String?, _ code: String, _ description: String) -> String {
-        CCSWire.json(XMPPDownstream.nack(messageID, to: to, code, description))
+    static func nack(_ messageID: String, to: String?, _ wording: XMPPWording.Nack) -> String {
+        CCSWire.json(XMPPDownstream.nack(messageID, to: to, wording.code, wording.description))
     }
 
     /// The delivery receipt an accepted message to one token asked for (§5.4): the emulated

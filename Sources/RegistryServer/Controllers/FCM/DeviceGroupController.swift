@@ -33,10 +33,10 @@ struct DeviceGroupController {
         let body = try await JSONBody.decode(
             OperationRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let operation = body.operation else {
-            throw BadRequest("operation is required: create, add or remove")
+            throw BadRequest.groupOperationRequired
         }
         guard let tokens = body.registration_ids else {
-            throw BadRequest("registration_ids is required")
+            throw BadRequest.registrationIDsRequired
         }
         let call = try Self.call(operation, name: body.notification_key_name, key: body.notification_key, tokens: tokens)
         if let answer = try await mirrored(call, in: project, logger: context.logger) { return Self.response(answer) }
@@ -57,7 +57,7 @@ struct DeviceGroupController {
     @Sendable func lookUp(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         guard let name = request.query("notification_key_name"), !name.isEmpty else {
-            throw BadRequest("notification_key_name is required")
+            throw BadRequest.groupNameRequired
         }
         if let answer = try await mirrored(.lookUp(name: name), in: project, logger: context.logger) {
             return Self.response(answer)
@@ -69,14 +69,14 @@ struct DeviceGroupController {
     static func call(_ operation: String, name: String?, key: String?, tokens: [String]) throws -> MirroredGroupCall {
         switch operation.lowercased() {
         case "create":
-            guard let name else { throw BadRequest("notification_key_name is required to create a group") }
+            guard let name else { throw BadRequest.groupNameRequiredToCreate }
             return .create(name: name, tokens: tokens)
         case "add", "remove":
-            guard let key else { throw BadRequest("notification_key is required to \(operation.lowercased()) members") }
+            guard let key else { throw BadRequest.notificationKeyRequired(toChange: operation.lowercased()) }
             return operation.lowercased() == "add"
                 ? .add(name: name, key: key, tokens: tokens) : .remove(name: name, key: key, tokens: tokens)
         default:
-            throw BadRequest("unknown operation '\(operation)': use create, add or remove")
+            throw BadRequest.unknownGroupOperation(operation)
         }
     }
 

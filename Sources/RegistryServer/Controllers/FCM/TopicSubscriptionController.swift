@@ -58,7 +58,7 @@ struct TopicSubscriptionController {
         let (project, name, token) = try target(request, context)
         let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let topic = request.query("topic_name") ?? request.query("topicName") ?? body.topic_name ?? body.topicName
-        guard let topic else { throw BadRequest("topic_name is required", field: "topic_name") }
+        guard let topic else { throw BadRequest.topicNameRequired }
         let subscription = try await registry.createSubscription(token: token, topic: topic, in: project)
         return TopicSubscription(subscription, project: name)
     }
@@ -76,13 +76,13 @@ struct TopicSubscriptionController {
         let (project, name, token) = try target(request, context)
         var pageSize: Int?
         if let text = request.query("pageSize") ?? request.query("page_size") {
-            guard let size = Int(text) else { throw BadRequest("pageSize must be an integer", field: "page_size") }
+            guard let size = Int(text) else { throw BadRequest.topicPageSizeNotInteger }
             pageSize = size
         }
         var after: String?
         if let pageToken = request.query("pageToken") ?? request.query("page_token"), !pageToken.isEmpty {
             guard let bytes = Base64URL.decode(pageToken), let topic = String(bytes: bytes, encoding: .utf8) else {
-                throw BadRequest("Invalid page token", field: "page_token")
+                throw BadRequest.topicPageTokenInvalid
             }
             after = topic
         }

@@ -61,7 +61,7 @@ struct AudienceController {
         if let topic = body.topic { targets.append(.topic(topic)) }
         if let condition = body.condition { targets.append(.condition(condition, dialect)) }
         guard targets.count == 1, let target = targets.first else {
-            throw BadRequest("give exactly one of token, notificationKey, group, topic, condition")
+            throw BadRequest.oneAudienceTarget
         }
         let page = PageRequest(size: try PageRequest.checked(body.pageSize), token: body.pageToken)
         let pageSize = page.size
@@ -134,7 +134,7 @@ struct AudienceController {
         // every other request.
         return try await registry.runCostly {
             let body = try JSONBody.decode(CheckRequest.self, from: buffer.readableBytesView)
-            guard let condition = body.condition else { throw BadRequest("condition is required") }
+            guard let condition = body.condition else { throw BadRequest.conditionRequired }
             let dialect = try Self.dialect(body.dialect, default: .extended)
             return try JSONResponse.make(ConditionReport(checking: condition, dialect: dialect))
         }
@@ -145,7 +145,7 @@ struct AudienceController {
     static func dialect(_ name: String?, default fallback: Dialect) throws -> Dialect {
         guard let name else { return fallback }
         guard let dialect = Dialect(rawValue: name) else {
-            throw BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
+            throw BadRequest.unknownDialect
         }
         return dialect
     }

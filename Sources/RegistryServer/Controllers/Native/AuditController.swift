@@ -48,16 +48,14 @@ struct AuditController {
         var action: AuditAction?
         if let name = request.query("action"), !name.isEmpty {
             guard let known = AuditAction(rawValue: name) else {
-                throw BadRequest(
-                    "action is one of \(AuditAction.allCases.map(\.rawValue).joined(separator: ", "))",
-                    field: "action")
+                throw BadRequest.unknownAuditAction(AuditAction.allCases.map(\.rawValue).joined(separator: ", "))
             }
             action = known
         }
         var since: Date?
         if let text = request.query("since"), !text.isEmpty {
             guard let date = Self.timestamp(text) else {
-                throw BadRequest("since is an RFC 3339 time such as 2026-11-01T00:00:00Z", field: "since")
+                throw BadRequest.auditSinceInvalid
             }
             since = date
         }

@@ -64,7 +64,7 @@ struct DeliveryController {
         let id = try request.pathValue("id", context: context)
         let stateName = request.uri.queryParameters.get("state") ?? "failed"
         guard let state = DeliveryState(rawValue: stateName) else {
-            throw BadRequest("state must be pending, delivered, failed or cancelled", field: "state")
+            throw BadRequest.unknownDeliveryState
         }
         _ = try await registry.loggedMessage(id, in: project)
         guard

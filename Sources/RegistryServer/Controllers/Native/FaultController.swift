@@ -43,7 +43,7 @@ struct FaultController {
         let project = try context.requireProject()
         let token = try request.pathValue("token", context: context)
         guard try await registry.removeFault(token: token, in: project, by: context.actor(request)) else {
-            throw ErrorEnvelope.notFound(.native, "the token has no fault")
+            throw ErrorEnvelope.notFound(.native, ServerWording.tokenHasNoFault)
         }
         return Removed()
     }
@@ -58,7 +58,7 @@ struct FaultController {
     @Sendable func removeProjectFault(_ request: Request, context: RegistryRequestContext) async throws -> Removed {
         let project = try context.requireProject()
         guard try await registry.removeFault(token: nil, in: project, by: context.actor(request)) else {
-            throw ErrorEnvelope.notFound(.native, "the project has no fault")
+            throw ErrorEnvelope.notFound(.native, ServerWording.projectHasNoFault)
         }
         return Removed()
     }
@@ -67,10 +67,10 @@ struct FaultController {
         let body = try await JSONBody.decode(FaultRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let kinds = InjectedFault.Kind.allCases.map(\.rawValue).joined(separator: ", ")
         guard let name = body.error, let kind = InjectedFault.Kind(rawValue: name) else {
-            throw BadRequest("error must be one of \(kinds)", field: "error")
+            throw BadRequest.unknownFaultKind(kinds)
         }
         if let times = body.times, !(1...InjectedFault.maximumTimes).contains(times) {
-            throw BadRequest("times is 1 to \(InjectedFault.maximumTimes), or absent for until deleted", field: "times")
+            throw BadRequest.faultTimesOutOfRange(maximum: InjectedFault.maximumTimes)
         }
         let retryAfter = try body.retryAfter.map(Self.seconds)
         return InjectedFault(kind: kind, remaining: body.times, retryAfter: retryAfter)
@@ -81,8 +81,7 @@ struct FaultController {
         guard text.hasSuffix("s"), text.utf8.count <= 16, let value = Double(text.dropLast()), value.isFinite,
             value >= 0, value <= Double(InjectedFault.maximumRetryAfter)
         else {
-            throw BadRequest(
-                "retryAfter is a duration such as \"2s\", at most \(InjectedFault.maximumRetryAfter)s", field: "retryAfter")
+            throw BadRequest.faultRetryAfterInvalid(maximumSeconds: InjectedFault.maximumRetryAfter)
         }
         return Int(value.rounded(.up))
     }

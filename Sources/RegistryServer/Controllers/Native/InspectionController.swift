@@ -110,7 +110,7 @@ struct InspectionController {
             let page = try await registry.topicsBySubscribers(in: project, prefix: prefix, after: after, limit: size)
             return TopicList(topics: page.items, nextPageToken: page.nextPageToken(.topicsBySubscribers))
         default:
-            throw BadRequest("orderBy must be name or subscriberCount", field: "orderBy")
+            throw BadRequest.unknownTopicOrder
         }
     }
 
@@ -151,7 +151,7 @@ struct InspectionController {
     static func prefix(_ request: Request) throws -> String {
         let prefix = request.query("prefix") ?? ""
         guard prefix.utf8.count <= maximumPrefixBytes else {
-            throw BadRequest("prefix must be at most \(maximumPrefixBytes) bytes", field: "prefix")
+            throw BadRequest.prefixTooLong(maximumBytes: maximumPrefixBytes)
         }
         return prefix
     }

@@ -71,9 +71,9 @@ struct KeyController {
     @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
-        guard let name = body.name, !name.isEmpty else { throw BadRequest("name is required", field: "name") }
-        guard let names = body.scopes else { throw BadRequest("scopes is required", field: "scopes") }
-        guard names.count <= 16 else { throw BadRequest("scopes names at most 4 scopes", field: "scopes") }
+        guard let name = body.name, !name.isEmpty else { throw BadRequest.keyNameRequired }
+        guard let names = body.scopes else { throw BadRequest.keyScopesRequired }
+        guard names.count <= 16 else { throw BadRequest.tooManyKeyScopes }
         let (_, record, key) = try await registry.addServerKey(
             toProject: project.projectId, name: name, scopes: try KeyScopes(names: names),
             by: try context.requireActor(request))
@@ -115,8 +115,7 @@ struct KeyController {
         guard text.hasSuffix("s"), text.utf8.count <= 16, let value = Double(text.dropLast()), value.isFinite,
             value >= 0, value <= Double(limit)
         else {
-            throw BadRequest(
-                "gracePeriod is a duration such as \"86400s\", at most \(limit)s (7 days)", field: "gracePeriod")
+            throw BadRequest.gracePeriodInvalid(maximumSeconds: limit)
         }
         return .milliseconds(Int64((value * 1000).rounded()))
     }

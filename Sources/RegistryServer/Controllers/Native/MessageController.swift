@@ -24,9 +24,7 @@ struct MessageController {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(ValidateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard body.protocol == "xmpp" else {
-            throw BadRequest(
-                "protocol must be \"xmpp\"; validate legacy messages with dry_run on /fcm/send and v1 messages with validate_only",
-                field: "protocol")
+            throw BadRequest.validateProtocolNotXMPP
         }
         return try JSONResponse.any(
             await XMPPDownstream.answer(to: body.message, registry: registry, project: project, dryRun: true).json)

@@ -43,8 +43,7 @@ struct StatsController {
         let project = try context.requireProject()
         let text = request.uri.queryParameters.get("window") ?? "24h"
         guard let minutes = Self.minutes(in: text) else {
-            throw BadRequest(
-                "window must be a number of minutes or hours from 1m to 24h, such as 60m or 24h", field: "window")
+            throw BadRequest.statsWindowInvalid
         }
         let rows = try await registry.minuteStats(in: project, window: .seconds(minutes * 60))
         var totals = Totals()

@@ -37,7 +37,7 @@ struct TokenController {
     @Sendable func rekey(_ request: Request, context: RegistryRequestContext) async throws -> RekeyResponse {
         let (project, token) = try token(request, context)
         let body = try await JSONBody.decode(RekeyRequest.self, from: request, limit: registry.limits.requestBodyBytes)
-        guard let to = body.to else { throw BadRequest("to is required: the registration id to move to", field: "to") }
+        guard let to = body.to else { throw BadRequest.rekeyTargetRequired }
         return RekeyResponse(try await registry.rekey(token, to: to, in: project))
     }
 
@@ -70,10 +70,10 @@ struct TokenController {
         let body = try await JSONBody.decode(
             RekeyBatchRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let pairs = body.pairs, !pairs.isEmpty else {
-            throw BadRequest("pairs is required: [{\"from\":…,\"to\":…}, …]", field: "pairs")
+            throw BadRequest.rekeyPairsRequired
         }
         guard pairs.count <= registry.limits.tokensPerBatch else {
-            throw BadRequest("pairs holds at most \(registry.limits.tokensPerBatch) pairs", field: "pairs")
+            throw BadRequest.tooManyRekeyPairs(limit: registry.limits.tokensPerBatch)
         }
         var results: [RekeyResult] = []
         for pair in pairs {
@@ -105,7 +105,7 @@ struct TokenController {
         let (project, token) = try token(request, context)
         let body = try await JSONBody.decode(TopicsRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard let topics = body.topics else {
-            throw BadRequest("topics is required: an array of topic names")
+            throw BadRequest.topicsRequired
         }
         let changes = try await registry.setTopics(topics, ofToken: token, in: project)
         return TopicChangesResponse(added: changes.added, removed: changes.removed)

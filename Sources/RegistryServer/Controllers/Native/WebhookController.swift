@@ -88,8 +88,8 @@ struct WebhookController {
     @Sendable func create(_ request: Request, context: RegistryRequestContext) async throws -> Response {
         let project = try context.requireProject()
         let body = try await JSONBody.decode(CreateRequest.self, from: request, limit: registry.limits.requestBodyBytes)
-        guard let url = body.url else { throw BadRequest("url is required", field: "url") }
-        guard let events = body.events else { throw BadRequest("events is required", field: "events") }
+        guard let url = body.url else { throw BadRequest.webhookURLRequired }
+        guard let events = body.events else { throw BadRequest.webhookEventsRequired }
         let created = try await registry.createWebhook(
             url: url, events: events, in: project, by: context.actor(request))
         return try JSONResponse.make(WithSecret(created), status: .created)

@@ -50,15 +50,15 @@ struct XMPPController {
         }
         let body = try await JSONBody.decode(UpstreamRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         guard (1...256).contains(body.category.utf8.count) else {
-            throw BadRequest("category is the app's package name: 1 to 256 bytes", field: "category")
+            throw BadRequest.upstreamCategoryLength
         }
         let size = body.data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         guard size <= Self.upstreamDataBytes else {
-            throw BadRequest("upstream data is at most \(Self.upstreamDataBytes) bytes of keys and values", field: "data")
+            throw BadRequest.upstreamDataTooBig(maximumBytes: Self.upstreamDataBytes)
         }
         let givenID = body.messageId ?? body.message_id
         if let id = givenID, !(1...256).contains(id.utf8.count) {
-            throw BadRequest("messageId is 1 to 256 bytes", field: "messageId")
+            throw BadRequest.upstreamMessageIDLength
         }
         guard let info = try await registry.token(token, in: project), info.state == .registered else {
             throw RegistryError.tokenNotFound
@@ -122,7 +122,7 @@ struct XMPPController {
         let body = try await JSONBody.decode(DrainRequest.self, from: request, limit: registry.limits.requestBodyBytes)
         let drained = hub.drain(project: project, session: body.connection)
         if let id = body.connection, drained.isEmpty {
-            throw ErrorEnvelope.notFound(.native, "no connection \(id) that is not already draining")
+            throw ErrorEnvelope.notFound(.native, ServerWording.noDrainableConnection(id))
         }
         try await registry.recordDrain(drained, connection: body.connection, in: project, by: context.actor(request))
         return Drained(drained: drained)
