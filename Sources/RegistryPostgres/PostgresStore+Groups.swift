@@ -7,57 +7,6 @@ import Registry
 /// member limit (the group's row is locked before its members are counted), and a group is deleted
 /// with its last member. Locks are taken tokens first (sorted), then the group.
 extension PostgresStore {
-    public func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
-        -> Committed<GroupRef>
-    {
-        try await committing({ connection, log in
-            let now = EpochMilliseconds.now()
-            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
-            // The unique index on (projectId, name) is the check; a second server's create of the
-            // same name waits on it, then fails as groupNameTaken.
-            let id = try await connection.one(
-                #"INSERT INTO "deviceGroup" ("projectId", name, "createdAt") VALUES (\#(project.rowID), \#(name), \#(now)) RETURNING id"#,
-                as: Int64.self)
-            let members = Self.registered(tokens, rows)
-            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
-            guard members.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
-            try await connection.insertMembers(members, into: id, now: now)
-            return GroupRef(id: id, name: name, memberCount: members.count)
-        }, onUniqueViolation: { RegistryError.groupNameTaken })
-    }
-
-    public func addMembers(
-        _ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project
-    ) async throws -> Committed<GroupRef> {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            let rows = try await connection.lockedTokensRegistering(tokens, in: project, now: now, log: log)
-            let name = try await connection.lockedGroupName(id, expectedName: expectedName, in: project)
-            let members = Self.registered(tokens, rows)
-            guard !members.isEmpty else { throw RegistryError.noValidRegistrationIds }
-            var current: Set<Int32> = []
-            for try await tokenID in try await connection.query(
-                #"SELECT "tokenId" FROM "groupMember" WHERE "groupId" = \#(id)"#, logger: .silent
-            ).decode(Int32.self) { current.insert(tokenID) }
-            let joining = members.filter { !current.contains($0) }
-            guard current.count + joining.count <= memberLimit else { throw RegistryError.groupFull(limit: memberLimit) }
-            try await connection.insertMembers(joining, into: id, now: now)
-            return GroupRef(id: id, name: name, memberCount: current.count + joining.count)
-        }
-    }
-
-    public func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
-        async throws -> GroupRef
-    {
-        try await transaction { connection in
-            let rows = try await connection.lockedTokens(tokens, in: project)
-            let name = try await connection.lockedGroupName(id, expectedName: expectedName, in: project)
-            let leaving = rows.values.map(\.id)
-            try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(id) AND "tokenId" = ANY(\#(leaving))"#)
-            return GroupRef(id: id, name: name, memberCount: try await connection.deleteGroupIfEmpty(id))
-        }
-    }
-
     public func group(named name: String, in project: Project) async throws -> GroupRef? {
         try await database.withConnection { connection in
             try await connection.first(
@@ -150,27 +99,9 @@ extension PostgresStore {
             return ids
         }
     }
-
-    /// The ids of the registered tokens among `tokens`, in their order, each once.
-    static func registered(_ tokens: [String], _ rows: [String: PostgresTokenRow]) -> [Int32] {
-        var seen: Set<Int32> = []
-        return tokens.compactMap { rows[$0] }.filter { $0.state == .registered && seen.insert($0.id).inserted }.map(\.id)
-    }
 }
 
 extension PostgresConnection {
-    /// The group's name, its row locked until the transaction ends, after checking that it is the
-    /// project's and matches `expectedName`.
-    func lockedGroupName(_ id: Int64, expectedName: String?, in project: Project) async throws -> String {
-        guard
-            let name = try await first(
-                #"SELECT name FROM "deviceGroup" WHERE id = \#(id) AND "projectId" = \#(project.rowID) FOR UPDATE"#,
-                as: String.self)
-        else { throw RegistryError.groupNotFound }
-        if let expectedName, expectedName != name { throw RegistryError.groupNameMismatch }
-        return name
-    }
-
     func insertMembers(_ tokenIDs: [Int32], into groupID: Int64, now: Int64) async throws {
         guard !tokenIDs.isEmpty else { return }
         try await run(

@@ -123,6 +123,41 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
 
     // MARK: - Groups
 
+    public func insertGroup(_ name: String, in project: Int64, at now: Int64) async throws -> Int64 {
+        // The unique index on (projectId, name) is the check; a second server's create of the
+        // same name waits on it, then fails here.
+        do {
+            return try await connection.one(
+                #"INSERT INTO "deviceGroup" ("projectId", name, "createdAt") VALUES (\#(project), \#(name), \#(now)) RETURNING id"#,
+                as: Int64.self)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw RegistryError.groupNameTaken
+        }
+    }
+
+    public func groupName(_ group: Int64, in project: Int64) async throws -> String? {
+        try await connection.first(
+            #"SELECT name FROM "deviceGroup" WHERE id = \#(group) AND "projectId" = \#(project) FOR UPDATE"#,
+            as: String.self)
+    }
+
+    public func members(of group: Int64) async throws -> Set<Int64> {
+        var members: Set<Int64> = []
+        for try await token in try await connection.query(
+            #"SELECT "tokenId" FROM "groupMember" WHERE "groupId" = \#(group)"#, logger: .silent
+        ).decode(Int32.self) { members.insert(Int64(token)) }
+        return members
+    }
+
+    public func insertMembers(_ tokens: [Int64], into group: Int64, at now: Int64) async throws {
+        try await connection.insertMembers(tokens.map { Int32($0) }, into: group, now: now)
+    }
+
+    public func deleteMembers(_ tokens: [Int64], from group: Int64) async throws {
+        try await connection.run(
+            #"DELETE FROM "groupMember" WHERE "groupId" = \#(group) AND "tokenId" = ANY(\#(tokens.map { Int32($0) }))"#)
+    }
+
     public func leaveGroups(_ token: Int64) async throws -> [Int64] {
         let groups = try await connection.lockedGroupsOf(Int32(token))
         guard !groups.isEmpty else { return [] }

@@ -161,6 +161,39 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
 
     // MARK: - Groups
 
+    public func insertGroup(_ name: String, in project: Int64, at now: Int64) throws -> Int64 {
+        // The unique index on (projectId, name) is the check: no look-up before the insert.
+        do {
+            try db.cachedStatement(sql: "INSERT INTO deviceGroup (projectId, name, createdAt) VALUES (?, ?, ?)")
+                .execute(arguments: [project, name, now])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw RegistryError.groupNameTaken
+        }
+        return db.lastInsertedRowID
+    }
+
+    public func groupName(_ group: Int64, in project: Int64) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT name FROM deviceGroup WHERE id = ? AND projectId = ?"),
+            arguments: [group, project])
+    }
+
+    public func members(of group: Int64) throws -> Set<Int64> {
+        Set(
+            try Int64.fetchAll(
+                db.cachedStatement(sql: "SELECT tokenId FROM groupMember WHERE groupId = ?"), arguments: [group]))
+    }
+
+    public func insertMembers(_ tokens: [Int64], into group: Int64, at now: Int64) throws {
+        let insert = try db.cachedStatement(sql: "INSERT INTO groupMember (groupId, tokenId, addedAt) VALUES (?, ?, ?)")
+        for token in tokens { try insert.execute(arguments: [group, token, now]) }
+    }
+
+    public func deleteMembers(_ tokens: [Int64], from group: Int64) throws {
+        let delete = try db.cachedStatement(sql: "DELETE FROM groupMember WHERE groupId = ? AND tokenId = ?")
+        for token in tokens { try delete.execute(arguments: [group, token]) }
+    }
+
     public func leaveGroups(_ token: Int64) throws -> [Int64] {
         let groups = try Int64.fetchAll(
             db.cachedStatement(sql: "SELECT groupId FROM groupMember WHERE tokenId = ?"), arguments: [token])

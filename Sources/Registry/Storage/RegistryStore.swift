@@ -100,17 +100,6 @@ public protocol RegistryStore: RegistryWriting {
 
     // MARK: Device groups
 
-    /// Creates a group of the registered ones among `tokens` (unknown tokens are registered; unregistered ones dropped).
-    /// Isolation: serialized per project and name (one group per name).
-    func createGroup(named name: String, tokens: [String], memberLimit: Int, in project: Project) async throws
-        -> Committed<GroupRef>
-    /// Isolation: serialized per group (the member limit).
-    func addMembers(_ tokens: [String], toGroup id: Int64, expectedName: String?, memberLimit: Int, in project: Project)
-        async throws -> Committed<GroupRef>
-    /// Removes members; a group left empty is deleted (`memberCount` 0).
-    /// Isolation: serialized per group (deletion on the last removal).
-    func removeMembers(_ tokens: [String], fromGroup id: Int64, expectedName: String?, in project: Project)
-        async throws -> GroupRef
     func group(named name: String, in project: Project) async throws -> GroupRef?
     /// The group a notification key this database did not seal names: one of Google's, kept by
     /// `import-groups`, or one sealed by a keyring `import` brought, which `open` tries (it

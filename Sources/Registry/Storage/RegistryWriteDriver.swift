@@ -79,6 +79,17 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
 
     // MARK: - Groups
 
+    /// Inserts the project's group and returns its row id.
+    /// - Throws: `RegistryError.groupNameTaken` when the project has a group by that name.
+    func insertGroup(_ name: String, in project: Int64, at now: Int64) async throws -> Int64
+    /// The name of the project's group with this id, its row held; `nil` when the project has none.
+    func groupName(_ group: Int64, in project: Int64) async throws -> String?
+    /// The group's members.
+    func members(of group: Int64) async throws -> Set<Int64>
+    /// Adds the tokens, none of them a member yet, to the group.
+    func insertMembers(_ tokens: [Int64], into group: Int64, at now: Int64) async throws
+    /// Removes the tokens from the group (those not in it are no matter).
+    func deleteMembers(_ tokens: [Int64], from group: Int64) async throws
     /// Removes the token from every group, their rows held in id order first; returns the groups.
     func leaveGroups(_ token: Int64) async throws -> [Int64]
 }
