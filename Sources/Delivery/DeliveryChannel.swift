@@ -2,9 +2,14 @@ import Registry
 
 /// A way to devices. The engine (`DeliveryWorker`) claims the outbox's jobs, reads their pages,
 /// paces each project within its budget, records the outcomes and retries; a channel only sends a
-/// round of one job's recipients and says what each answer means. FCM HTTP v1 (`FCMChannel`, in
-/// `FCMRelay`) is the first.
+/// round of one job's recipients and says what each answer means, by type (`DeliveryVerdict`).
+/// Channels are registered by name (`ChannelRegistry`); FCM HTTP v1 (`FCMChannel`, in `FCMRelay`)
+/// is the first.
 public protocol DeliveryChannel: Sendable {
+    /// The channel's name, as a project's relay settings name it (`ChannelSettings.channel`), and
+    /// by which the engine finds it (`ChannelRegistry`): FCM HTTP v1's is `fcm-v1`.
+    static var name: String { get }
+
     /// What the channel sends for a message, made once when the message is accepted and kept with
     /// its outbox job (FCM's: the v1 `message` object without `token`).
     static func template(of message: AcceptedMessage) -> String

@@ -14,20 +14,27 @@ public struct RelaySink: MessageSink {
     let options: RelayOptions
     let handoff: RelayHandoff
     let settings: RelaySettingsCache
-    let channel: any DeliveryChannel.Type
+    /// The channels' kinds by name, which make their templates.
+    let kinds: [String: any DeliveryChannel.Type]
+    /// The server's own channel's kind (the first): it makes the template of a message whose
+    /// project names a channel this server does not hold (the worker sends that one nothing).
+    let ownKind: any DeliveryChannel.Type
 
-    /// - Parameter channel: the channel the worker delivers through, which words the template.
+    /// - Parameter channels: the kinds of the channels the worker delivers through, the server's
+    ///   own first (as in its `ChannelRegistry`).
     public init(
         store: any RegistryBackend, limits: Limits, options: RelayOptions, handoff: RelayHandoff,
-        channel: any DeliveryChannel.Type
+        channels: [any DeliveryChannel.Type]
     ) {
+        guard let own = channels.first else { preconditionFailure("a relay without a channel") }
         outbox = store
         log = StoreMessageLog(log: store, limits: limits)
         self.limits = limits
         self.options = options
         self.handoff = handoff
         settings = RelaySettingsCache(outbox: store)
-        self.channel = channel
+        kinds = Dictionary(channels.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        ownKind = own
     }
 
     public var answerWait: Duration { options.answerTimeout }
@@ -37,8 +44,10 @@ public struct RelaySink: MessageSink {
     }
 
     public func accept(_ message: AcceptedMessage) async throws -> DirectOutcomes {
-        guard try await relays(message.project) else { return try await log.accept(message) }
-        let template = channel.template(of: message)
+        guard let relay = try await settings.settings()[message.project.rowID] else {
+            return try await log.accept(message)
+        }
+        let template = (kinds[relay.channel] ?? ownKind).template(of: message)
         let direct = message.directTokens
         let claimant = direct != nil && handoff.isAttached ? handoff.serverID : nil
         let deadline = message.receivedAt.addingTimeInterval(Self.retryWindow(message.message, options: options))

@@ -138,6 +138,8 @@ public final class FCMChannel: DeliveryChannel {
         V1Outgoing.template(message.message, via: message.via, now: message.receivedAt)
     }
 
+    public static let name = FCMSettings.channel
+
     public var words: ChannelWords { FCMAnswers.words }
 
     public func refusal(_ code: String, token: String) -> MessageProblem {

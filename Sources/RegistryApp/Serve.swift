@@ -40,7 +40,7 @@ public enum Serve {
             store: store, limits: configuration.limits,
             sink: RelaySink(
                 store: store, limits: configuration.limits, options: configuration.relay, handoff: handoff,
-                channel: FCMChannel.self),
+                channels: DeliveryChannels.kinds),
             checkpoint: configuration.storage.resolvedCheckpointPath, mirror: mirror,
             webhookPolicy: configuration.webhooks.urlPolicy)
         // 4. The audience index.

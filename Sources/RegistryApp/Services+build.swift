@@ -32,7 +32,7 @@ public func buildServices(
     if let relay {
         services.append(
             DeliveryWorker(
-                registry: registry, channel: try FCMChannel(options: configuration.relay, logger: logger),
+                registry: registry, channels: try DeliveryChannels.make(configuration, logger: logger),
                 options: configuration.relay, handoff: relay, logger: logger,
                 shutdownDeadline: configuration.shutdownDeadline))
         services.append(

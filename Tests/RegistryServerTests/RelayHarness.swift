@@ -55,7 +55,7 @@ struct RelayHarness: Sendable {
                 store: store,
                 sink: RelaySink(
                     store: store, limits: Limits(), options: options, handoff: handoff,
-                    channel: channel.map { type(of: $0) } ?? FCMChannel.self))
+                    channels: [channel.map { type(of: $0) } ?? FCMChannel.self]))
             try await relay.startAudience()
             let (project, key) = try await relay.createProject(projectId: "relay-app", senderId: "222000222000")
             let (_, file) = try await upstream.registry.createServiceAccount(
@@ -65,7 +65,8 @@ struct RelayHarness: Sendable {
             try await relay.setRelay(
                 projectId: "relay-app", try FCMSettings(serviceAccountJSON: serviceAccount, upstream: upstreamURL).stored)
             let worker = DeliveryWorker(
-                registry: relay, channel: try channel ?? FCMChannel(options: options, logger: Logger(label: "relay")),
+                registry: relay,
+                channels: ChannelRegistry([try channel ?? FCMChannel(options: options, logger: Logger(label: "relay"))]),
                 options: options,
                 handoff: handoff, logger: Logger(label: "relay"))
             let group = ServiceGroup(services: [worker], logger: Logger(label: "relay"))
