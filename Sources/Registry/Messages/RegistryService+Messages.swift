@@ -101,9 +101,8 @@ public struct AcceptedMessage: Sendable {
 extension RegistryService {
     /// Validates `message`, resolves whom it reaches, and hands it to the sink unless it is a dry
     /// run. Emulator semantics: a well-formed token the project has never seen is not registered
-    /// (`NotRegistered` / `UNREGISTERED`), so a typo in a test's token does not "succeed"; one
-    /// that another project registered belongs to another sender (`MismatchSenderId` /
-    /// `SENDER_ID_MISMATCH`).
+    /// (`MessageProblem.notRegistered`), so a typo in a test's token does not "succeed"; one
+    /// that another project registered belongs to another sender (`.senderIDMismatch`).
     ///
     /// Checks, in order: the target (missing, malformed topic or condition, too many tokens, a
     /// `notification_key` this project did not issue), then the content (data keys, time to live,
