@@ -111,14 +111,6 @@ struct PostgresTokenRow {
 }
 
 extension PostgresConnection {
-    /// The token's row, locked until the transaction ends (`FOR NO KEY UPDATE`: writers on the token
-    /// queue, while foreign-key checks of rows naming it, an outbox delivery for one, do not): every rule that counts
-    /// a token's topics or groups and then writes holds across servers, because a second writer
-    /// on the same token waits here. `nil` when the project does not know it.
-    func lockedToken(_ value: String, in project: Project) async throws -> PostgresTokenRow? {
-        try await lockedToken(value, in: project.rowID)
-    }
-
     func lockedToken(_ value: String, in project: Int64) async throws -> PostgresTokenRow? {
         for try await (id, state) in try await query(
             #"SELECT id, state FROM token WHERE "projectId" = \#(project) AND value = \#(value) FOR NO KEY UPDATE"#,
@@ -127,15 +119,6 @@ extension PostgresConnection {
             return PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)
         }
         return nil
-    }
-
-    /// The token's row, locked, registering the token first if the project has never seen it.
-    func lockedTokenRegistering(_ value: String, in project: Project, now: Int64, log: ChangeLog) async throws
-        -> PostgresTokenRow
-    {
-        let row = try await lockedTokenRegistering(value, in: project.rowID, now: now)
-        if row.isNew { log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)])) }
-        return row
     }
 
     /// The token's row, locked, inserted first if the project has never seen it (`isNew`).

@@ -110,12 +110,4 @@ extension PostgresConnection {
             SELECT \#(groupID), id, \#(now) FROM unnest(\#(tokenIDs)::integer[]) AS id
             """#)
     }
-
-    /// Deletes the group (locked by the caller) when it has no members left; returns how many it has.
-    @discardableResult
-    func deleteGroupIfEmpty(_ id: Int64) async throws -> Int {
-        let remaining = try await one(#"SELECT COUNT(*)::bigint FROM "groupMember" WHERE "groupId" = \#(id)"#, as: Int64.self)
-        if remaining == 0 { try await run(#"DELETE FROM "deviceGroup" WHERE id = \#(id)"#) }
-        return Int(remaining)
-    }
 }

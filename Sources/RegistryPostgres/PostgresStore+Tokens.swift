@@ -55,63 +55,6 @@ extension PostgresStore {
         }
     }
 
-    public func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
-        -> Committed<Rekeyed>
-    {
-        try await committing { connection, log in
-            let now = EpochMilliseconds.now()
-            // Both rows, locked in sorted order: a re-key the other way round waits, never deadlocks.
-            let rows = try await connection.lockedTokensRegistering([from, to], in: project, now: now, log: log)
-            guard let source = rows[from], !source.isNew, source.state == .registered else {
-                throw RegistryError.tokenNotFound
-            }
-            guard let target = rows[to] else { throw PostgresStoreError("the re-key target was not registered") }
-            if target.state == .unregistered { try await connection.reregister(target.id, in: project, now: now, log: log) }
-            let (sourceID, targetID) = (UInt32(source.id), UInt32(target.id))
-            // Topics: the source's become the target's too, then the source leaves them.
-            // No topic of the source can go meanwhile: the source, locked here, is in each.
-            for (topicID, name) in try await connection.topicsOf(source.id) {
-                if try await connection.count(
-                    #"""
-                    INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topicID), \#(target.id), \#(now))
-                    ON CONFLICT DO NOTHING RETURNING 1
-                    """#) > 0
-                {
-                    log.record(.subscribed(project: project.rowID, topic: name, tokens: [targetID]))
-                }
-                try await connection.run(#"DELETE FROM subscription WHERE "topicId" = \#(topicID) AND "tokenId" = \#(source.id)"#)
-                log.record(.unsubscribed(project: project.rowID, topic: name, tokens: [sourceID]))
-            }
-            let topicCount = try await connection.one(
-                #"SELECT COUNT(*)::bigint FROM subscription WHERE "tokenId" = \#(target.id)"#, as: Int64.self)
-            guard topicCount <= topicLimit else { throw RegistryError.tooManyTopics(limit: topicLimit) }
-            // Groups: the target takes the source's place in each.
-            for groupID in try await connection.lockedGroupsOf(source.id) {
-                try await connection.run(#"DELETE FROM "groupMember" WHERE "groupId" = \#(groupID) AND "tokenId" = \#(source.id)"#)
-                try await connection.run(
-                    #"""
-                    INSERT INTO "groupMember" ("groupId", "tokenId", "addedAt") VALUES (\#(groupID), \#(target.id), \#(now))
-                    ON CONFLICT DO NOTHING
-                    """#)
-                guard try await connection.deleteGroupIfEmpty(groupID) <= memberLimit else {
-                    throw RegistryError.groupFull(limit: memberLimit)
-                }
-            }
-            try await connection.run(
-                #"UPDATE token SET state = 'unregistered', "updatedAt" = \#(now) WHERE id = \#(source.id)"#)
-            log.record(.unregistered(project: project.rowID, tokens: [sourceID]))
-            let topics = try await connection.topicsOf(target.id).map(\.name).sorted()
-            var groups: [String] = []
-            for try await name in try await connection.query(
-                #"""
-                SELECT "deviceGroup".name FROM "groupMember" JOIN "deviceGroup" ON "deviceGroup".id = "groupMember"."groupId"
-                WHERE "groupMember"."tokenId" = \#(target.id) ORDER BY "deviceGroup".name
-                """#, logger: .silent
-            ).decode(String.self) { groups.append(name) }
-            return Rekeyed(from: from, to: to, topics: topics, groups: groups)
-        }
-    }
-
     public func tokenValues(ids: [UInt32], in project: Project) async throws -> [String] {
         guard !ids.isEmpty else { return [] }
         return try await database.withConnection { connection in
@@ -174,12 +117,6 @@ extension PostgresConnection {
                 token: token, state: TokenState(rawValue: $0.0) ?? .registered, createdAt: EpochMilliseconds.date($0.1),
                 updatedAt: EpochMilliseconds.date($0.2))
         }
-    }
-
-    /// Registers an unregistered token again.
-    func reregister(_ id: Int32, in project: Project, now: Int64, log: ChangeLog) async throws {
-        try await run(#"UPDATE token SET state = 'registered', "updatedAt" = \#(now) WHERE id = \#(id)"#)
-        log.record(.registered(project: project.rowID, tokens: [UInt32(id)]))
     }
 
     /// The token's topics, by name: the order their rows are locked in.

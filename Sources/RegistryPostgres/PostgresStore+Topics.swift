@@ -40,18 +40,6 @@ extension PostgresStore {
 }
 
 extension PostgresConnection {
-    /// The tokens' rows, registering those the project has never seen, all locked until the
-    /// transaction ends; inserted and locked in sorted order, so that concurrent batches naming
-    /// the same tokens queue instead of deadlocking.
-    func lockedTokensRegistering(_ values: [String], in project: Project, now: Int64, log: ChangeLog) async throws
-        -> [String: PostgresTokenRow]
-    {
-        let rows = try await lockedTokensRegistering(values, in: project.rowID, now: now)
-        let new = rows.values.filter(\.isNew).map { UInt32($0.id) }
-        log.record(.registered(project: project.rowID, tokens: new.sorted()))
-        return rows
-    }
-
     /// `lockedTokensRegistering(_:in:now:log:)` by the project's row id, the new rows marked `isNew`.
     func lockedTokensRegistering(_ values: [String], in project: Int64, now: Int64) async throws
         -> [String: PostgresTokenRow]
@@ -89,11 +77,6 @@ extension PostgresConnection {
         return rows
     }
 
-    /// The rows of the tokens the project knows, locked in sorted order.
-    func lockedTokens(_ values: [String], in project: Project) async throws -> [String: PostgresTokenRow] {
-        try await lockedTokens(values, in: project.rowID)
-    }
-
     func lockedTokens(_ values: [String], in project: Int64) async throws -> [String: PostgresTokenRow] {
         var rows: [String: PostgresTokenRow] = [:]
         for try await (id, value, state) in try await query(
@@ -106,13 +89,6 @@ extension PostgresConnection {
             rows[value] = PostgresTokenRow(id: id, state: TokenState(rawValue: state) ?? .registered, isNew: false)
         }
         return rows
-    }
-
-    func topicID(_ name: String, in project: Project) async throws -> Int64? {
-        for try await id in try await query(
-            #"SELECT id FROM topic WHERE "projectId" = \#(project.rowID) AND name = \#(name)"#, logger: .silent
-        ).decode(Int64.self) { return id }
-        return nil
     }
 
     /// The topic's id, creating the topic first (subscribing to a topic that does not exist creates

@@ -42,6 +42,15 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
         try await connection.tokenInfo(value, in: project)
     }
 
+    public func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) async throws
+        -> (from: WriteTokenRow?, to: WriteTokenRow)
+    {
+        // Both rows, locked in sorted order: a re-key the other way round waits, never deadlocks.
+        let rows = try await connection.lockedTokensRegistering([from, to], in: project, now: now)
+        guard let target = rows[to] else { throw RegistryWriteFailure("the re-key target was not registered") }
+        return (rows[from]?.writeRow, target.writeRow)
+    }
+
     public func insertAudit(_ audit: AuditWrite?) async throws {
         try await PostgresStore.insertAudit(connection, audit)
     }
@@ -72,6 +81,18 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
             """#, logger: .silent
         ).decode((Int64, String).self) { topics.append((id, name)) }
         return topics
+    }
+
+    public func joinTopic(_ topic: Int64, token: Int64, at now: Int64) async throws -> Bool {
+        try await connection.count(
+            #"""
+            INSERT INTO subscription ("topicId", "tokenId", "createdAt") VALUES (\#(topic), \#(Int32(token)), \#(now))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """#) > 0
+    }
+
+    public func deleteSubscriptions(ofToken token: Int64) async throws {
+        try await connection.run(#"DELETE FROM subscription WHERE "tokenId" = \#(Int32(token))"#)
     }
 
     public func subscribed(_ tokens: [Int64], to topic: Int64) async throws -> Set<Int64> {
@@ -156,6 +177,25 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
     public func deleteMembers(_ tokens: [Int64], from group: Int64) async throws {
         try await connection.run(
             #"DELETE FROM "groupMember" WHERE "groupId" = \#(group) AND "tokenId" = ANY(\#(tokens.map { Int32($0) }))"#)
+    }
+
+    public func joinGroup(_ group: Int64, token: Int64, at now: Int64) async throws {
+        try await connection.run(
+            #"""
+            INSERT INTO "groupMember" ("groupId", "tokenId", "addedAt") VALUES (\#(group), \#(Int32(token)), \#(now))
+            ON CONFLICT DO NOTHING
+            """#)
+    }
+
+    public func groupNames(ofToken token: Int64) async throws -> [String] {
+        var names: [String] = []
+        for try await name in try await connection.query(
+            #"""
+            SELECT "deviceGroup".name FROM "groupMember" JOIN "deviceGroup" ON "deviceGroup".id = "groupMember"."groupId"
+            WHERE "groupMember"."tokenId" = \#(Int32(token)) ORDER BY "deviceGroup".name
+            """#, logger: .silent
+        ).decode(String.self) { names.append(name) }
+        return names
     }
 
     public func leaveGroups(_ token: Int64) async throws -> [Int64] {

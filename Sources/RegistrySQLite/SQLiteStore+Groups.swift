@@ -51,17 +51,4 @@ extension SQLiteStore {
             }
         }
     }
-
-    // MARK: - Helpers
-
-    /// Deletes the group when it has no members left; returns how many it has.
-    @discardableResult
-    static func deleteGroupIfEmpty(_ db: Database, id: Int64) throws -> Int {
-        let remaining =
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM groupMember WHERE groupId = ?", arguments: [id]) ?? 0
-        if remaining == 0 {
-            try db.execute(sql: "DELETE FROM deviceGroup WHERE id = ?", arguments: [id])
-        }
-        return remaining
-    }
 }

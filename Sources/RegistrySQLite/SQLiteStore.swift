@@ -71,21 +71,6 @@ extension Database {
         return TokenRow(id: row[0], state: TokenState(rawValue: row[1]) ?? .registered, isNew: false)
     }
 
-    /// The token's row, registering the token first if the project has never seen it (open registration).
-    func tokenRowRegistering(_ value: String, in project: Project, now: Int64, log: ChangeLog) throws -> TokenRow {
-        // Insert first: a new token costs one statement, a known one two.
-        let insert = try cachedStatement(
-            sql: """
-                INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)
-                ON CONFLICT (projectId, value) DO NOTHING
-                """)
-        try insert.execute(arguments: [project.rowID, value, now, now])
-        guard changesCount > 0 else { return try tokenRow(value, in: project)! }
-        let id = lastInsertedRowID
-        log.record(.registered(project: project.rowID, tokens: [UInt32(id)]))
-        return TokenRow(id: id, state: .registered, isNew: true)
-    }
-
     /// A page of the tokens of a group or topic in token-id order; the cursor is the last token id.
     ///
     /// - Parameter sql: selects `id`, `value` and `since` for an owner id, a cursor and a limit, in that order.

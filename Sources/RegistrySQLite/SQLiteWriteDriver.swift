@@ -81,6 +81,16 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
         }
     }
 
+    public func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) throws
+        -> (from: WriteTokenRow?, to: WriteTokenRow)
+    {
+        // One writer: nothing to lock, and an unknown source stops the write before the target's insert.
+        guard let source = try token(from, in: project) else {
+            return (nil, WriteTokenRow(id: 0, state: .registered, isNew: true))
+        }
+        return (source, try tokenRegistering(to, in: project, at: now))
+    }
+
     public func insertAudit(_ audit: AuditWrite?) throws {
         try SQLiteStore.insertAudit(db, audit)
     }
@@ -112,8 +122,19 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
 
     public func leaveTopics(_ token: Int64) throws -> [(id: Int64, name: String)] {
         let topics = try topics(ofToken: token)
-        try db.cachedStatement(sql: "DELETE FROM subscription WHERE tokenId = ?").execute(arguments: [token])
+        try deleteSubscriptions(ofToken: token)
         return topics
+    }
+
+    public func joinTopic(_ topic: Int64, token: Int64, at now: Int64) throws -> Bool {
+        try db.cachedStatement(
+            sql: "INSERT INTO subscription (topicId, tokenId, createdAt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        ).execute(arguments: [topic, token, now])
+        return db.changesCount > 0
+    }
+
+    public func deleteSubscriptions(ofToken token: Int64) throws {
+        try db.cachedStatement(sql: "DELETE FROM subscription WHERE tokenId = ?").execute(arguments: [token])
     }
 
     public func subscribed(_ tokens: [Int64], to topic: Int64) throws -> Set<Int64> {
@@ -192,6 +213,21 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
     public func deleteMembers(_ tokens: [Int64], from group: Int64) throws {
         let delete = try db.cachedStatement(sql: "DELETE FROM groupMember WHERE groupId = ? AND tokenId = ?")
         for token in tokens { try delete.execute(arguments: [group, token]) }
+    }
+
+    public func joinGroup(_ group: Int64, token: Int64, at now: Int64) throws {
+        try db.cachedStatement(
+            sql: "INSERT INTO groupMember (groupId, tokenId, addedAt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        ).execute(arguments: [group, token, now])
+    }
+
+    public func groupNames(ofToken token: Int64) throws -> [String] {
+        try String.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT deviceGroup.name FROM groupMember JOIN deviceGroup ON deviceGroup.id = groupMember.groupId
+                    WHERE groupMember.tokenId = ? ORDER BY deviceGroup.name
+                    """), arguments: [token])
     }
 
     public func leaveGroups(_ token: Int64) throws -> [Int64] {

@@ -139,14 +139,6 @@ public protocol RegistryStore: RegistryWriting {
     func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws -> Page<TokenInfo>
     /// The groups (by name) a token belongs to.
     func groups(ofToken token: String, in project: Project) async throws -> [Membership]
-    /// Moves a device to a new registration id (a token to its Firebase installation id), all at
-    /// once: `to` (registered if new, or again if unregistered) joins every topic and group of
-    /// `from`, merged with its own, and `from` is unregistered.
-    /// - Throws: `.tokenNotFound` (`from` unknown or unregistered), `.tooManyTopics`, `.groupFull`
-    ///   (a limit `to` would pass once merged); nothing is written then.
-    /// Isolation: serialized per token (both) and per group either belongs to.
-    func rekey(_ from: String, to: String, topicLimit: Int, memberLimit: Int, in project: Project) async throws
-        -> Committed<Rekeyed>
     /// The values of the tokens with these ids, which are ascending, in the same order (ids of
     /// other projects are skipped).
     func tokenValues(ids: [UInt32], in project: Project) async throws -> [String]

@@ -50,6 +50,10 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
     func setState(_ state: TokenState, ofToken token: Int64, at now: Int64) async throws
     /// The token as it is listed, if the project has it.
     func tokenInfo(_ value: String, in project: Int64) async throws -> TokenInfo?
+    /// A re-key's two rows, held in sorted order: the source's (`nil` when the project has never
+    /// seen it) and the target's, inserted as registered first when new.
+    func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) async throws
+        -> (from: WriteTokenRow?, to: WriteTokenRow)
     /// Inserts the audit entry, if any, and sweeps a few expired ones.
     func insertAudit(_ audit: AuditWrite?) async throws
 
@@ -64,6 +68,10 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
     func topics(ofToken token: Int64) async throws -> [(id: Int64, name: String)]
     /// Removes every subscription of the token; returns the topics it left, by name.
     func leaveTopics(_ token: Int64) async throws -> [(id: Int64, name: String)]
+    /// Subscribes the token to the topic unless it is; returns whether it subscribed it.
+    func joinTopic(_ topic: Int64, token: Int64, at now: Int64) async throws -> Bool
+    /// Removes every subscription of the token.
+    func deleteSubscriptions(ofToken token: Int64) async throws
     /// Those of the tokens subscribed to the topic.
     func subscribed(_ tokens: [Int64], to topic: Int64) async throws -> Set<Int64>
     /// How many topics each of the tokens has (a token with none may be left out).
@@ -90,6 +98,10 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
     func insertMembers(_ tokens: [Int64], into group: Int64, at now: Int64) async throws
     /// Removes the tokens from the group (those not in it are no matter).
     func deleteMembers(_ tokens: [Int64], from group: Int64) async throws
+    /// Adds the token to the group unless it is a member.
+    func joinGroup(_ group: Int64, token: Int64, at now: Int64) async throws
+    /// The names of the token's groups, in order.
+    func groupNames(ofToken token: Int64) async throws -> [String]
     /// Removes the token from every group, their rows held in id order first; returns the groups.
     func leaveGroups(_ token: Int64) async throws -> [Int64]
 }
