@@ -198,6 +198,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        /// FCM HTTP v1 as a delivery channel, and the mirror's HTTP side (`Sources/Channels/`: one
+        /// folder per channel).
         .target(
             name: "FCMRelay",
             dependencies: [
@@ -219,6 +221,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            path: "Sources/Channels/FCMRelay",
             swiftSettings: strict
         ),
         /// Webhooks over HTTP: the `WebhookChannel` that posts each event, signed, to an address
@@ -234,6 +237,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            path: "Sources/Channels/Webhooks",
             swiftSettings: strict
         ),
         /// The composition root: the configuration and its option table, the store factory, and
