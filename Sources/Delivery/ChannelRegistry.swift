@@ -28,7 +28,7 @@ public struct ChannelRegistry: Sendable {
     /// - Throws: `UnknownChannel` when this server holds none by that name (settings written by a
     ///   newer version, say).
     public func channel(named name: String) throws(UnknownChannel) -> any DeliveryChannel {
-        guard let channel = byName[name] else { throw UnknownChannel(name: name, known: channels.map { type(of: $0).name }) }
+        guard let channel = byName[name] else { throw UnknownChannel(name: name, known: names) }
         return channel
     }
 
