@@ -22,7 +22,8 @@ extension SQLiteStore {
         -> Page<SubscriptionInfo>?
     {
         try await read { db in
-            guard let row = try db.tokenRow(token, in: project), row.state == .registered else { return nil }
+            guard let row = try SQLiteWriteDriver(db: db).token(token, in: project.rowID), row.state == .registered
+            else { return nil }
             let rows = try Row.fetchAll(
                 db,
                 sql: """

@@ -55,22 +55,7 @@ extension SQLiteStore {
     }
 }
 
-/// A token row as operations need it.
-struct TokenRow {
-    var id: Int64
-    var state: TokenState
-    /// Whether this call inserted it: a new token has no groups or topics yet.
-    var isNew: Bool
-}
-
 extension Database {
-    /// The token's row, or `nil` when the project has never seen it.
-    func tokenRow(_ value: String, in project: Project) throws -> TokenRow? {
-        let statement = try cachedStatement(sql: "SELECT id, state FROM token WHERE projectId = ? AND value = ?")
-        guard let row = try Row.fetchOne(statement, arguments: [project.rowID, value]) else { return nil }
-        return TokenRow(id: row[0], state: TokenState(rawValue: row[1]) ?? .registered, isNew: false)
-    }
-
     /// A page of the tokens of a group or topic in token-id order; the cursor is the last token id.
     ///
     /// - Parameter sql: selects `id`, `value` and `since` for an owner id, a cursor and a limit, in that order.
