@@ -10,8 +10,8 @@ public enum V1Codec {
     }
 
     static let messageFields: Set = [
-        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "fcmOptions", "token", "fid",
-        "topic", "condition",
+        "name", "data", "notification", "android", "android_v2", "androidV2", "webpush", "apns", "fcm_options",
+        "fcmOptions", "token", "fid", "topic", "condition",
     ]
 
     /// Reads `{"validate_only":…,"message":{…}}`.
@@ -54,6 +54,9 @@ public enum V1Codec {
             strings: ["collapse_key", "restricted_package_name", "ttl", "priority"])
         {
             try readAndroid(android, into: &message)
+        }
+        if let androidV2 = fields["android_v2"] ?? fields["androidV2"] {
+            try readAndroidV2(androidV2, into: &message)
         }
         if let apns = try object(fields["apns"], "message.apns", strings: []) {
             _ = try stringMap(apns["headers"], "message.apns.headers")
