@@ -248,6 +248,7 @@ let package = Package(
                 "AudienceEngine",
                 "Delivery",
                 "FCMRelay",
+                "FCMWire",
                 "Registry",
                 "RegistryPostgres",
                 "RegistrySQLite",

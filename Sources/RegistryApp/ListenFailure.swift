@@ -1,3 +1,4 @@
+import FCMWire
 import NIOCore
 
 #if canImport(Glibc)
@@ -11,18 +12,18 @@ extension ConfigurationError {
     /// use`), rather than NIO's (`bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)`).
     /// - Parameter option: the flag and variable that chose the port.
     static func cannotListen(host: String, port: Int, option: String, because error: any Error) -> ConfigurationError {
-        let hostOption = "--host / FCM_REGISTRY_HOST"
         guard let error = error as? IOError else {
             return ConfigurationError(
-                description: "cannot listen on \(host):\(port) (\(option), \(hostOption)): \(error)")
+                description: ConfigurationWording.cannotListen(host: host, port: port, option: option, reason: "\(error)"))
         }
         let description =
             switch error.errnoCode {
-            case EADDRINUSE: "port \(port) is in use (\(option)): another process listens on it"
-            case EACCES: "port \(port) needs root or CAP_NET_BIND_SERVICE (\(option))"
-            case EADDRNOTAVAIL: "\(host) is not an address of this machine (\(hostOption))"
+            case EADDRINUSE: ConfigurationWording.portInUse(port, option: option)
+            case EACCES: ConfigurationWording.portNeedsPrivilege(port, option: option)
+            case EADDRNOTAVAIL: ConfigurationWording.notAnAddressHere(host)
             default:
-                "cannot listen on \(host):\(port) (\(option), \(hostOption)): \(String(cString: strerror(error.errnoCode)))"
+                ConfigurationWording.cannotListen(
+                    host: host, port: port, option: option, reason: String(cString: strerror(error.errnoCode)))
             }
         return ConfigurationError(description: description)
     }

@@ -1,6 +1,7 @@
 import AudienceEngine
 import Delivery
 import FCMRelay
+import FCMWire
 import Logging
 import NIOCore
 import NIOPosix
@@ -106,24 +107,23 @@ public enum Serve {
     /// created or a key printed.
     static func checkListeners(_ configuration: ServerConfiguration) async throws {
         var listeners: [(port: Int, option: String)] = []
-        if let http = configuration.http { listeners.append((http.port, "--port / FCM_REGISTRY_PORT")) }
+        if let http = configuration.http { listeners.append((http.port, ConfigurationWording.httpPortOption)) }
         if configuration.tls.isConfigured {
-            listeners.append((configuration.tls.settings.port, "--tls-port / FCM_REGISTRY_TLS_PORT"))
+            listeners.append((configuration.tls.settings.port, ConfigurationWording.tlsPortOption))
         }
-        if configuration.xmppListening { listeners.append((configuration.xmpp.port, "--xmpp-port / FCM_REGISTRY_XMPP_PORT")) }
+        if configuration.xmppListening { listeners.append((configuration.xmpp.port, ConfigurationWording.xmppPortOption)) }
         // Two listeners on one port would pass one at a time and fail together later.
         let ports = listeners.map(\.port).filter { $0 != 0 }
         if Set(ports).count < ports.count {
-            throw ConfigurationError(
-                description: "two listeners on one port: \(listeners.map { "\($0.port) (\($0.option))" }.joined(separator: ", "))")
+            throw ConfigurationError(description: ConfigurationWording.twoListenersOnOnePort(listeners))
         }
         if let certificate = configuration.tls.certificate, let key = configuration.tls.key {
             do {
                 _ = try TLSConfiguration.server(certificate: certificate, key: key)
             } catch {
                 throw ConfigurationError(
-                    description:
-                        "cannot read the TLS certificate \(certificate) or key \(key) (--tls-cert, --tls-key): \(error)")
+                    description: ConfigurationWording.cannotReadTLSFiles(
+                        certificate: certificate, key: key, reason: "\(error)"))
             }
         }
         for (port, option) in listeners {

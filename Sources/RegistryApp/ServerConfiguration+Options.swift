@@ -1,4 +1,5 @@
 import Delivery
+import FCMWire
 import Logging
 import Registry
 import RegistryServer
@@ -29,7 +30,7 @@ extension ServerConfiguration {
             flag: "log-level", variable: "LOG_LEVEL", help: "trace, debug, info, notice, warning, error or critical.",
             apply: { value, configuration in
                 guard let level = Logger.Level(rawValue: value.lowercased()) else {
-                    return "one of trace, debug, info, notice, warning, error, critical"
+                    return ConfigurationWording.logLevels
                 }
                 configuration.logLevel = level
                 return nil
@@ -63,7 +64,7 @@ extension ServerConfiguration {
             help: "How long a send's Idempotency-Key is kept, with its answer (1s to 30d).",
             apply: { value, configuration in
                 guard let duration = parseDuration(value, upTo: 30 * 86_400_000), duration >= .seconds(1) else {
-                    return "a duration such as 90m, 24h or 7d, from 1s to 30d"
+                    return ConfigurationWording.idempotencyRetention
                 }
                 configuration.limits.idempotencyRetention = duration
                 return nil
@@ -73,7 +74,7 @@ extension ServerConfiguration {
             help: "How long the audit log keeps an entry (1d to 3650d).",
             apply: { value, configuration in
                 guard let duration = parseDuration(value, upTo: 3650 * 86_400_000), duration >= .seconds(86_400) else {
-                    return "a duration such as 30d or 2160h, from 1d to 3650d"
+                    return ConfigurationWording.auditRetention
                 }
                 configuration.limits.auditRetention = duration
                 return nil
@@ -133,7 +134,7 @@ extension ServerConfiguration {
             flag: "xmpp-plaintext", variable: "FCM_REGISTRY_XMPP_PLAINTEXT",
             help: "Serve XMPP without TLS, for local debugging only.",
             apply: { value, configuration in
-                guard let flag = parseSwitch(value) else { return "true or false" }
+                guard let flag = parseSwitch(value) else { return ConfigurationWording.trueOrFalse }
                 configuration.xmpp.plaintext = flag
                 return nil
             }, defaultValue: "false", isSwitch: true),
@@ -167,7 +168,7 @@ extension ServerConfiguration {
                 "This server's name in the relay's claims, kept from start to start: started again under it after a crash, the server takes its unfinished messages back at once. Never give two running servers one name.",
             apply: { value, configuration in
                 guard (1...200).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                    return "1 to 200 printable ASCII characters without spaces"
+                    return ConfigurationWording.serverID
                 }
                 configuration.serverID = value
                 return nil
@@ -220,7 +221,7 @@ extension ServerConfiguration {
             help:
                 "Let webhooks reach loopback, private, link-local and other non-public addresses, and use http: for a receiver on this host or network only.",
             apply: { value, configuration in
-                guard let flag = parseSwitch(value) else { return "true or false" }
+                guard let flag = parseSwitch(value) else { return ConfigurationWording.trueOrFalse }
                 configuration.webhooks.allowPrivateNetworks = flag
                 return nil
             }, defaultValue: "false", isSwitch: true),
@@ -233,7 +234,7 @@ extension ServerConfiguration {
                     parseDuration(String($0.filter { $0 != " " }))
                 }
                 guard (1...50).contains(waits.count), waits.allSatisfy({ $0 != nil }) else {
-                    return "1 to 50 durations separated by commas, such as 5s,5m,30m,2h,5h,10h,10h"
+                    return ConfigurationWording.retrySchedule
                 }
                 configuration.webhooks.retrySchedule = WebhookRetrySchedule(waits: waits.compactMap { $0 })
                 return nil
@@ -269,7 +270,7 @@ extension ServerConfiguration {
                     return nil
                 }
                 guard let port = Int(value), (0...65535).contains(port) else {
-                    return "an integer from 0 to 65535, or off"
+                    return ConfigurationWording.portOrOff
                 }
                 set(port, &configuration)
                 return nil
@@ -284,7 +285,7 @@ extension ServerConfiguration {
             flag: flag, variable: variable, help: help,
             apply: { value, configuration in
                 guard let number = Int(value), range.contains(number) else {
-                    return "an integer from \(range.lowerBound) to \(range.upperBound)"
+                    return ConfigurationWording.integer(from: range.lowerBound, to: range.upperBound)
                 }
                 set(number, &configuration)
                 return nil
@@ -299,7 +300,7 @@ extension ServerConfiguration {
             flag: flag, variable: variable, help: help,
             apply: { value, configuration in
                 guard let duration = parseDuration(value) else {
-                    return "a duration such as 250ms, 10s or 2m, from 1ms to 24h"
+                    return ConfigurationWording.duration
                 }
                 set(duration, &configuration)
                 return nil

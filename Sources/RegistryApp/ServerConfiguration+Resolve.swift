@@ -1,4 +1,5 @@
 import Delivery
+import FCMWire
 import NIOSSL
 import Registry
 
@@ -18,19 +19,17 @@ extension ServerConfiguration {
     {
         let configuration = try applying(flags: flags, environment: environment)
         guard (configuration.tls.certificate == nil) == (configuration.tls.key == nil) else {
-            throw ConfigurationError(description: "--tls-cert and --tls-key (FCM_REGISTRY_TLS_CERT, FCM_REGISTRY_TLS_KEY) go together")
+            throw ConfigurationError(description: ConfigurationWording.tlsCertificateAndKeyTogether)
         }
         guard !configuration.xmpp.plaintext || !configuration.xmpp.off else {
-            throw ConfigurationError(description: "--xmpp-plaintext and --xmpp-port off contradict each other")
+            throw ConfigurationError(description: ConfigurationWording.xmppPlaintextWithoutPort)
         }
         guard configuration.http != nil || configuration.tls.isConfigured else {
-            throw ConfigurationError(description: "--port off leaves no listener: give --tls-cert and --tls-key")
+            throw ConfigurationError(description: ConfigurationWording.noListener)
         }
         if let caFile = configuration.relay.caFile {
             guard let certificates = try? NIOSSLCertificate.fromPEMFile(caFile), !certificates.isEmpty else {
-                throw ConfigurationError(
-                    description:
-                        "cannot read CA certificates from \(caFile) (--relay-ca-file / FCM_REGISTRY_RELAY_CA_FILE): expected a PEM file")
+                throw ConfigurationError(description: ConfigurationWording.cannotReadCAFile(caFile))
             }
         }
         return configuration
@@ -55,7 +54,8 @@ extension ServerConfiguration {
             guard let value else { continue }
             if let expected = option.apply(value, &configuration) {
                 throw ConfigurationError(
-                    description: "invalid value '\(value)' for \(source) (--\(option.flag) / \(option.variable)): expected \(expected)")
+                    description: ConfigurationWording.invalidValue(
+                        value, source: source, flag: option.flag, variable: option.variable, expected: expected))
             }
         }
         return configuration

@@ -1,3 +1,4 @@
+import FCMWire
 import Foundation
 import Logging
 import Registry
@@ -26,7 +27,7 @@ public enum StoreFactory {
             url = try PostgresLocation(parsing: location)
             store = try PostgresStore(url, feedRetention: feedRetention, logger: logger)
         } catch {
-            throw StoreError(location: "a PostgreSQL URL", reason: error.description)
+            throw StoreError(location: ConfigurationWording.aPostgreSQLURL, reason: error.description)
         }
         do {
             try await store.connect(patience: postgresPatience)
@@ -50,7 +51,7 @@ public enum StoreFactory {
     /// `location` as logs may show it: a PostgreSQL URL without its password.
     public static func describe(_ location: String) -> String {
         guard PostgresLocation.isURL(location) else { return location }
-        return (try? PostgresLocation(parsing: location))?.description ?? "a PostgreSQL URL"
+        return (try? PostgresLocation(parsing: location))?.description ?? ConfigurationWording.aPostgreSQLURL
     }
 
     /// What a store runs beside it in `serve`'s service group (SQLite: its group-commit writer;
@@ -64,7 +65,7 @@ public enum StoreFactory {
         -> SQLiteStore
     {
         if PostgresLocation.isURL(location) {
-            throw StoreError(location: "a PostgreSQL URL", reason: "this command writes SQLite files only")
+            throw StoreError(location: ConfigurationWording.aPostgreSQLURL, reason: ConfigurationWording.sqliteOnly)
         }
         if let problem = problem(opening: location) { throw StoreError(location: location, reason: problem) }
         do {
@@ -85,13 +86,13 @@ public enum StoreFactory {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
             guard isFolder.boolValue else { return nil }
             let folder = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-            return "it is a folder; name a file in it, such as \(folder == "/" ? "" : folder)/registry.sqlite"
+            return ConfigurationWording.databaseIsAFolder(example: "\(folder == "/" ? "" : folder)/registry.sqlite")
         }
         let folder = folder(of: path)
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
-            return "the folder \(folder) does not exist"
+            return ConfigurationWording.folderMissing(folder)
         }
-        return isFolder.boolValue ? nil : "\(folder) is not a folder"
+        return isFolder.boolValue ? nil : ConfigurationWording.notAFolder(folder)
     }
 
     /// The folder `path` is in. Not `NSString.deletingLastPathComponent`, which traps on a
@@ -124,7 +125,7 @@ public struct StoreError: Error, CustomStringConvertible {
 
     public var description: String {
         isForeign
-            ? "\(location) is not a fcm-registry database: \(reason)"
-            : "cannot open the database \(location): \(reason)"
+            ? ConfigurationWording.notARegistryDatabase(location, reason: reason)
+            : ConfigurationWording.cannotOpenDatabase(location, reason: reason)
     }
 }

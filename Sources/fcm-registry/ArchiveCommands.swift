@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
 import RegistryApp
@@ -37,7 +38,7 @@ struct ExportCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func validate() throws {
-        if force, output == nil { throw ValidationError("--force replaces the --output file: give --output too") }
+        if force, output == nil { throw ValidationError(CommandWording.forceNeedsOutput) }
     }
 
     func run() async throws {
@@ -136,7 +137,7 @@ struct ImportGroupsCommand: AsyncParsableCommand {
     func run() async throws {
         let registry = try await database.openRegistry()
         guard try await registry.projects().contains(where: { $0.projectId == project }) else {
-            throw ValidationError("no project \(project): create it first with `fcm-registry project create`")
+            throw ValidationError(CommandWording.noProjectToImportInto(project))
         }
         var session = ArchiveImport(into: registry, needsHeader: false, checkingOnly: check)
         var rows = GoogleGroupsCSV(project: project)
@@ -153,8 +154,7 @@ struct ImportGroupsCommand: AsyncParsableCommand {
             // An import of nothing would report success: a wrong file, or an export that failed.
             guard rows.dataRows > 0 || interrupted else {
                 throw CommandFailure(
-                    "\(file.map { $0 == "-" ? "the input" : $0 } ?? "the input") holds no row; expected one per member: "
-                        + GoogleGroupsCSV.columns.joined(separator: ","))
+                    CommandWording.noGroupRows(in: file, columns: GoogleGroupsCSV.columns))
             }
             return try await session.finish()
         }

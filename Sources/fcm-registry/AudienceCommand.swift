@@ -1,5 +1,6 @@
 import ArgumentParser
 import Conditions
+import FCMWire
 import Foundation
 import Registry
 
@@ -23,7 +24,7 @@ struct AudienceCommand: AsyncParsableCommand {
         func validate() throws {
             let given = [condition, topic, group, notificationKey, token].compactMap { $0 }
             guard given.count == 1 else {
-                throw ValidationError("give exactly one of --condition, --topic, --group, --notification-key, --token")
+                throw ValidationError(CommandWording.audienceTargetOne)
             }
         }
 

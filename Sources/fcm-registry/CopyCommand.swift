@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
 import RegistryApp
@@ -39,12 +40,12 @@ struct CopyCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let from = fromOption ?? environment[Self.fromVariable] else {
-            throw ValidationError("--from (or $\(Self.fromVariable)) names the database to read")
+            throw ValidationError(CommandWording.copyFromMissing(variable: Self.fromVariable))
         }
         guard let to = toOption ?? environment[Self.toVariable] else {
-            throw ValidationError("--to (or $\(Self.toVariable)) names the database to write")
+            throw ValidationError(CommandWording.copyToMissing(variable: Self.toVariable))
         }
-        guard from != to else { throw ValidationError("--from and --to name the same database") }
+        guard from != to else { throw ValidationError(CommandWording.copySameDatabase) }
         let limits = try DatabaseOptions.environmentLimits()
         let sourceStore = try await StoreFactory.open(from)
         let targetStore = try await StoreFactory.open(to)
@@ -84,10 +85,7 @@ struct CopyCommand: AsyncParsableCommand {
             guard !interruption.requested else {
                 try printJSON(CopySummary(records: line, added: tally, settings: nil))
                 FileHandle.standardError.write(
-                    Data(
-                        ("copy interrupted after \(ProgressLine.grouped(line)) records: those are written. Running the same command "
-                            + "again finishes the copy: what --to holds already is matched by its natural key, not added twice.\n")
-                            .utf8))
+                    Data(CommandWording.copyInterrupted(afterRecords: ProgressLine.grouped(line)).utf8))
                 throw ExitCode(130)
             }
             // Relay and mirror settings and webhooks hold secrets, which no export file carries:
@@ -111,9 +109,10 @@ struct CopyCommand: AsyncParsableCommand {
         for skipped in tally.skipped {
             let why =
                 skipped.outcome == .projectFull
-                ? "the project has \(WebhookRules.webhooksPerProject) webhooks in --to already"
-                : "another project of --to has a webhook with that id"
-            FileHandle.standardError.write(Data("webhook \(skipped.webhook) of \(skipped.project) not copied: \(why)\n".utf8))
+                ? CommandWording.webhooksFull(limit: WebhookRules.webhooksPerProject)
+                : CommandWording.webhookIDTaken
+            FileHandle.standardError.write(
+                Data(CommandWording.webhookNotCopied(skipped.webhook, of: skipped.project, why: why).utf8))
         }
         return tally
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
 import RegistryApp
@@ -50,16 +51,14 @@ struct ProjectOption: ParsableArguments {
         let wanted = projectId ?? ProcessInfo.processInfo.environment["FCM_REGISTRY_PROJECT"]
         if let wanted {
             guard let project = projects.first(where: { $0.isNamed(wanted) }) else {
-                throw ValidationError(
-                    "no project \(wanted); projects: \(projects.map(\.projectId).joined(separator: ", "))")
+                throw ValidationError(CommandWording.noProject(wanted, projects: projects.map(\.projectId)))
             }
             return project
         }
         guard projects.count == 1 else {
             throw ValidationError(
                 projects.isEmpty
-                    ? "the database has no project yet: run `fcm-registry project create`"
-                    : "several projects: pick one with --project-id (\(projects.map(\.projectId).joined(separator: ", ")))"
+                    ? CommandWording.noProjectYet : CommandWording.severalProjects(projects.map(\.projectId))
             )
         }
         return projects[0]

@@ -37,7 +37,7 @@ enum ErrorReport {
         case let error as RegistryError: (message, status) = (error.wording.message, ExitCode.failure.rawValue)
         default: (message, status) = (String(describing: error), ExitCode.failure.rawValue)
         }
-        FileHandle.standardError.write(Data("Error: \(oneLine(message))\n".utf8))
+        FileHandle.standardError.write(Data(CommandWording.errorLine(oneLine(message)).utf8))
         return ExitCode(status)
     }
 

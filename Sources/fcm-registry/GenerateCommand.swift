@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
 import RegistryApp
@@ -24,7 +25,7 @@ struct GenerateCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard tokens > 0, topics > 0, subscriptions >= topics else {
-            throw ValidationError("need tokens > 0, topics > 0 and at least one subscription per topic")
+            throw ValidationError(CommandWording.generateCounts)
         }
     }
 
@@ -35,7 +36,7 @@ struct GenerateCommand: AsyncParsableCommand {
             throw StoreError(location: location, reason: problem)
         }
         guard isURL || !FileManager.default.fileExists(atPath: location) else {
-            throw ValidationError("\(location) exists; generate writes a new database")
+            throw ValidationError(CommandWording.databaseExists(location))
         }
         let started = Date()
         let generator = SyntheticRegistry(tokens: tokens, topics: topics, subscriptions: subscriptions, seed: seed)
@@ -45,7 +46,7 @@ struct GenerateCommand: AsyncParsableCommand {
         if isURL {
             // A PostgreSQL database with no projects yet (it refuses one that has any).
             let store = try await StoreFactory.open(location)
-            guard let postgres = store as? PostgresStore else { throw ValidationError("\(location) is not PostgreSQL") }
+            guard let postgres = store as? PostgresStore else { throw ValidationError(CommandWording.notPostgreSQL(location)) }
             do {
                 (project, key) = try await generator.generate(into: postgres, progress: report)
             } catch {

@@ -9,7 +9,7 @@ struct PageOptions: ParsableArguments {
     @Option(help: "Continue where the previous page ended: its nextPageToken.") var pageToken: String?
 
     func validate() throws {
-        guard pageSize > 0 else { throw ValidationError("--page-size must be a positive integer") }
+        guard pageSize > 0 else { throw ValidationError(CommandWording.pageSizeNotPositive) }
     }
 
     /// The size, at most `maximum`, and the position the token names in `listing`.
@@ -28,7 +28,7 @@ struct PageOptions: ParsableArguments {
         do {
             return try read()
         } catch {
-            throw ValidationError("--page-token is not one this listing issued: pass the previous nextPageToken")
+            throw ValidationError(CommandWording.pageTokenNotIssued)
         }
     }
 }
@@ -84,7 +84,7 @@ struct GroupCommand: AsyncParsableCommand {
             guard
                 let (group, members) = try await registry.groupMembers(
                     named: name, in: project.resolve(in: registry), after: after, limit: size)
-            else { throw ValidationError("no group named \(name)") }
+            else { throw ValidationError(CommandWording.noGroupNamed(name)) }
             try printJSON(Shown(group: group, members: PrintedPage(members, .groupMembers)))
         }
     }
@@ -127,7 +127,7 @@ struct TopicCommand: AsyncParsableCommand {
             guard
                 let (topic, subscribers) = try await registry.topicSubscribers(
                     named: name, in: project.resolve(in: registry), after: after, limit: size)
-            else { throw ValidationError("no topic named \(name)") }
+            else { throw ValidationError(CommandWording.noTopicNamed(name)) }
             try printJSON(Shown(topic: topic, subscribers: PrintedPage(subscribers, .topicSubscribers)))
         }
     }
@@ -160,7 +160,7 @@ struct TokenCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard (from != nil && to != nil && file == nil) || (from == nil && to == nil && file != nil) else {
-                throw ValidationError("give FROM and TO, or --file with one from,to pair per line")
+                throw ValidationError(CommandWording.rekeyWhatToDo)
             }
         }
 
@@ -201,20 +201,20 @@ struct TokenCommand: AsyncParsableCommand {
                 file == "-"
                 ? FileHandle.standardInput.readData(ofLength: limit + 1)
                 : try FileHandle(forReadingFrom: URL(fileURLWithPath: file)).readData(ofLength: limit + 1)
-            guard data.count <= limit else { throw ValidationError("the file is larger than 1,000 pairs can be") }
+            guard data.count <= limit else { throw ValidationError(CommandWording.pairsFileTooLarge) }
             var pairs: [(String, String)] = []
             let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             for (index, line) in lines.enumerated() {
                 let fields = line.split(separator: ",", omittingEmptySubsequences: false)
                     .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                 if fields.allSatisfy(\.isEmpty) { continue }
-                guard fields.count == 2 else { throw ValidationError("line \(index + 1): expected from,to") }
+                guard fields.count == 2 else { throw ValidationError(CommandWording.pairsLineNotAPair(line: index + 1)) }
                 pairs.append((fields[0], fields[1]))
                 guard pairs.count <= Self.batchLimit else {
-                    throw ValidationError("at most \(Self.batchLimit) pairs per file")
+                    throw ValidationError(CommandWording.pairsTooMany(limit: Self.batchLimit))
                 }
             }
-            guard !pairs.isEmpty else { throw ValidationError("the file holds no from,to pair") }
+            guard !pairs.isEmpty else { throw ValidationError(CommandWording.pairsNone) }
             return pairs
         }
     }
@@ -235,7 +235,7 @@ struct TokenCommand: AsyncParsableCommand {
             let registry = try await database.openRegistry()
             let project = try await project.resolve(in: registry)
             guard let info = try await registry.token(token, in: project) else {
-                throw ValidationError("the project does not know this token")
+                throw ValidationError(CommandWording.tokenUnknown)
             }
             let topics = (try await registry.allSubscriptions(ofToken: token, in: project) ?? [])
                 .map { Membership(name: $0.topic, since: $0.createdAt) }

@@ -1,4 +1,5 @@
 import Dispatch
+import FCMWire
 import Foundation
 import Synchronization
 
@@ -41,13 +42,9 @@ final class Interruption: Sendable {
             return count
         }
         if count == 1 {
-            FileHandle.standardError.write(
-                Data(
-                    "\n\(label): stopping once the batch being written is committed (Ctrl-C again stops at once)\n".utf8
-                ))
+            FileHandle.standardError.write(Data(CommandWording.stoppingAfterBatch(label).utf8))
         } else {
-            FileHandle.standardError.write(
-                Data("\n\(label): stopped at once; running the same command again finishes it\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.stoppedAtOnce(label).utf8))
             signal(SIGINT, SIG_DFL)
             raise(SIGINT)
         }

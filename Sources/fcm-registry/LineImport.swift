@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Registry
 import RegistryApp
@@ -32,7 +33,7 @@ struct LineImport<Tally: Encodable> {
         if let file, file != "-" {
             descriptor = open(file, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
-                throw CommandFailure("cannot open \(file): \(String(cString: strerror(errno)))")
+                throw CommandFailure(CommandWording.cannotOpen(file, reason: String(cString: strerror(errno))))
             }
         } else {
             descriptor = STDIN_FILENO
@@ -61,12 +62,11 @@ struct LineImport<Tally: Encodable> {
             }
         } catch let failure as ImportFailure {
             progress.end()
-            FileHandle.standardError.write(Data("\(label) stopped:\n\(failure)\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.importStopped(label, failure: "\(failure)").utf8))
             if failure.storeError == nil {
                 let note =
                     checkingOnly
-                    ? "nothing was written (--check). Fix the file and check it again."
-                    : "nothing of the batch holding those lines was written; the batches before it were. Fix the file and run the import again: it is idempotent."
+                    ? CommandWording.checkWroteNothing : CommandWording.importBatchNotWritten
                 FileHandle.standardError.write(Data("\(note)\n".utf8))
             }
             try printJSON(summary(lines: reader.lineNumber, failure.written, seconds: nil))
@@ -84,11 +84,9 @@ struct LineImport<Tally: Encodable> {
     private func interruptedNote(after line: Int) -> String {
         let number = ProgressLine.grouped(line)
         if checkingOnly {
-            return
-                "\(label) --check interrupted after line \(number): nothing was written; the lines after it are not checked"
+            return CommandWording.checkInterrupted(label, afterLine: number)
         }
-        return "\(label) interrupted after line \(number): every line up to it is written. Running the same command "
-            + "again finishes the rest: what is here already is matched by its natural key, not added twice."
+        return CommandWording.importInterrupted(label, afterLine: number)
     }
 }
 

@@ -1,3 +1,5 @@
+import FCMWire
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -93,6 +95,6 @@ struct LineReader {
 
     struct ReadError: Error, CustomStringConvertible {
         var message: String
-        var description: String { "cannot read the input: \(message)" }
+        var description: String { CommandWording.cannotReadInput(message) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FCMRelay
+import FCMWire
 import Foundation
 import Registry
 
@@ -30,8 +31,7 @@ extension ProjectCommand {
 
         func validate() throws {
             guard [off, report, serviceAccount != nil].filter({ $0 }).count == 1 else {
-                throw ValidationError(
-                    "give --service-account FILE to turn the mirror on, --off to turn it off, or --report")
+                throw ValidationError(CommandWording.mirrorWhatToDo)
             }
         }
 
@@ -54,7 +54,7 @@ extension ProjectCommand {
             }
             if let serviceAccount {
                 guard let data = FileManager.default.contents(atPath: serviceAccount) else {
-                    throw ValidationError("cannot read \(serviceAccount)")
+                    throw ValidationError(CommandWording.cannotRead(serviceAccount))
                 }
                 do {
                     try await registry.setMirror(

@@ -1,3 +1,4 @@
+import FCMWire
 import Synchronization
 
 #if canImport(Glibc)
@@ -46,6 +47,6 @@ final class OutputBuffer: Sendable {
 
     struct WriteError: Error, CustomStringConvertible {
         var message: String
-        var description: String { "cannot write the output: \(message)" }
+        var description: String { CommandWording.cannotWriteOutput(message) }
     }
 }

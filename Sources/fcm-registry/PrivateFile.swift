@@ -1,3 +1,4 @@
+import FCMWire
 import Foundation
 
 #if canImport(Glibc)
@@ -22,12 +23,12 @@ final class PrivateFile {
         self.path = path
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
-        if exists, isFolder.boolValue { throw CommandFailure("\(path) is a folder; name the file to write") }
+        if exists, isFolder.boolValue { throw CommandFailure(CommandWording.isAFolder(path)) }
         partial = replacing && exists ? "\(path).partial-\(getpid())" : nil
         let descriptor = open(partial ?? path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            if errno == EEXIST, partial == nil { throw CommandFailure("\(path) exists; --force replaces it") }
-            throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))")
+            if errno == EEXIST, partial == nil { throw CommandFailure(CommandWording.fileExists(path)) }
+            throw CommandFailure(CommandWording.cannotCreate(path, reason: String(cString: strerror(errno))))
         }
         // open's mode passes through the umask, which may take away more than group and others.
         fchmod(descriptor, 0o600)
@@ -42,7 +43,7 @@ final class PrivateFile {
             let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))")
+                throw CommandFailure(CommandWording.cannotWrite(path, reason: String(cString: strerror(errno))))
             }
             offset += written
         }
@@ -51,12 +52,12 @@ final class PrivateFile {
     /// Makes the file durable and, for a replacement, puts it in the old one's place.
     func commit() throws {
         guard fsync(descriptor) == 0 else {
-            throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))")
+            throw CommandFailure(CommandWording.cannotWrite(path, reason: String(cString: strerror(errno))))
         }
         closed = true
         close(descriptor)
         if let partial, rename(partial, path) != 0 {
-            throw CommandFailure("cannot replace \(path): \(String(cString: strerror(errno)))")
+            throw CommandFailure(CommandWording.cannotReplace(path, reason: String(cString: strerror(errno))))
         }
     }
 

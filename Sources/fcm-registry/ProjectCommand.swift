@@ -1,5 +1,6 @@
 import ArgumentParser
 import FCMRelay
+import FCMWire
 import Foundation
 import Registry
 
@@ -49,7 +50,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func validate() throws {
-            if force, output == nil { throw ValidationError("--force replaces the --output file: give --output too") }
+            if force, output == nil { throw ValidationError(CommandWording.forceNeedsOutput) }
         }
 
         func run() async throws {
@@ -125,7 +126,7 @@ struct ProjectCommand: AsyncParsableCommand {
         func run() async throws {
             let given: KeyScopes
             do { given = scopes.isEmpty ? .all : try KeyScopes(names: scopes) } catch {
-                throw ValidationError("--scope is send, subscribe, read or admin")
+                throw ValidationError(CommandWording.scopeNames)
             }
             let file = try output.map { try PrivateFile(creating: $0, replacing: false) }
             do {
@@ -182,7 +183,7 @@ struct ProjectCommand: AsyncParsableCommand {
         func run() async throws {
             let given: KeyScopes?
             do { given = scopes.isEmpty ? nil : try KeyScopes(names: scopes) } catch {
-                throw ValidationError("--scope is send, subscribe, read or admin")
+                throw ValidationError(CommandWording.scopeNames)
             }
             let registry = try await database.openRegistry()
             let chosen = try await project.resolve(in: registry)
@@ -196,7 +197,7 @@ struct ProjectCommand: AsyncParsableCommand {
                 return
             }
             guard FileManager.default.createFile(atPath: output, contents: data, attributes: [.posixPermissions: 0o600])
-            else { throw ValidationError("cannot write \(output)") }
+            else { throw ValidationError(CommandWording.cannotWrite(output)) }
             FileHandle.standardError.write(Data("service account \(file.client_email) written to \(output)\n".utf8))
         }
     }
@@ -345,13 +346,12 @@ struct ProjectCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func validate() throws {
-            if defaultRate, rate != nil { throw ValidationError("give --rate N or --default-rate, not both") }
+            if defaultRate, rate != nil { throw ValidationError(CommandWording.rateOrDefaultRate) }
             guard off != (serviceAccount != nil || rate != nil || defaultRate) else {
-                throw ValidationError(
-                    "give --service-account FILE (and --rate N) to turn delivery on, --rate N or --default-rate to change its rate, or --off to turn it off")
+                throw ValidationError(CommandWording.relayWhatToDo)
             }
             if let rate, !SendRate.range.contains(rate) {
-                throw ValidationError("--rate must be between 1 and \(SendRate.range.upperBound) sends a second")
+                throw ValidationError(CommandWording.rateOutOfRange(upperBound: SendRate.range.upperBound))
             }
         }
 
@@ -365,7 +365,7 @@ struct ProjectCommand: AsyncParsableCommand {
             }
             guard let serviceAccount else {
                 guard let settings = try await registry.relaySettings(of: chosen) else {
-                    throw ValidationError("\(chosen.projectId) does not relay: give --service-account FILE as well")
+                    throw ValidationError(CommandWording.doesNotRelay(chosen.projectId))
                 }
                 try await registry.setSendRate(projectId: chosen.projectId, rate: rate)
                 var state = RelayState(settings, status: nil)
@@ -374,7 +374,7 @@ struct ProjectCommand: AsyncParsableCommand {
                 return
             }
             guard let data = FileManager.default.contents(atPath: serviceAccount) else {
-                throw ValidationError("cannot read \(serviceAccount)")
+                throw ValidationError(CommandWording.cannotRead(serviceAccount))
             }
             do {
                 let settings = try FCMSettings(serviceAccountJSON: data, upstream: upstream).stored

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCMWire
 import Foundation
 import Logging
 import Metrics
@@ -30,13 +31,13 @@ struct ServeCommand: AsyncParsableCommand {
             configuration = try ServerConfiguration.resolve(
                 flags: try Self.flags(options), environment: ProcessInfo.processInfo.environment)
         } catch {
-            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.serveStopped("\(error)").utf8))
             throw ExitCode(2)
         }
         // A --db SQLite cannot use is a bad value like any other: said before anything is logged.
         if let problem = StoreFactory.problem(opening: configuration.storage.database) {
             let error = StoreError(location: configuration.storage.database, reason: problem)
-            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.serveStopped("\(error)").utf8))
             throw ExitCode(2)
         }
         LoggingSystem.bootstrap(EscapingLogHandler.init)
@@ -49,11 +50,11 @@ struct ServeCommand: AsyncParsableCommand {
                 try FirstKey.announce(ProjectCommand.Created(project: project, serverKey: key), to: configuration.keyFile)
             }
         } catch let error as ConfigurationError {
-            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.serveStopped("\(error)").utf8))
             throw ExitCode(2)
         } catch let error as StoreError {
             // A database that cannot be opened is a value to fix, as a bad flag is.
-            FileHandle.standardError.write(Data("fcm-registry serve: \(error)\n".utf8))
+            FileHandle.standardError.write(Data(CommandWording.serveStopped("\(error)").utf8))
             throw ExitCode(2)
         }
     }
@@ -67,7 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
         while index < arguments.count {
             let argument = arguments[index]
             guard argument.hasPrefix("--") else {
-                throw ConfigurationError(description: "unexpected argument '\(argument)'")
+                throw ConfigurationError(description: ConfigurationWording.unexpectedArgument(argument))
             }
             var name = String(argument.dropFirst(2))
             var value: String
@@ -79,12 +80,12 @@ struct ServeCommand: AsyncParsableCommand {
             } else {
                 index += 1
                 guard index < arguments.count else {
-                    throw ConfigurationError(description: "missing value for --\(name)")
+                    throw ConfigurationError(description: ConfigurationWording.missingValue(name))
                 }
                 value = arguments[index]
             }
             guard known.contains(name) else {
-                throw ConfigurationError(description: "unknown option --\(name); see fcm-registry serve --help")
+                throw ConfigurationError(description: ConfigurationWording.unknownOption(name))
             }
             flags[name] = value
             index += 1
@@ -105,7 +106,7 @@ enum FirstKey {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(created)
         guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
-        else { throw ValidationError("cannot write the server key to \(path)") }
+        else { throw ValidationError(CommandWording.cannotWriteServerKey(to: path)) }
         FileHandle.standardError.write(Data("fcm-registry: the new project's server key is in \(path)\n".utf8))
     }
 }
