@@ -72,6 +72,9 @@ extension RegistryError {
                 field: "pageToken")
         case .tooManyFaults(let limit):
             RefusalWording(.invalid, "the server holds \(limit) faults already: delete some first")
+        case .topicSubscriptionRateExceeded:
+            RefusalWording(
+                .unavailable, "the rate of subscription requests to this topic is too high; back off, then try again")
         case .storeBusy:
             RefusalWording(.unavailable, "the database is locked by another process; try again shortly")
         case .webhookNotFound: RefusalWording(.notFound, "no webhook has this id in the project")

@@ -19,6 +19,7 @@ public enum ServerWording {
 
     public static let tokenHasNoFault = "the token has no fault"
     public static let projectHasNoFault = "the project has no fault"
+    public static let topicHasNoFault = "the topic has no fault"
 
     public static func noDrainableConnection(_ id: String) -> String {
         "no connection \(id) that is not already draining"

@@ -41,6 +41,9 @@ public enum RegistryError: Error, Sendable, Hashable {
     case invalidPageToken
     /// The process holds as many injected faults as it keeps.
     case tooManyFaults(limit: Int)
+    /// A subscription call naming a topic with a fault (`TopicFault`): FCM's "the rate of
+    /// subscription requests to this topic is too high"; nothing changed.
+    case topicSubscriptionRateExceeded(retryAfter: Int?)
     /// Another process holds the database's write lock (an operator's `sqlite3` shell, say) for
     /// longer than the busy timeout: nothing was written; try again later.
     case storeBusy

@@ -34,6 +34,8 @@ public struct RegistryService: Sendable {
     let keyUses = KeyUseMinutes()
     /// The errors the emulator answers on purpose (`injectFault`).
     let faults = FaultBoard()
+    /// The topics whose subscription calls the emulator refuses on purpose (`injectTopicFault`).
+    let topicFaults = TopicFaultBoard()
     /// Who is subscribed to what, kept equal to the tables by following the change feed.
     public let audience = AudienceIndex()
     /// How far behind the feed the audience index is: what readiness and metrics report.

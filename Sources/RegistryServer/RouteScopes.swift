@@ -42,6 +42,7 @@ enum RouteScopes {
         // Faults.
         (.put, "/api/tokens/:token/fault", .admin), (.delete, "/api/tokens/:token/fault", .admin),
         (.put, "/api/fault", .admin), (.delete, "/api/fault", .admin),
+        (.put, "/api/topics/:name/fault", .admin), (.delete, "/api/topics/:name/fault", .admin),
         // Webhooks.
         (.post, "/api/webhooks", .admin), (.get, "/api/webhooks", .read), (.get, "/api/webhooks/:id", .read),
         (.delete, "/api/webhooks/:id", .admin), (.post, "/api/webhooks/{id}:rotateSecret", .admin),

@@ -1,9 +1,10 @@
 /// Topic subscriptions: the Instance ID API and the v1 topicSubscriptions API.
 extension RegistryService {
     /// `batchAdd`: one outcome per input token, in input order.
-    /// - Throws: `.invalidTopicName`; the caller has already checked the token count.
+    /// - Throws: `.invalidTopicName`, `.topicSubscriptionRateExceeded`; the caller has already checked the token count.
     public func subscribe(_ tokens: [String], to topic: String, in project: Project) async throws -> [BatchOutcome] {
         try checkTopicName(topic)
+        try checkTopicFault(topic, in: project)
         return try await batch(tokens) { usable in
             applied(try await store.subscribe(usable, to: topic, topicLimit: limits.topicsPerToken, in: project))
         }
@@ -13,6 +14,7 @@ extension RegistryService {
     public func unsubscribe(_ tokens: [String], from topic: String, in project: Project) async throws -> [BatchOutcome]
     {
         try checkTopicName(topic)
+        try checkTopicFault(topic, in: project)
         return try await batch(tokens) { usable in
             applied(try await store.unsubscribe(usable, from: topic, in: project))
         }
@@ -30,10 +32,12 @@ extension RegistryService {
     }
 
     /// Subscribes one token (IID `rel/topics`, v1 create).
-    /// - Throws: `.malformedToken`, `.invalidTopicName`, `.subscriptionExists`, `.tokenNotFound`, `.tooManyTopics`.
+    /// - Throws: `.malformedToken`, `.invalidTopicName`, `.topicSubscriptionRateExceeded`, `.subscriptionExists`,
+    ///   `.tokenNotFound`, `.tooManyTopics`.
     public func createSubscription(token: String, topic: String, in project: Project) async throws -> SubscriptionInfo {
         try checkToken(token)
         try checkTopicName(topic)
+        try checkTopicFault(topic, in: project)
         return applied(
             try await store.createSubscription(token: token, topic: topic, topicLimit: limits.topicsPerToken, in: project))
     }
@@ -42,6 +46,7 @@ extension RegistryService {
     public func deleteSubscription(token: String, topic: String, in project: Project) async throws -> Bool {
         try checkToken(token)
         try checkTopicName(topic)
+        try checkTopicFault(topic, in: project)
         return applied(try await store.deleteSubscription(token: token, topic: topic, in: project))
     }
 

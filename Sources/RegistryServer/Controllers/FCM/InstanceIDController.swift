@@ -36,12 +36,18 @@ struct InstanceIDController {
         guard tokens.count <= registry.limits.tokensPerBatch else {
             throw ErrorEnvelope.tooManyTokens(limit: registry.limits.tokensPerBatch)
         }
-        let outcomes =
-            adding
-            ? try await registry.subscribe(tokens, to: topic, in: project)
-            : try await registry.unsubscribe(tokens, from: topic, in: project)
-        return try JSONResponse.make(
-            BatchResponse(results: outcomes.map { $0 == .ok ? [:] : ["error": $0.rawValue] }))
+        do {
+            let outcomes =
+                adding
+                ? try await registry.subscribe(tokens, to: topic, in: project)
+                : try await registry.unsubscribe(tokens, from: topic, in: project)
+            return try JSONResponse.make(
+                BatchResponse(results: outcomes.map { $0 == .ok ? [:] : ["error": $0.rawValue] }))
+        } catch RegistryError.topicSubscriptionRateExceeded {
+            // FCM answers a topic's subscription rate per token, as it answers every token's outcome.
+            return try JSONResponse.make(
+                BatchResponse(results: tokens.map { _ in ["error": "RESOURCE_EXHAUSTED"] }))
+        }
     }
 
     @Sendable func subscribeOne(_ request: Request, context: RegistryRequestContext) async throws -> Response {

@@ -13,6 +13,8 @@ struct FaultController {
         routes.on("/api/tokens/:token/fault", .delete, use: removeTokenFault)
         routes.on("/api/fault", .put, use: setProjectFault)
         routes.on("/api/fault", .delete, use: removeProjectFault)
+        routes.on("/api/topics/:name/fault", .put, use: setTopicFault)
+        routes.on("/api/topics/:name/fault", .delete, use: removeTopicFault)
     }
 
     /// `{"error":"UNAVAILABLE","times":2,"retryAfter":"2s"}`.
@@ -59,6 +61,31 @@ struct FaultController {
         let project = try context.requireProject()
         guard try await registry.removeFault(token: nil, in: project, by: context.actor(request)) else {
             throw ErrorEnvelope.notFound(.native, ServerWording.projectHasNoFault)
+        }
+        return Removed()
+    }
+
+    /// `{"error":"TOPICS_SUBSCRIPTION_RATE_EXCEEDED","times":2,"retryAfter":"2s"}`: the next
+    /// subscription calls naming the topic are refused as FCM refuses them (`TopicFault`).
+    @Sendable func setTopicFault(_ request: Request, context: RegistryRequestContext) async throws -> FaultResponse {
+        let project = try context.requireProject()
+        let topic = try request.pathValue("name", context: context)
+        let body = try await JSONBody.decode(FaultRequest.self, from: request, limit: registry.limits.requestBodyBytes)
+        guard body.error == TopicFault.errorName else { throw BadRequest.unknownFaultKind(TopicFault.errorName) }
+        if let times = body.times, !(1...InjectedFault.maximumTimes).contains(times) {
+            throw BadRequest.faultTimesOutOfRange(maximum: InjectedFault.maximumTimes)
+        }
+        let fault = TopicFault(remaining: body.times, retryAfter: try body.retryAfter.map(Self.seconds))
+        try await registry.injectTopicFault(fault, topic: topic, in: project, by: context.actor(request))
+        return FaultResponse(
+            error: TopicFault.errorName, times: fault.remaining, retryAfter: fault.retryAfter.map { "\($0)s" })
+    }
+
+    @Sendable func removeTopicFault(_ request: Request, context: RegistryRequestContext) async throws -> Removed {
+        let project = try context.requireProject()
+        let topic = try request.pathValue("name", context: context)
+        guard try await registry.removeTopicFault(topic: topic, in: project, by: context.actor(request)) else {
+            throw ErrorEnvelope.notFound(.native, ServerWording.topicHasNoFault)
         }
         return Removed()
     }
