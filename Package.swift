@@ -198,6 +198,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        /// The HTTP/2 fan-out any channel posts through: one request per recipient as streams on a
+        /// few TLS connections to an `https` upstream, the caller's path, headers and bodies, each
+        /// answer told as it comes. Knows no channel.
+        .target(
+            name: "HTTP2FanOut",
+            dependencies: [
+                "Outbound",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/Channels/HTTP2FanOut",
+            swiftSettings: strict
+        ),
         /// FCM HTTP v1 as a delivery channel, and the mirror's HTTP side (`Sources/Channels/`: one
         /// folder per channel).
         .target(
@@ -205,6 +222,7 @@ let package = Package(
             dependencies: [
                 "Delivery",
                 "FCMWire",
+                "HTTP2FanOut",
                 "Outbound",
                 "Registry",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -214,10 +232,6 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -326,6 +340,7 @@ let package = Package(
                 "Conditions",
                 "ConnectionGuards",
                 "FCMWire",
+                "HTTP2FanOut",
                 "Outbound",
                 "Registry",
                 "RegistryApp",

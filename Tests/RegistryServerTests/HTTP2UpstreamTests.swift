@@ -1,4 +1,4 @@
-@testable import FCMRelay
+@testable import HTTP2FanOut
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -14,6 +14,10 @@ import Testing
 @Suite("HTTP/2 upstream", .enabled(if: ServeProcess.available), .timeLimit(.minutes(1)))
 struct HTTP2UpstreamTests {
     static let path = "/v1/projects/demo/messages:send"
+    /// A page's headers, as FCM's channel sends them.
+    static let headers: [(name: String, value: String)] = [
+        ("content-type", "application/json"), ("authorization", "Bearer token"),
+    ]
 
     /// A request body about as large as FCM's: a message to one token.
     static func requestBody(_ index: Int) -> [UInt8] {
@@ -112,7 +116,48 @@ struct HTTP2UpstreamTests {
             let answers = await post(bodies: [Self.requestBody(1)], to: upstream, window: 1)
             let answer = try #require(try? answers.first?.get())
             #expect(answer.status == 404)
-            #expect(answer.body.count <= UpstreamClient.maximumAnswerBytes)
+            #expect(answer.body.count <= UpstreamAnswer.maximumBodyBytes)
+        }
+    }
+
+    /// The fan-out knows no channel: each request carries the pseudo-headers it writes, then the
+    /// caller's headers for the page (names in lower case, as HTTP/2 requires), then its own
+    /// `content-length`. APNs's and Web Push's headers go out as FCM's do.
+    @Test("Each request carries the caller's headers after the pseudo-headers, and its content-length")
+    func callersHeaders() async throws {
+        let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200) }
+        try await withUpstream(reply: reply) { upstream, server in
+            let body = Self.requestBody(1)
+            let answers = await upstream.postAll(
+                path: "/3/device/abc", headers: [("Content-Type", "application/json"), ("apns-topic", "demo.app")],
+                bodies: [body], window: 1, timeout: .seconds(30))
+            #expect(failures(answers).isEmpty)
+            let seen = try #require(server.requestHeaders.first)
+            #expect(seen.map(\.name) == [
+                ":method", ":scheme", ":authority", ":path", "content-type", "apns-topic", "content-length",
+            ])
+            #expect(seen.map(\.value) == [
+                "POST", "https", "127.0.0.1:\(server.port)", "/3/device/abc", "application/json", "demo.app",
+                "\(body.count)",
+            ])
+        }
+    }
+
+    /// APNs names the device in the path: with a path per body, each request goes to its own,
+    /// across every lane a page is dealt to (100 requests use several) and the other headers stay the page's.
+    @Test("With a path per body, each request goes to its own path")
+    func pathPerBody() async throws {
+        let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200) }
+        try await withUpstream(reply: reply) { upstream, server in
+            let bodies = (0..<100).map { Array("device-\($0)".utf8) }
+            let answers = await upstream.postAll(
+                paths: (0..<100).map { "/3/device/device-\($0)" }, headers: [("apns-topic", "demo.app")], bodies: bodies,
+                window: 20, timeout: .seconds(30))
+            #expect(failures(answers).isEmpty)
+            let requests = server.requests
+            #expect(requests.count == 100)
+            #expect(requests.allSatisfy { $0.path == "/3/device/" + String(decoding: $0.body, as: UTF8.self) })
+            #expect(server.requestHeaders.allSatisfy { $0.contains { $0 == ("apns-topic", "demo.app") } })
         }
     }
 
@@ -205,13 +250,13 @@ struct HTTP2UpstreamTests {
     /// Posts `bodies` as a page to FCM's send path, within `timeout`.
     private func post(
         bodies: [[UInt8]], to upstream: HTTP2Upstream, window: Int, timeout: Duration = .seconds(30)
-    ) async -> [Result<UpstreamClient.Answer, any Error>] {
+    ) async -> [Result<UpstreamAnswer, any Error>] {
         await upstream.postAll(
-            path: Self.path, authorization: "Bearer token", bodies: bodies, window: window, timeout: timeout)
+            path: Self.path, headers: Self.headers, bodies: bodies, window: window, timeout: timeout)
     }
 
     /// What each failed answer's error says, so that a failing expectation shows why.
-    private func failures(_ answers: [Result<UpstreamClient.Answer, any Error>]) -> [String] {
+    private func failures(_ answers: [Result<UpstreamAnswer, any Error>]) -> [String] {
         answers.compactMap { answer in
             guard case .failure(let error) = answer else { return nil }
             return String(describing: error)
@@ -249,6 +294,18 @@ final class TestHTTP2Server: Sendable {
     /// How many connections the server has accepted.
     var connectionCount: Int { accepted.channels.withLock { $0.count } }
 
+    /// Each request's header list as it arrived, in the order the requests began.
+    var requestHeaders: [[(name: String, value: String)]] { seen.headers.withLock { $0 } }
+    /// Each request's `:path` and body, in the order the requests ended.
+    var requests: [(path: String, body: [UInt8])] { seen.requests.withLock { $0 } }
+    private let seen: RequestsSeen
+
+    /// What the connections saw, shared by all of them.
+    final class RequestsSeen: Sendable {
+        let headers = Mutex<[[(name: String, value: String)]]>([])
+        let requests = Mutex<[(path: String, body: [UInt8])]>([])
+    }
+
     /// Listens on a free port of `host` (127.0.0.1 unless a test says otherwise).
     /// - Parameters:
     ///   - goAwayAfter: on the first connection only, once more requests than this have arrived,
@@ -265,6 +322,7 @@ final class TestHTTP2Server: Sendable {
         configuration.applicationProtocols = ["h2"]
         let tls = try NIOSSLContext(configuration: configuration)
         let accepted = AcceptedConnections()
+        let seen = RequestsSeen()
         // The server may send what a broken upstream would: a `content-length` that lies.
         let serverConfiguration = {
             var configuration = NIOHTTP2Handler.ConnectionConfiguration()
@@ -281,7 +339,8 @@ final class TestHTTP2Server: Sendable {
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOSSLServerHandler(context: tls),
                         NIOHTTP2Handler(mode: .server, connectionConfiguration: serverConfiguration, streamConfiguration: .init()),
-                        FrameAnswerer(goAwayAfter: index == 0 ? goAwayAfter : nil, batch: batch, reply: reply))
+                        FrameAnswerer(
+                            goAwayAfter: index == 0 ? goAwayAfter : nil, batch: batch, seen: seen, reply: reply))
                 }
             }
             .bind(host: host, port: 0).get()
@@ -292,6 +351,7 @@ final class TestHTTP2Server: Sendable {
         self.port = port
         self.listener = listener
         self.accepted = accepted
+        self.seen = seen
     }
 
     /// Stops listening and closes every connection still open.
@@ -316,6 +376,9 @@ private final class FrameAnswerer: ChannelInboundHandler {
     private let goAwayAfter: Int?
     private let batch: Int
     private let reply: TestHTTP2Server.Replier
+    private let seen: TestHTTP2Server.RequestsSeen
+    /// Each open request's `:path`, by stream.
+    private var paths: [HTTP2StreamID: String] = [:]
     /// Each open request's body so far, by stream.
     private var bodies: [HTTP2StreamID: [UInt8]] = [:]
     private var requestsSeen = 0
@@ -325,9 +388,10 @@ private final class FrameAnswerer: ChannelInboundHandler {
     private var held: [(streamID: HTTP2StreamID, reply: TestHTTP2Server.Reply)] = []
     private var unreturnedBytes = 0
 
-    init(goAwayAfter: Int?, batch: Int, reply: @escaping TestHTTP2Server.Replier) {
+    init(goAwayAfter: Int?, batch: Int, seen: TestHTTP2Server.RequestsSeen, reply: @escaping TestHTTP2Server.Replier) {
         self.goAwayAfter = goAwayAfter
         self.batch = max(1, batch)
+        self.seen = seen
         self.reply = reply
     }
 
@@ -337,6 +401,8 @@ private final class FrameAnswerer: ChannelInboundHandler {
         case .headers(let headers) where bodies[frame.streamID] == nil:
             requestsSeen += 1
             bodies[frame.streamID] = []
+            seen.headers.withLock { $0.append(headers.headers.map { (name: $0.name, value: $0.value) }) }
+            paths[frame.streamID] = headers.headers.first(name: ":path") ?? ""
             if let goAwayAfter, refusedAbove == nil, requestsSeen > goAwayAfter {
                 refusedAbove = lastAnswered
                 let goAway = HTTP2Frame.FramePayload.goAway(
@@ -366,6 +432,8 @@ private final class FrameAnswerer: ChannelInboundHandler {
 
     private func requestEnded(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let body = bodies.removeValue(forKey: streamID) else { return }
+        let path = paths.removeValue(forKey: streamID) ?? ""
+        seen.requests.withLock { $0.append((path, body)) }
         if let refusedAbove, streamID > refusedAbove { return }
         guard let answer = reply(body) else { return }
         held.append((streamID, answer))

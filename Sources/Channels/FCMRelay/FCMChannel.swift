@@ -1,13 +1,14 @@
 import Delivery
 import FCMWire
 import Foundation
+import HTTP2FanOut
 import Logging
 import Outbound
 import Registry
 import Synchronization
 
 /// FCM HTTP v1 as a delivery channel: one `messages:send` request per recipient, over HTTP/2 to an
-/// `https` upstream (`HTTP2Upstream`), else through the general client; access tokens by the
+/// `https` upstream (`HTTP2Upstream`, the fan-out of `HTTP2FanOut`), else through the general client; access tokens by the
 /// JWT-bearer grant (`AccessTokenCache`); each answer read by FCM's words (`FCMAnswers`).
 ///
 /// A 401 that is about our access token (not `THIRD_PARTY_AUTH_ERROR`, which is about the app's
@@ -16,7 +17,7 @@ import Synchronization
 /// retried and logged at most once a minute per project.
 public final class FCMChannel: DeliveryChannel {
     /// One request's answer, or the error that left it without one.
-    typealias Answer = Result<UpstreamClient.Answer, any Error>
+    typealias Answer = Result<UpstreamAnswer, any Error>
 
     private let options: RelayOptions
     private let logger: Logger
@@ -200,9 +201,14 @@ public final class FCMChannel: DeliveryChannel {
         bearer: String, gate: SendGate, answered: @escaping @Sendable (Int, Answer) -> Void
     ) async {
         await fanOut.postAll(
-            path: relay.sendPath, authorization: "Bearer \(bearer)",
+            path: relay.sendPath,
+            headers: [
+                ("content-type", "application/json"), ("authorization", "Bearer \(bearer)"),
+                ("user-agent", UpstreamClient.userAgent),
+            ],
             bodies: attempts.map { V1Outgoing.body(template: job.template, token: $0.token) },
-            window: options.concurrency, timeout: options.requestTimeout, gate: gate, answered: answered)
+            window: options.concurrency, timeout: options.requestTimeout,
+            gate: FanOutGate(isClosed: gate.isClosed, quotaClosed: gate.quotaClosed), answered: answered)
     }
 
     /// One request through the general client (an `http` upstream).
@@ -218,7 +224,7 @@ public final class FCMChannel: DeliveryChannel {
                 body: V1Outgoing.body(template: job.template, token: attempt.token))
             // No request of the project starts after a 429.
             if answer.status == 429 { gate.quotaClosed(answer.retryAfter) }
-            return .success(answer)
+            return .success(UpstreamAnswer(status: answer.status, retryAfter: answer.retryAfter, body: answer.body))
         } catch {
             return .failure(error)
         }

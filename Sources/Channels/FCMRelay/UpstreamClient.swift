@@ -1,6 +1,7 @@
 import Delivery
 import AsyncHTTPClient
 import Foundation
+import HTTP2FanOut
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -22,10 +23,12 @@ final class UpstreamClient: Sendable {
         var contentType: String? = nil
     }
 
-    /// FCM's answers are small: a name, or an error with details.
-    static let maximumAnswerBytes = 64 << 10
-    /// The longest `Retry-After` taken from an upstream, in seconds: an hour.
-    static let maximumRetryAfter = 3600
+    /// FCM's answers are small: a name, or an error with details (the fan-out's bound).
+    static let maximumAnswerBytes = UpstreamAnswer.maximumBodyBytes
+    /// The longest `Retry-After` taken from an upstream, in seconds: an hour (the fan-out's bound).
+    static let maximumRetryAfter = UpstreamAnswer.maximumRetryAfter
+    /// How the relay names itself to FCM and token endpoints, on either path.
+    static let userAgent = "fcm-registry-relay"
 
     private let http: HTTPClient
     private let timeout: Duration
@@ -58,7 +61,7 @@ final class UpstreamClient: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.headers.add(name: "User-Agent", value: "fcm-registry-relay")
+        request.headers.add(name: "User-Agent", value: Self.userAgent)
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response: HTTPClientResponse
@@ -109,7 +112,18 @@ final class UpstreamClient: Sendable {
 
 extension UpstreamClient.Answer {
     /// FCM's error code: the `FcmError` detail's `errorCode`, else the error's `status`, as the SDKs read it.
-    var errorCode: String? {
+    var errorCode: String? { UpstreamClient.errorCode(status: status, body: body) }
+}
+
+extension UpstreamAnswer {
+    /// FCM's error code in an answer through the fan-out, read as the general client's.
+    var errorCode: String? { UpstreamClient.errorCode(status: status, body: body) }
+}
+
+extension UpstreamClient {
+    /// FCM's error code in an answer: the `FcmError` detail's `errorCode`, else the error's
+    /// `status`, as the SDKs read it; `nil` for a success or an answer that is not Google's error JSON.
+    static func errorCode(status: Int, body: [UInt8]) -> String? {
         guard !(200..<300).contains(status),
             let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let error = json["error"] as? [String: Any]
