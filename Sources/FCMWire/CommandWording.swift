@@ -19,10 +19,12 @@ public enum CommandWording {
     /// `--force` without `--output` (`export`, `project create`).
     public static let forceNeedsOutput = "--force replaces the --output file: give --output too"
     public static let scopeNames = "--scope is send, subscribe, read or admin"
-    public static let audienceTargetOne = "give exactly one of --condition, --topic, --group, --notification-key, --token"
+    public static let audienceTargetOne =
+        "give exactly one of --condition, --topic, --group, --notification-key, --token"
     public static let generateCounts = "need tokens > 0, topics > 0 and at least one subscription per topic"
     public static let pageSizeNotPositive = "--page-size must be a positive integer"
-    public static let pageTokenNotIssued = "--page-token is not one this listing issued: pass the previous nextPageToken"
+    public static let pageTokenNotIssued =
+        "--page-token is not one this listing issued: pass the previous nextPageToken"
 
     /// `copy` without a `--from`; `variable` is the environment variable that may name it instead.
     public static func copyFromMissing(variable: String) -> String {
@@ -53,7 +55,8 @@ public enum CommandWording {
     }
 
     /// `project mirror` with none or more than one of its three choices.
-    public static let mirrorWhatToDo = "give --service-account FILE to turn the mirror on, --off to turn it off, or --report"
+    public static let mirrorWhatToDo =
+        "give --service-account FILE to turn the mirror on, --off to turn it off, or --report"
 
     // MARK: - Projects, groups, topics, tokens
 

@@ -14,7 +14,8 @@ extension ConfigurationError {
     static func cannotListen(host: String, port: Int, option: String, because error: any Error) -> ConfigurationError {
         guard let error = error as? IOError else {
             return ConfigurationError(
-                description: ConfigurationWording.cannotListen(host: host, port: port, option: option, reason: "\(error)"))
+                description: ConfigurationWording.cannotListen(
+                    host: host, port: port, option: option, reason: "\(error)"))
         }
         let description =
             switch error.errnoCode {

@@ -46,7 +46,9 @@ struct GenerateCommand: AsyncParsableCommand {
         if isURL {
             // A PostgreSQL database with no projects yet (it refuses one that has any).
             let store = try await StoreFactory.open(location)
-            guard let postgres = store as? PostgresStore else { throw ValidationError(CommandWording.notPostgreSQL(location)) }
+            guard let postgres = store as? PostgresStore else {
+                throw ValidationError(CommandWording.notPostgreSQL(location))
+            }
             do {
                 (project, key) = try await generator.generate(into: postgres, progress: report)
             } catch {

@@ -208,7 +208,9 @@ struct TokenCommand: AsyncParsableCommand {
                 let fields = line.split(separator: ",", omittingEmptySubsequences: false)
                     .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                 if fields.allSatisfy(\.isEmpty) { continue }
-                guard fields.count == 2 else { throw ValidationError(CommandWording.pairsLineNotAPair(line: index + 1)) }
+                guard fields.count == 2 else {
+                    throw ValidationError(CommandWording.pairsLineNotAPair(line: index + 1))
+                }
                 pairs.append((fields[0], fields[1]))
                 guard pairs.count <= Self.batchLimit else {
                     throw ValidationError(CommandWording.pairsTooMany(limit: Self.batchLimit))

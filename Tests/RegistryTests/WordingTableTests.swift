@@ -26,7 +26,8 @@ struct WordingTableTests {
                 }
             }
         }
-        #expect(found.isEmpty, "error wordings outside FCMWire's table (CommandWording, ConfigurationWording): \(found)")
+        #expect(
+            found.isEmpty, "error wordings outside FCMWire's table (CommandWording, ConfigurationWording): \(found)")
     }
 
     @Test("the scan finds a literal in an error's arguments and lets named wordings through")
@@ -39,7 +40,8 @@ struct WordingTableTests {
         #expect(Self.wordedErrors(in: #"throw StoreError(location: url.description, reason: "\(error)")"#).isEmpty)
         #expect(Self.wordedErrors(in: #"throw StoreError(location: l, reason: "\(String(reflecting: e))")"#).isEmpty)
         #expect(Self.wordedErrors(in: #"// throw ValidationError("in a comment")"#).isEmpty)
-        #expect(Self.wordedErrors(in: "let h = \"\"\"\n  ValidationError(\"x\")\n  \"\"\"\nthrow ValidationError(\"y\")") == [4])
+        let multiLine = "let h = \"\"\"\n  ValidationError(\"x\")\n  \"\"\"\nthrow ValidationError(\"y\")"
+        #expect(Self.wordedErrors(in: multiLine) == [4])
         #expect(Self.wordedErrors(in: #"case let error as ValidationError: print("x")"#).isEmpty)
     }
 
