@@ -39,9 +39,11 @@ extension V1Codec {
         let kinds = ["remote_notification", "background_sync"].filter { config[$0] != nil }
         guard kinds.count == 1 else {
             throw Invalid(
-                description: "Exactly one of remote_notification or background_sync must be set in \(path)", field: path)
+                description: "Exactly one of remote_notification or background_sync must be set in \(path)", field: path
+            )
         }
-        if let remote = try checked(config["remote_notification"], path + ".remote_notification", remoteNotificationFields)
+        if let remote = try checked(
+            config["remote_notification"], path + ".remote_notification", remoteNotificationFields)
         {
             _ = try checked(
                 remote["notification"], path + ".remote_notification.notification", androidNotificationV2Fields)
@@ -50,9 +52,10 @@ extension V1Codec {
         _ = try checked(config["background_sync"], path + ".background_sync", [:])
         _ = try checked(config["fcm_options"], path + ".fcm_options", ["analytics_label": .string])
         if let ttl = config["ttl"]?.string {
-            guard let seconds = GoogleDuration.seconds(ttl) else {
+            guard let seconds = GoogleDuration.seconds(ttl), seconds <= Double(MessageRules.maximumTimeToLive) else {
                 throw Invalid(
-                    description: "Invalid value at '\(path).ttl' (type.googleapis.com/google.protobuf.Duration), \"\(ttl)\"",
+                    description:
+                        "Invalid value at '\(path).ttl' (type.googleapis.com/google.protobuf.Duration), \"\(ttl)\"",
                     field: path + ".ttl")
             }
             if message.platform["android"] == nil { message.options.timeToLive = seconds.rounded(.down) }
@@ -73,7 +76,8 @@ extension V1Codec {
         for key in object.keys.sorted() {
             guard let type = fields[key] else {
                 throw Invalid(
-                    description: "Invalid JSON payload received. Unknown name \"\(key)\" at '\(path)': Cannot find field.",
+                    description:
+                        "Invalid JSON payload received. Unknown name \"\(key)\" at '\(path)': Cannot find field.",
                     field: path)
             }
             try check(object[key]!, type, "\(path).\(key)")

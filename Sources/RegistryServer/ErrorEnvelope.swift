@@ -80,7 +80,8 @@ enum ErrorEnvelope {
                 "The registration is already subscribed to the maximum of \(limit) topics.")
         case (.subscriptionExists, .v1):
             return .google(.conflict, "ALREADY_EXISTS", "Requested entity already exists")
-        case (.topicSubscriptionRateExceeded(let retryAfter), .instanceID), (.topicSubscriptionRateExceeded(let retryAfter), .v1):
+        case (.topicSubscriptionRateExceeded(let retryAfter), .instanceID),
+            (.topicSubscriptionRateExceeded(let retryAfter), .v1):
             // FCM's code for it is RESOURCE_EXHAUSTED in both families; a topicSubscriptions error
             // carries no FcmError detail, so the SDKs read the status name.
             var refusal: APIError =

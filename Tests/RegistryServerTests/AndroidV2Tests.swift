@@ -53,12 +53,19 @@ struct AndroidV2Tests {
             (#"{"background_sync":{"when":"later"}}"#, "message.android_v2.background_sync"),
             (#"{"background_sync":[]}"#, "message.android_v2.background_sync"),
             (#"{"background_sync":{},"ttl":"soon"}"#, "message.android_v2.ttl"),
+            (#"{"background_sync":{},"ttl":"2419201s"}"#, "message.android_v2.ttl"),
             (#"{"background_sync":{},"direct_boot_ok":"yes"}"#, "message.android_v2.direct_boot_ok"),
             (#"{"background_sync":{},"bandwidth_constrained_ok":1}"#, "message.android_v2.bandwidth_constrained_ok"),
             (#"{"background_sync":{},"data":{"n":1}}"#, "message.android_v2.data[n]"),
-            (#"{"background_sync":{},"fcm_options":{"analytics_label":3}}"#, "message.android_v2.fcm_options.analytics_label"),
+            (
+                #"{"background_sync":{},"fcm_options":{"analytics_label":3}}"#,
+                "message.android_v2.fcm_options.analytics_label"
+            ),
             (#"{"remote_notification":{"urgent":true}}"#, "message.android_v2.remote_notification"),
-            (#"{"remote_notification":{"mutable_content":"true"}}"#, "message.android_v2.remote_notification.mutable_content"),
+            (
+                #"{"remote_notification":{"mutable_content":"true"}}"#,
+                "message.android_v2.remote_notification.mutable_content"
+            ),
             (
                 #"{"remote_notification":{"notification":{"title":7}}}"#,
                 "message.android_v2.remote_notification.notification.title"

@@ -29,7 +29,8 @@ struct TopicFaultTests {
             body: #"{"to":"/topics/\#(topic)","registration_tokens":\#(jsonArray(tokens.map(token)))}"#)
     }
 
-    @Test("batchAdd: every token's result is RESOURCE_EXHAUSTED and nobody is subscribed; other topics are not affected")
+    @Test(
+        "batchAdd: every token's result is RESOURCE_EXHAUSTED and nobody is subscribed; other topics are not affected")
     func batchAdd() async throws {
         let fixture = try await fixture()
         try await fixture.test { client in
@@ -42,7 +43,10 @@ struct TopicFaultTests {
             #expect(refused.status == .ok)
             #expect(
                 refused.json == [
-                    "results": [["error": "RESOURCE_EXHAUSTED"], ["error": "RESOURCE_EXHAUSTED"], ["error": "RESOURCE_EXHAUSTED"]]
+                    "results": [
+                        ["error": "RESOURCE_EXHAUSTED"], ["error": "RESOURCE_EXHAUSTED"],
+                        ["error": "RESOURCE_EXHAUSTED"],
+                    ]
                 ])
             for n in 1...3 { #expect(try await Self.topics(of: token(n), fixture) == (n == 1 ? ["sports"] : [])) }
             // times: 1 — the call after goes through.
@@ -56,10 +60,12 @@ struct TopicFaultTests {
         let fixture = try await fixture()
         try await fixture.test { client in
             _ = try await Self.batch(client, "batchAdd", "news", [1, 2])
-            _ = try await client.call(.put, "/api/topics/news/fault", body: #"{"error":"TOPICS_SUBSCRIPTION_RATE_EXCEEDED"}"#)
+            _ = try await client.call(
+                .put, "/api/topics/news/fault", body: #"{"error":"TOPICS_SUBSCRIPTION_RATE_EXCEEDED"}"#)
             for _ in 1...2 {
                 let refused = try await Self.batch(client, "batchRemove", "news", [1, 2])
-                #expect(refused.json == ["results": [["error": "RESOURCE_EXHAUSTED"], ["error": "RESOURCE_EXHAUSTED"]]])
+                #expect(
+                    refused.json == ["results": [["error": "RESOURCE_EXHAUSTED"], ["error": "RESOURCE_EXHAUSTED"]]])
             }
             #expect(try await Self.topics(of: token(1), fixture) == ["news"])
             #expect(try await client.call(.delete, "/api/topics/news/fault").status == .ok)
@@ -121,7 +127,8 @@ struct TopicFaultTests {
             let reply = try await client.call(.put, "/api/topics/news/fault", body: body)
             #expect(reply.status == .badRequest)
             #expect(reply.json?["error"]?["code"] == "invalid_argument")
-            #expect(try await client.call(.put, "/api/topics/bad%20topic/fault", body: Self.fault).status == .badRequest)
+            #expect(
+                try await client.call(.put, "/api/topics/bad%20topic/fault", body: Self.fault).status == .badRequest)
             #expect(try await Self.batch(client, "batchAdd", "news", [1]).json == ["results": [[:]]])
         }
     }
