@@ -99,6 +99,25 @@ def test_legacy_iid_subscribe_and_unsubscribe(app):
     assert "sdk-legacy" not in topics_of(tokens[0])
 
 
+def test_topic_fault_refuses_subscriptions_until_spent(app):
+    # PUT /api/topics/{t}/fault plays FCM's per-topic subscription rate limit: both the v1 and the
+    # Instance ID paths report RESOURCE_EXHAUSTED for each token (the Admin SDKs'
+    # TOPICS_SUBSCRIPTION_RATE_EXCEEDED), and nothing is subscribed until the fault is spent.
+    tokens = [token(8), token(9)]
+    requests.put(
+        f"{BASE_URL}/api/topics/sdk-busy/fault", headers={"Authorization": f"key={SERVER_KEY}"},
+        json={"error": "TOPICS_SUBSCRIPTION_RATE_EXCEEDED", "times": 3}).raise_for_status()
+    response = messaging.subscribe_to_topic(tokens, "sdk-busy", app=app)
+    assert [(e.index, e.reason) for e in response.errors] == [(0, "RESOURCE_EXHAUSTED"), (1, "RESOURCE_EXHAUSTED")]
+    response = messaging.subscribe_to_topic_legacy(tokens, "sdk-busy", app=app)
+    assert [(e.index, e.reason) for e in response.errors] == [(0, "RESOURCE_EXHAUSTED"), (1, "RESOURCE_EXHAUSTED")]
+    assert not any("sdk-busy" in topics_of(t) for t in tokens)
+    # Two v1 calls and one batchAdd: the fault is spent.
+    response = messaging.subscribe_to_topic(tokens, "sdk-busy", app=app)
+    assert response.success_count == 2
+    assert all("sdk-busy" in topics_of(t) for t in tokens)
+
+
 def test_wrong_key_is_unauthenticated():
     other = firebase_admin.initialize_app(
         ServerKeyCredential("wrong-key"), {"projectId": PROJECT_ID}, name=str(uuid.uuid4()))
