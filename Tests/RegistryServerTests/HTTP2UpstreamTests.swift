@@ -1,4 +1,3 @@
-@testable import HTTP2FanOut
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -7,6 +6,8 @@ import NIOSSL
 import Outbound
 import Synchronization
 import Testing
+
+@testable import HTTP2FanOut
 
 /// The relay's HTTP/2 client against a real HTTP/2 server over TLS on the loopback, one that
 /// misbehaves on purpose where upstreams do: flow control, `GOAWAY` mid-page, answers out of order,
@@ -133,13 +134,15 @@ struct HTTP2UpstreamTests {
                 bodies: [body], window: 1, timeout: .seconds(30))
             #expect(failures(answers).isEmpty)
             let seen = try #require(server.requestHeaders.first)
-            #expect(seen.map(\.name) == [
-                ":method", ":scheme", ":authority", ":path", "content-type", "apns-topic", "content-length",
-            ])
-            #expect(seen.map(\.value) == [
-                "POST", "https", "127.0.0.1:\(server.port)", "/3/device/abc", "application/json", "demo.app",
-                "\(body.count)",
-            ])
+            #expect(
+                seen.map(\.name) == [
+                    ":method", ":scheme", ":authority", ":path", "content-type", "apns-topic", "content-length",
+                ])
+            #expect(
+                seen.map(\.value) == [
+                    "POST", "https", "127.0.0.1:\(server.port)", "/3/device/abc", "application/json", "demo.app",
+                    "\(body.count)",
+                ])
         }
     }
 
@@ -151,7 +154,8 @@ struct HTTP2UpstreamTests {
         try await withUpstream(reply: reply) { upstream, server in
             let bodies = (0..<100).map { Array("device-\($0)".utf8) }
             let answers = await upstream.postAll(
-                paths: (0..<100).map { "/3/device/device-\($0)" }, headers: [("apns-topic", "demo.app")], bodies: bodies,
+                paths: (0..<100).map { "/3/device/device-\($0)" }, headers: [("apns-topic", "demo.app")],
+                bodies: bodies,
                 window: 20, timeout: .seconds(30))
             #expect(failures(answers).isEmpty)
             let requests = server.requests
@@ -167,7 +171,8 @@ struct HTTP2UpstreamTests {
     func deadline() async throws {
         let silence: TestHTTP2Server.Replier = { _ in nil }
         try await withUpstream(reply: silence) { upstream, _ in
-            let answers = await post(bodies: (0..<3).map(Self.requestBody), to: upstream, window: 3, timeout: .seconds(1))
+            let answers = await post(
+                bodies: (0..<3).map(Self.requestBody), to: upstream, window: 3, timeout: .seconds(1))
             #expect(answers.count == 3)
             #expect(failures(answers).count == 3)
         }
@@ -186,7 +191,8 @@ struct HTTP2UpstreamTests {
         let reply: TestHTTP2Server.Replier = { _ in TestHTTP2Server.Reply(status: 200, body: Self.sent) }
         try await withUpstream(listeningOn: host, name: "localhost", resolve: Self.dualStack, reply: reply) {
             upstream, server in
-            let answers = await post(bodies: (0..<40).map(Self.requestBody), to: upstream, window: 10, timeout: .seconds(10))
+            let answers = await post(
+                bodies: (0..<40).map(Self.requestBody), to: upstream, window: 10, timeout: .seconds(10))
             let failed = failures(answers)
             #expect(failed.isEmpty, "\(failed.count) failed, the first with: \(failed.first ?? "")")
             #expect(answers.map { (try? $0.get())?.status } == [Int?](repeating: 200, count: 40))
@@ -338,7 +344,8 @@ final class TestHTTP2Server: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOSSLServerHandler(context: tls),
-                        NIOHTTP2Handler(mode: .server, connectionConfiguration: serverConfiguration, streamConfiguration: .init()),
+                        NIOHTTP2Handler(
+                            mode: .server, connectionConfiguration: serverConfiguration, streamConfiguration: .init()),
                         FrameAnswerer(
                             goAwayAfter: index == 0 ? goAwayAfter : nil, batch: batch, seen: seen, reply: reply))
                 }

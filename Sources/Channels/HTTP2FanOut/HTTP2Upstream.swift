@@ -135,7 +135,8 @@ public final class HTTP2Upstream: Sendable {
             let answers: [Result<UpstreamAnswer, any Error>]
             if left > .zero {
                 answers = await post(
-                    head: head, bodies: unsent.map { bodies[$0] }, paths: paths.map { paths in unsent.map { paths[$0] } },
+                    head: head, bodies: unsent.map { bodies[$0] },
+                    paths: paths.map { paths in unsent.map { paths[$0] } },
                     window: window, timeout: left, gate: gate, answered: final)
             } else {
                 answers = unsent.map { _ in .failure(NoAnswerInTime(timeout: timeout)) }

@@ -140,7 +140,8 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
         let body = page.bodies[index]
         var headers = page.headers(of: index)
         headers.add(name: "content-length", value: String(body.count))
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
         // A request whose end never went out (the connection failed or went away first) was not
         // processed: it may go again as it is. NIOHTTP2 fails the write from inside its handling
@@ -150,7 +151,8 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
         }
         let buffer = context.channel.allocator.buffer(bytes: body)
         context.write(
-            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+            wrapOutboundOut(
+                HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
             promise: written)
         unflushed = true
     }
@@ -238,7 +240,8 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
             } else if exchange.read >= Self.streamWindow {
                 // The stream's window is never returned, so an answer this long would stall until
                 // the page's deadline: it is cut here, and read by what came of it.
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel))), promise: nil)
                 unflushed = true
                 finish(frame.streamID)
             }
@@ -316,7 +319,8 @@ final class StreamExchanges: ChannelInboundHandler, NIOHTTP2FrameDelegate, @unch
         unreturnedBytes += bytes
         guard unreturnedBytes >= Self.windowReturnStep else { return }
         context.write(
-            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unreturnedBytes))),
+            wrapOutboundOut(
+                HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unreturnedBytes))),
             promise: nil)
         unreturnedBytes = 0
         unflushed = true

@@ -33,7 +33,8 @@ public struct FanOutGate: Sendable {
     /// An answer closed the quota, with its `Retry-After` (seconds) when it has one.
     public var quotaClosed: @Sendable (_ retryAfter: Int?) -> Void
 
-    public init(isClosed: @escaping @Sendable () -> Bool, quotaClosed: @escaping @Sendable (_ retryAfter: Int?) -> Void) {
+    public init(isClosed: @escaping @Sendable () -> Bool, quotaClosed: @escaping @Sendable (_ retryAfter: Int?) -> Void)
+    {
         self.isClosed = isClosed
         self.quotaClosed = quotaClosed
     }
