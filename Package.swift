@@ -174,9 +174,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        /// Delivery to devices through FCM HTTP v1: the workers that drain the outbox, the HTTP/2
-        /// client to the upstream, access tokens from the service account's key, the per-project
-        /// rate and pauses.
+        /// The delivery engine, written once for every channel: the workers that drain the outbox,
+        /// the channels by name and their verdicts, the per-project rate and pauses. The channels
+        /// themselves (and the HTTP/2 fan-out they share) are under `Sources/Channels/`.
         .target(
             name: "Delivery",
             dependencies: [
