@@ -26,7 +26,7 @@ CREATE TABLE token (
   value TEXT NOT NULL,
   state TEXT NOT NULL DEFAULT 'registered' CHECK (state IN ('registered', 'unregistered')),
   createdAt INTEGER NOT NULL,
-  updatedAt INTEGER NOT NULL,
+  updatedAt INTEGER NOT NULL, platform TEXT, locale TEXT, timeZone TEXT, appVersion TEXT, lastSeenAt INTEGER,
   UNIQUE (projectId, value)
 );
 

@@ -82,6 +82,22 @@ extension RegistryError {
             RefusalWording(.invalid, "the project has \(limit) webhooks already: delete one first")
         case .invalidWebhookURL(let message): RefusalWording(.invalid, message, field: "url")
         case .invalidWebhookEvents(let message): RefusalWording(.invalid, message, field: "events")
+        case .invalidTokenAttribute(let problem): RefusalWording(.invalid, problem.words, field: problem.field)
+        }
+    }
+}
+
+extension TokenAttributeProblem {
+    /// What `PUT /api/tokens/{token}` and `tokens:batchUpdate` answer for a refused attribute.
+    public var words: String {
+        switch self {
+        case .platform: "platform must be one of android, ios, web"
+        case .locale: "locale must be a BCP 47 language tag such as fr or fr-CA"
+        case .timeZone: "timeZone must be an IANA time zone name such as Europe/Paris"
+        case .appVersion: "appVersion must be one to four dot-separated numbers such as 5.12.0"
+        case .lastSeenInFuture: "lastSeenAt must not be in the future"
+        case .lastSeenCleared: "lastSeenAt cannot be cleared: leave it out to set it to now"
+        case .lastSeenNotTime: "lastSeenAt must be an RFC 3339 time such as 2026-11-28T09:00:00Z"
         }
     }
 }

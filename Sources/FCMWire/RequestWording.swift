@@ -47,6 +47,19 @@ extension BadRequest {
         BadRequest("pairs holds at most \(limit) pairs", field: "pairs")
     }
 
+    // MARK: - Token attributes (`POST /api/tokens:batchUpdate`)
+
+    public static let tokenUpdatesRequired = BadRequest(
+        "tokens is required: [{\"token\":…, \"platform\":…, …}, …]", field: "tokens")
+
+    public static func tooManyTokenUpdates(limit: Int) -> BadRequest {
+        BadRequest("tokens holds at most \(limit) tokens", field: "tokens")
+    }
+
+    public static func tokenUpdateNotObject(at index: Int) -> BadRequest {
+        BadRequest("tokens[\(index)] must be a JSON object with a token", field: "tokens")
+    }
+
     public static let topicsRequired = BadRequest("topics is required: an array of topic names")
 
     // MARK: - Listings (`/api/topics`, `/api/groups`)

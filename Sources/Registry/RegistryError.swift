@@ -31,6 +31,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     /// The change would leave the project without a key that has the `admin` scope.
     case lastAdminKey
     case serviceAccountNotFound
+    /// A token attribute (`TokenAttributes`) the server refuses: which, and why.
+    case invalidTokenAttribute(TokenAttributeProblem)
     /// A token re-keyed to itself.
     case rekeyToSameToken
     /// No logged message has this id in the project (never sent, or evicted from the log).

@@ -106,11 +106,19 @@ struct PostgresArchiveDriver: ArchiveMergeDriver {
         let updated = Dictionary(tokens.map { ($0.value, $0.updatedAt) }, uniquingKeysWith: { first, _ in first })
         for try await (id, value, state) in try await connection.query(
             #"""
-            INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-            SELECT \#(project), value, state, created, updated
+            INSERT INTO token (
+              "projectId", value, state, "createdAt", "updatedAt", "lastSeenAt", platform, locale, "timeZone",
+              "appVersion")
+            SELECT \#(project), value, state, created, updated, NULLIF(seen, -1), NULLIF(platform, ''),
+                   NULLIF(locale, ''), NULLIF(zone, ''), NULLIF(version, '')
             FROM unnest(\#(tokens.map(\.value))::text[], \#(tokens.map(\.state.rawValue))::text[],
-                        \#(tokens.map(\.createdAt))::bigint[], \#(tokens.map(\.updatedAt))::bigint[])
-                 AS listed(value, state, created, updated)
+                        \#(tokens.map(\.createdAt))::bigint[], \#(tokens.map(\.updatedAt))::bigint[],
+                        \#(tokens.map { $0.lastSeenAt ?? -1 })::bigint[],
+                        \#(tokens.map { $0.attributes.platform?.rawValue ?? "" })::text[],
+                        \#(tokens.map { $0.attributes.locale ?? "" })::text[],
+                        \#(tokens.map { $0.attributes.timeZone ?? "" })::text[],
+                        \#(tokens.map { $0.attributes.appVersion ?? "" })::text[])
+                 AS listed(value, state, created, updated, seen, platform, locale, zone, version)
             ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value, state
             """#, logger: .silent
         ).decode((Int32, String, String).self) {

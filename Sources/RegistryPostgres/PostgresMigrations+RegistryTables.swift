@@ -356,4 +356,13 @@ extension PostgresMigrations {
         #"CREATE INDEX "auditEntry_projectAction" ON "auditEntry"("projectId", action, id)"#,
         #"CREATE INDEX "auditEntry_at" ON "auditEntry"(at)"#,
     ]
+
+    /// SQLite's "v22 token attributes": nullable columns without a default, which PostgreSQL adds
+    /// without rewriting the table.
+    static let v16: [String] = [
+        #"""
+        ALTER TABLE token ADD COLUMN platform text, ADD COLUMN locale text, ADD COLUMN "timeZone" text,
+          ADD COLUMN "appVersion" text, ADD COLUMN "lastSeenAt" bigint
+        """#
+    ]
 }

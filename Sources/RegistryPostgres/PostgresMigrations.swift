@@ -26,6 +26,7 @@ enum PostgresMigrations {
         ("v14-service-account-scopes", v14),
         ("v12-webhook-fairness", v12),
         ("v15-audit-log", v15),
+        ("v16-token-attributes", v16),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when

@@ -80,13 +80,16 @@ extension PostgresStore {
     ) async throws {
         var after: Int32 = 0
         while true {
-            var tokens: [(id: Int32, project: Int64, value: String, state: String, created: Int64, updated: Int64)] = []
-            for try await token in try await connection.query(
+            var tokens: [(id: Int32, project: Int64, info: TokenInfo, seen: Int64?)] = []
+            for try await row in try await connection.query(
                 #"""
-                SELECT id, "projectId", value, state, "createdAt", "updatedAt" FROM token
+                SELECT id, "projectId", \#(unescaped: TokenInfo.postgresColumns) FROM token
                 WHERE id > \#(after) ORDER BY id LIMIT \#(exportStep)
                 """#, logger: .silent
-            ).decode((Int32, Int64, String, String, Int64, Int64).self) { tokens.append(token) }
+            ).decode((Int32, Int64, String, String, Int64, Int64, Int64?, String?, String?, String?, String?).self) {
+                let info = TokenInfo(postgresRow: (row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10))
+                tokens.append((row.0, row.1, info, row.6))
+            }
             guard let first = tokens.first, let last = tokens.last else { return }
             after = last.id
             guard tokens.contains(where: { projects[$0.project] != nil }) else { continue }
@@ -105,9 +108,10 @@ extension PostgresStore {
                 try emit(
                     .token(
                         TokenArchive(
-                            project: name, token: token.value, state: TokenState(rawValue: token.state) ?? .registered,
-                            createdAt: EpochMilliseconds.date(token.created), updatedAt: EpochMilliseconds.date(token.updated),
-                            topics: (topics[token.id] ?? []).sorted { $0.name < $1.name })))
+                            project: name, token: token.info.token, state: token.info.state,
+                            createdAt: token.info.createdAt, updatedAt: token.info.updatedAt,
+                            topics: (topics[token.id] ?? []).sorted { $0.name < $1.name },
+                            lastSeenAt: token.seen.map(EpochMilliseconds.date), attributes: token.info.attributes)))
             }
         }
     }

@@ -21,18 +21,15 @@ extension PostgresStore {
                 ? (">", after ?? "") : (">=", prefix)
             let end = prefix.isEmpty ? nil : prefix + "\u{10FFFF}"
             var items: [TokenInfo] = []
-            for try await (value, state, createdAt, updatedAt) in try await connection.query(
+            for try await row in try await connection.query(
                 #"""
-                SELECT value, state, "createdAt", "updatedAt" FROM token
+                SELECT \#(unescaped: TokenInfo.postgresColumns) FROM token
                 WHERE "projectId" = \#(project.rowID) AND value COLLATE "C" \#(unescaped: lower) \#(start)
                   AND value COLLATE "C" < COALESCE(\#(end)::text, value || 'x') COLLATE "C"
                 ORDER BY value COLLATE "C" LIMIT \#(limit + 1)
                 """#, logger: .silent
-            ).decode((String, String, Int64, Int64).self) {
-                items.append(
-                    TokenInfo(
-                        token: value, state: TokenState(rawValue: state) ?? .registered,
-                        createdAt: EpochMilliseconds.date(createdAt), updatedAt: EpochMilliseconds.date(updatedAt)))
+            ).decode(TokenInfo.PostgresRow.self) {
+                items.append(TokenInfo(postgresRow: row))
             }
             let page = Array(items.prefix(limit))
             return Page(items: page, nextAfter: items.count > limit ? page.last?.token : nil)
@@ -110,13 +107,12 @@ extension PostgresConnection {
 
     func tokenInfo(_ token: String, in project: Int64) async throws -> TokenInfo? {
         try await first(
-            #"SELECT state, "createdAt", "updatedAt" FROM token WHERE "projectId" = \#(project) AND value = \#(token)"#,
-            as: (String, Int64, Int64).self
-        ).map {
-            TokenInfo(
-                token: token, state: TokenState(rawValue: $0.0) ?? .registered, createdAt: EpochMilliseconds.date($0.1),
-                updatedAt: EpochMilliseconds.date($0.2))
-        }
+            #"""
+            SELECT \#(unescaped: TokenInfo.postgresColumns) FROM token
+            WHERE "projectId" = \#(project) AND value = \#(token)
+            """#,
+            as: TokenInfo.PostgresRow.self
+        ).map(TokenInfo.init(postgresRow:))
     }
 
     /// The token's topics, by name: the order their rows are locked in.

@@ -55,8 +55,8 @@ extension PostgresConnection {
             WITH input AS (
               SELECT value, place FROM unnest(\#(sorted)::text[]) WITH ORDINALITY AS input(value, place)
             ), inserted AS (
-              INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt")
-              SELECT \#(project), value, 'registered', \#(now), \#(now) FROM input ORDER BY place
+              INSERT INTO token ("projectId", value, state, "createdAt", "updatedAt", "lastSeenAt")
+              SELECT \#(project), value, 'registered', \#(now), \#(now), \#(now) FROM input ORDER BY place
               ON CONFLICT ("projectId", value) DO NOTHING RETURNING id, value
             ), known AS (
               SELECT token.id, token.state, input.place FROM token JOIN input USING (value)

@@ -38,6 +38,48 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
             #"UPDATE token SET state = \#(state.rawValue), "updatedAt" = \#(now) WHERE id = \#(Int32(token))"#)
     }
 
+    public func updateAttributes(_ changes: [(token: Int64, change: TokenAttributeChange, seenAt: Int64)])
+        async throws
+    {
+        // One round trip for every change: each field's flag says whether it changes, its value
+        // what to; an empty value (never a valid one) clears it. The rules give each token once.
+        guard !changes.isEmpty else { return }
+        func column<Value>(
+            _ field: KeyPath<TokenAttributeChange, TokenAttributeChange.Field<Value>>, _ text: (Value) -> String
+        ) -> (changes: [Bool], values: [String]) {
+            (
+                changes.map { $0.change[keyPath: field].changes },
+                changes.map { $0.change[keyPath: field].value.map(text) ?? "" }
+            )
+        }
+        let platform = column(\.platform, \.rawValue)
+        let locale = column(\.locale, { $0 })
+        let timeZone = column(\.timeZone, { $0 })
+        let appVersion = column(\.appVersion, { $0 })
+        try await connection.run(
+            #"""
+            UPDATE token SET
+              platform = CASE WHEN c."setPlatform" THEN NULLIF(c.platform, '') ELSE token.platform END,
+              locale = CASE WHEN c."setLocale" THEN NULLIF(c.locale, '') ELSE token.locale END,
+              "timeZone" = CASE WHEN c."setTimeZone" THEN NULLIF(c."timeZone", '') ELSE token."timeZone" END,
+              "appVersion" = CASE WHEN c."setAppVersion" THEN NULLIF(c."appVersion", '') ELSE token."appVersion" END,
+              "lastSeenAt" = c."seenAt"
+            FROM unnest(
+              \#(changes.map { Int32($0.token) })::int[], \#(platform.changes)::bool[], \#(platform.values)::text[],
+              \#(locale.changes)::bool[], \#(locale.values)::text[], \#(timeZone.changes)::bool[],
+              \#(timeZone.values)::text[], \#(appVersion.changes)::bool[], \#(appVersion.values)::text[],
+              \#(changes.map(\.seenAt))::bigint[]
+            ) AS c(id, "setPlatform", platform, "setLocale", locale, "setTimeZone", "timeZone", "setAppVersion",
+                   "appVersion", "seenAt")
+            WHERE token.id = c.id
+            """#)
+    }
+
+    public func markSeen(_ tokens: [Int64], at now: Int64) async throws {
+        try await connection.run(
+            #"UPDATE token SET "lastSeenAt" = \#(now) WHERE id = ANY(\#(tokens.map { Int32($0) }))"#)
+    }
+
     public func tokenInfo(_ value: String, in project: Int64) async throws -> TokenInfo? {
         try await connection.tokenInfo(value, in: project)
     }

@@ -10,6 +10,17 @@ extension Migrations {
         ALTER TABLE serverKey ADD COLUMN lastUsedAt INTEGER;
         """
 
+    /// What a token says about its device and when its app last checked in (`TokenAttributes`):
+    /// columns added without a default, so the migration is instant at any size. A token from
+    /// before has no `lastSeenAt` and reads its `updatedAt` until a registration call names it.
+    static let v22 = """
+        ALTER TABLE token ADD COLUMN platform TEXT;
+        ALTER TABLE token ADD COLUMN locale TEXT;
+        ALTER TABLE token ADD COLUMN timeZone TEXT;
+        ALTER TABLE token ADD COLUMN appVersion TEXT;
+        ALTER TABLE token ADD COLUMN lastSeenAt INTEGER;
+        """
+
     /// The audit log: who changed what, when (`AuditLog.swift`), read newest first per project,
     /// or of one action; swept by age.
     static let v21 = """

@@ -74,6 +74,9 @@ enum Migrations {
         migrator.registerMigration("v21 audit log", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v21)
         }
+        migrator.registerMigration("v22 token attributes", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v22)
+        }
         return migrator
     }
 

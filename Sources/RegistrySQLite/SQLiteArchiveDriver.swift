@@ -106,13 +106,17 @@ struct SQLiteArchiveDriver: ArchiveMergeDriver {
     func insertTokens(_ tokens: [NewToken], in project: Int64) throws -> [String: TokenRowState] {
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, ?, ?, ?)
+                INSERT INTO token (projectId, value, state, createdAt, updatedAt, lastSeenAt, platform, locale,
+                  timeZone, appVersion)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (projectId, value) DO NOTHING
                 """)
         var inserted: [String: TokenRowState] = [:]
         for token in tokens {
+            let attributes = token.attributes
             try insert.execute(arguments: [
-                project, token.value, token.state.rawValue, token.createdAt, token.updatedAt,
+                project, token.value, token.state.rawValue, token.createdAt, token.updatedAt, token.lastSeenAt,
+                attributes.platform?.rawValue, attributes.locale, attributes.timeZone, attributes.appVersion,
             ])
             if db.changesCount > 0 {
                 inserted[token.value] = TokenRowState(

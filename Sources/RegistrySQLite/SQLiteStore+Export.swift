@@ -74,7 +74,7 @@ extension SQLiteStore {
             let tokens = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT id, projectId, value, state, createdAt, updatedAt FROM token NOT INDEXED
+                        SELECT id, projectId, \(TokenInfo.sqliteColumns) FROM token NOT INDEXED
                         WHERE id > ? ORDER BY id LIMIT ?
                         """), arguments: [after, exportStep])
             guard let first = tokens.first, let last = tokens.last else { return }
@@ -94,13 +94,14 @@ extension SQLiteStore {
             }
             for token in tokens {
                 guard let name = projects[token["projectId"]] else { continue }
+                let info = TokenInfo(sqliteRow: token)
                 try emit(
                     .token(
                         TokenArchive(
-                            project: name, token: token["value"],
-                            state: TokenState(rawValue: token["state"]) ?? .registered,
-                            createdAt: EpochMilliseconds.date(token["createdAt"]), updatedAt: EpochMilliseconds.date(token["updatedAt"]),
-                            topics: (topics[token["id"]] ?? []).sorted { $0.name < $1.name })))
+                            project: name, token: info.token, state: info.state, createdAt: info.createdAt,
+                            updatedAt: info.updatedAt, topics: (topics[token["id"]] ?? []).sorted { $0.name < $1.name },
+                            lastSeenAt: (token["lastSeenAt"] as Int64?).map(EpochMilliseconds.date),
+                            attributes: info.attributes)))
             }
         }
     }

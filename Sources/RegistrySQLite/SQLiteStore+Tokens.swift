@@ -4,7 +4,7 @@ import Registry
 
 extension SQLiteStore {
     public func token(_ token: String, in project: Project) async throws -> TokenInfo? {
-        try await read { db in try Self.tokenInfo(db, token, in: project) }
+        try await read { db in try Self.tokenInfo(db, token, in: project.rowID) }
     }
 
     public func tokens(in project: Project, prefix: String, after: String?, limit: Int) async throws
@@ -15,15 +15,10 @@ extension SQLiteStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT value, state, createdAt, updatedAt FROM token
+                    SELECT \(TokenInfo.sqliteColumns) FROM token
                     WHERE projectId = ? AND \(values.sql) ORDER BY value LIMIT ?
                     """, arguments: [project.rowID] + values.arguments + [limit + 1])
-            let items = rows.prefix(limit).map {
-                TokenInfo(
-                    token: $0["value"], state: TokenState(rawValue: $0["state"]) ?? .registered,
-                    createdAt: EpochMilliseconds.date($0["createdAt"]),
-                    updatedAt: EpochMilliseconds.date($0["updatedAt"]))
-            }
+            let items = rows.prefix(limit).map(TokenInfo.init(sqliteRow:))
             return Page(items: Array(items), nextAfter: rows.count > limit ? items.last?.token : nil)
         }
     }
@@ -43,14 +38,10 @@ extension SQLiteStore {
         }
     }
 
-    static func tokenInfo(_ db: Database, _ token: String, in project: Project) throws -> TokenInfo? {
+    static func tokenInfo(_ db: Database, _ token: String, in project: Int64) throws -> TokenInfo? {
         try Row.fetchOne(
-            db, sql: "SELECT state, createdAt, updatedAt FROM token WHERE projectId = ? AND value = ?",
-            arguments: [project.rowID, token]
-        ).map {
-            TokenInfo(
-                token: token, state: TokenState(rawValue: $0["state"]) ?? .registered,
-                createdAt: EpochMilliseconds.date($0["createdAt"]), updatedAt: EpochMilliseconds.date($0["updatedAt"]))
-        }
+            db.cachedStatement(sql: "SELECT \(TokenInfo.sqliteColumns) FROM token WHERE projectId = ? AND value = ?"),
+            arguments: [project, token]
+        ).map(TokenInfo.init(sqliteRow:))
     }
 }

@@ -45,10 +45,11 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
         // Insert first: a new token costs one statement, a known one two.
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO token (projectId, value, state, createdAt, updatedAt) VALUES (?, ?, 'registered', ?, ?)
+                INSERT INTO token (projectId, value, state, createdAt, updatedAt, lastSeenAt)
+                VALUES (?, ?, 'registered', ?, ?, ?)
                 ON CONFLICT (projectId, value) DO NOTHING
                 """)
-        try insert.execute(arguments: [project, value, now, now])
+        try insert.execute(arguments: [project, value, now, now, now])
         guard db.changesCount > 0 else {
             guard let row = try token(value, in: project) else { throw RegistryWriteFailure("a token is missing") }
             return row
@@ -70,15 +71,35 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
             .execute(arguments: [state.rawValue, now, token])
     }
 
-    public func tokenInfo(_ value: String, in project: Int64) throws -> TokenInfo? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT state, createdAt, updatedAt FROM token WHERE projectId = ? AND value = ?"),
-            arguments: [project, value]
-        ).map {
-            TokenInfo(
-                token: value, state: TokenState(rawValue: $0["state"]) ?? .registered,
-                createdAt: EpochMilliseconds.date($0["createdAt"]), updatedAt: EpochMilliseconds.date($0["updatedAt"]))
+    public func updateAttributes(_ changes: [(token: Int64, change: TokenAttributeChange, seenAt: Int64)]) throws {
+        // One statement for every change: each field's flag says whether it changes, its value
+        // (`NULL` clears) what to.
+        let update = try db.cachedStatement(
+            sql: """
+                UPDATE token SET
+                  platform = CASE WHEN ? THEN ? ELSE platform END,
+                  locale = CASE WHEN ? THEN ? ELSE locale END,
+                  timeZone = CASE WHEN ? THEN ? ELSE timeZone END,
+                  appVersion = CASE WHEN ? THEN ? ELSE appVersion END,
+                  lastSeenAt = ?
+                WHERE id = ?
+                """)
+        for (token, change, seenAt) in changes {
+            try update.execute(arguments: [
+                change.platform.changes, change.platform.value?.rawValue, change.locale.changes, change.locale.value,
+                change.timeZone.changes, change.timeZone.value, change.appVersion.changes, change.appVersion.value,
+                seenAt, token,
+            ])
         }
+    }
+
+    public func markSeen(_ tokens: [Int64], at now: Int64) throws {
+        let update = try db.cachedStatement(sql: "UPDATE token SET lastSeenAt = ? WHERE id = ?")
+        for token in tokens { try update.execute(arguments: [now, token]) }
+    }
+
+    public func tokenInfo(_ value: String, in project: Int64) throws -> TokenInfo? {
+        try SQLiteStore.tokenInfo(db, value, in: project)
     }
 
     public func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) throws

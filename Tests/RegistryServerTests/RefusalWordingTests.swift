@@ -16,6 +16,7 @@ struct RefusalWordingTests {
         .lastAdminKey, .serviceAccountNotFound, .rekeyToSameToken, .messageNotFound,
         .messageFinished, .invalidPageToken, .tooManyFaults(limit: 1000), .storeBusy, .webhookNotFound, .tooManyWebhooks(limit: 16),
         .invalidWebhookURL("a webhook URL must be https"), .invalidWebhookEvents("events must not be empty"),
+        .invalidTokenAttribute(.locale), .invalidTokenAttribute(.lastSeenCleared),
     ]
 
     @Test("The native API says each refusal in the table's words, as the command line does", arguments: refusals)

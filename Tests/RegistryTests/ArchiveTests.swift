@@ -16,6 +16,17 @@ struct ArchiveTests {
         }
         _ = try await registry.subscribe([token(40)], to: "sports", in: project)
         _ = try await registry.unregisterToken(token(7), in: project)
+        // What tokens say of their devices, and an app server's own last-seen time.
+        var described = TokenAttributeChange()
+        described.platform = .set(.ios)
+        described.locale = .set("fr-CA")
+        described.timeZone = .set("Europe/Paris")
+        described.appVersion = .set("5.12.0")
+        described.lastSeenAt = Date(timeIntervalSince1970: 1_780_000_000)
+        _ = try await registry.registerToken(token(5), change: described, in: project)
+        var web = TokenAttributeChange()
+        web.platform = .set(.web)
+        _ = try await registry.registerToken(token(41), change: web, in: project)
         let key = try await registry.createGroup(named: "appUser-Chris", tokens: [token(1), token(2)], in: project)
         _ = try await registry.createGroup(named: "Crème", tokens: [token(3)], in: project)
         let (_, extra) = try await registry.addServerKey(toProject: project.projectId)
@@ -57,7 +68,7 @@ struct ArchiveTests {
             let members = try await registry.groupMembers(named: group.name, in: project, after: nil, limit: 100)
             answers.append("group \(group) \(String(describing: members?.1.items))")
         }
-        for n in 1...40 {
+        for n in 1...41 {
             let info = try await registry.token(token(n), in: project)
             let topics = try await registry.allSubscriptions(ofToken: token(n), in: project)
             let groups = try await registry.groups(ofToken: token(n), in: project)
@@ -133,7 +144,7 @@ struct ArchiveTests {
         let lines = try await exportLines(source)
         let copy = try await RegistryService(store: TestBackend.makeStore())
         let first = try await importLines(lines, into: copy)
-        #expect(first.tokens == 31 && first.topics == 3 && first.groups == 2 && first.projects == 1)
+        #expect(first.tokens == 32 && first.topics == 3 && first.groups == 2 && first.projects == 1)
         let before = try await exportLines(copy)
         let second = try await importLines(lines, into: copy)
         #expect(second == ImportTally())
@@ -278,6 +289,31 @@ struct ArchiveTests {
         #expect(checked.problems.first?.problem.contains("more than 3 members") == true)
         #expect(checked.description == (await failure(checking: false))?.description)
         #expect(try await target.groupMembers(named: "g", in: targetProject, after: nil, limit: 10)?.1.items.count == 2)
+    }
+
+    @Test("A token's attributes travel in its record; one a token could not hold is refused with its line")
+    func attributesInRecords() async throws {
+        let (source, _, _) = try await sourceRegistry()
+        let lines = try await exportLines(source)
+        let described = try #require(lines.first { $0.contains(token(5)) && $0.contains("\"type\":\"token\"") })
+        let fields = [
+            #""platform":"ios""#, #""locale":"fr-CA""#, #""timeZone":"Europe/Paris""#, #""appVersion":"5.12.0""#,
+            #""lastSeenAt":"#,
+        ]
+        for field in fields {
+            #expect(described.contains(field), "\(field) in \(described)")
+        }
+        let bad = lines.map { $0 == described ? $0.replacingOccurrences(of: "5.12.0", with: "5.x") : $0 }
+        let target = try await RegistryService(store: TestBackend.makeStore())
+        var session = ArchiveImport(into: target)
+        await #expect {
+            for (index, line) in bad.enumerated() { try await session.take(line: Array(line.utf8), number: index + 1) }
+            _ = try await session.finish()
+        } throws: { error in
+            let problem = (error as? ImportFailure)?.problems.first
+            return problem?.line == bad.firstIndex(of: described.replacingOccurrences(of: "5.12.0", with: "5.x"))! + 1
+                && problem?.problem.contains("appVersion") == true
+        }
     }
 
     @Test("An export's size is counted in advance, its header included")

@@ -19,7 +19,8 @@ extension ArchiveMerge {
         let tokens = try await merged(
             record.members.map {
                 let since = EpochMilliseconds.milliseconds($0.since)
-                return NewToken(value: $0.token, state: .registered, createdAt: since, updatedAt: since)
+                return NewToken(
+                    value: $0.token, state: .registered, createdAt: since, updatedAt: since, lastSeenAt: since)
             }, in: project)
         // As the API does: a token reported dead does not join a group.
         let joining = record.members.compactMap { member -> (token: Int64, since: Int64)? in

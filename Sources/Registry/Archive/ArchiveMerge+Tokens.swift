@@ -40,7 +40,9 @@ extension ArchiveMerge {
                 NewToken(
                     value: $0.record.token, state: $0.record.state,
                     createdAt: EpochMilliseconds.milliseconds($0.record.createdAt),
-                    updatedAt: EpochMilliseconds.milliseconds($0.record.updatedAt))
+                    updatedAt: EpochMilliseconds.milliseconds($0.record.updatedAt),
+                    lastSeenAt: $0.record.lastSeenAt.map(EpochMilliseconds.milliseconds),
+                    attributes: $0.record.attributes)
             }, in: project)
         // Subscriptions of registered tokens (a dead token has no topics).
         var topicNames: [Int64: String] = [:]

@@ -109,6 +109,8 @@ public struct NewToken: Sendable, Hashable {
     public var state: TokenState
     public var createdAt: Int64
     public var updatedAt: Int64
+    public var lastSeenAt: Int64?
+    public var attributes = TokenAttributes()
 }
 
 /// A subscription row to insert.

@@ -164,9 +164,17 @@ public struct TokenArchive: Sendable, Hashable, Codable {
     public var createdAt: Date
     public var updatedAt: Date
     public var topics: [Joined]
+    /// When the app last checked in; left out by files from before attributes were kept.
+    public var lastSeenAt: Date?
+    /// What the token says of its device (`TokenAttributes`), each left out when unknown.
+    public var platform: TokenAttributes.Platform?
+    public var locale: String?
+    public var timeZone: String?
+    public var appVersion: String?
 
     public init(
-        project: String, token: String, state: TokenState, createdAt: Date, updatedAt: Date, topics: [Joined]
+        project: String, token: String, state: TokenState, createdAt: Date, updatedAt: Date, topics: [Joined],
+        lastSeenAt: Date? = nil, attributes: TokenAttributes = TokenAttributes()
     ) {
         self.project = project
         self.token = token
@@ -174,6 +182,15 @@ public struct TokenArchive: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.topics = topics
+        self.lastSeenAt = lastSeenAt
+        platform = attributes.platform
+        locale = attributes.locale
+        timeZone = attributes.timeZone
+        appVersion = attributes.appVersion
+    }
+
+    public var attributes: TokenAttributes {
+        TokenAttributes(platform: platform, locale: locale, timeZone: timeZone, appVersion: appVersion)
     }
 }
 

@@ -76,9 +76,27 @@ extension ArchiveRecord {
         }
     }
 
+    /// A token's attributes take the values the API takes (`TokenAttributes`), said in its words.
+    private static func checkAttributes(_ token: TokenArchive) throws(ArchiveProblem) {
+        do {
+            if let locale = token.locale, try TokenAttributes.locale(locale) != locale {
+                throw RegistryError.invalidTokenAttribute(.locale)
+            }
+            if let timeZone = token.timeZone { _ = try TokenAttributes.timeZone(timeZone) }
+            if let appVersion = token.appVersion { _ = try TokenAttributes.appVersion(appVersion) }
+            if let lastSeenAt = token.lastSeenAt { _ = try TokenAttributes.lastSeenAt(lastSeenAt) }
+        } catch RegistryError.invalidTokenAttribute(let problem) {
+            throw ArchiveProblem(
+                "\"\(problem.field)\" is not a value a token's \(problem.field) takes (see PUT /api/tokens)")
+        } catch {
+            throw ArchiveProblem("\(error)")
+        }
+    }
+
     private static func check(_ token: TokenArchive, limits: Limits) throws(ArchiveProblem) {
         try checkProject(token.project)
         guard RegistrationToken.isWellFormed(token.token) else { throw badToken(token.token) }
+        try checkAttributes(token)
         guard token.state == .registered || token.topics.isEmpty else {
             throw ArchiveProblem("an unregistered token has no topics")
         }

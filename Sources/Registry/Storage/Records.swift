@@ -92,12 +92,21 @@ public struct TokenInfo: Sendable, Hashable, Codable {
     public var state: TokenState
     public var createdAt: Date
     public var updatedAt: Date
+    /// When the app last checked in: the app server's `lastSeenAt`, or the last registration call
+    /// that named the token. A token from before attributes were kept reads its `updatedAt`.
+    public var lastSeenAt: Date
+    public var attributes: TokenAttributes
 
-    public init(token: String, state: TokenState, createdAt: Date, updatedAt: Date) {
+    public init(
+        token: String, state: TokenState, createdAt: Date, updatedAt: Date, lastSeenAt: Date? = nil,
+        attributes: TokenAttributes = TokenAttributes()
+    ) {
         self.token = token
         self.state = state
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.lastSeenAt = lastSeenAt ?? updatedAt
+        self.attributes = attributes
     }
 }
 

@@ -40,7 +40,8 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
     func token(_ value: String, in project: Int64) async throws -> WriteTokenRow?
     /// The rows of the tokens the project knows, held in sorted order, by token.
     func tokens(_ values: [String], in project: Int64) async throws -> [String: WriteTokenRow]
-    /// The token's row, held, inserted as registered first when the project has never seen it.
+    /// The token's row, held, inserted as registered (and seen now) first when the project has
+    /// never seen it.
     func tokenRegistering(_ value: String, in project: Int64, at now: Int64) async throws -> WriteTokenRow
     /// The tokens' rows (distinct values), held in sorted order, inserted as registered first
     /// where the project has never seen them, by token.
@@ -48,6 +49,12 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
         -> [String: WriteTokenRow]
     /// Sets the token's state and its `updatedAt`.
     func setState(_ state: TokenState, ofToken token: Int64, at now: Int64) async throws
+    /// Applies each change to its token's attributes (a `.keep` field untouched, `.clear` to
+    /// `NULL`) and sets its `lastSeenAt` (`seenAt`), in order.
+    func updateAttributes(_ changes: [(token: Int64, change: TokenAttributeChange, seenAt: Int64)]) async throws
+    /// Sets the tokens' `lastSeenAt`: a registration call named them (tokens inserted by this
+    /// write have it already).
+    func markSeen(_ tokens: [Int64], at now: Int64) async throws
     /// The token as it is listed, if the project has it.
     func tokenInfo(_ value: String, in project: Int64) async throws -> TokenInfo?
     /// A re-key's two rows, held in sorted order: the source's (`nil` when the project has never

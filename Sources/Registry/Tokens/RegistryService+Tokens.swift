@@ -5,9 +5,24 @@ extension RegistryService {
         return try await store.token(token, in: project)
     }
 
-    public func registerToken(_ token: String, in project: Project) async throws -> TokenInfo {
+    /// Registers the token (again, when it was unregistered) and applies `change` to what it says
+    /// of its device; it was seen now, unless the change says when.
+    public func registerToken(
+        _ token: String, change: TokenAttributeChange = TokenAttributeChange(), in project: Project
+    ) async throws -> TokenInfo
+    {
         try checkToken(token)
-        return applied(try await store.registerToken(token, in: project))
+        return applied(try await store.registerToken(token, change: change, in: project))
+    }
+
+    /// `registerToken(_:change:in:)` for each token, in one transaction: their infos, in order.
+    /// The caller bounds how many (`limits.tokensPerBatch` over HTTP).
+    public func updateTokens(_ changes: [(token: String, change: TokenAttributeChange)], in project: Project)
+        async throws -> [TokenInfo]
+    {
+        guard !changes.isEmpty else { return [] }
+        for (token, _) in changes { try checkToken(token) }
+        return applied(try await store.updateTokens(changes, in: project))
     }
 
     /// Unregisters a dead token: it leaves every group and topic at once. Audited as

@@ -3,14 +3,40 @@ import AudienceEngine
 /// Registering and unregistering a token: the rules, once, over any store's statements
 /// (`RegistryWriteDriver`), with the change-feed entries each write places.
 extension RegistryWriting {
-    /// Registers a new token or re-registers an unregistered one.
-    public func registerToken(_ token: String, in project: Project) async throws -> Committed<TokenInfo> {
+    /// Registers a new token or re-registers an unregistered one, applies `change` to its
+    /// attributes and sets when it was last seen (now, unless the change says when).
+    public func registerToken(
+        _ token: String, change: TokenAttributeChange = TokenAttributeChange(), in project: Project
+    ) async throws -> Committed<TokenInfo>
+    {
+        let committed = try await updateTokens([(token, change)], in: project)
+        return Committed(committed.value[0], changes: committed.changes)
+    }
+
+    /// `registerToken(_:change:in:)` for each token, in one transaction: the tokens' infos, in order.
+    public func updateTokens(_ changes: [(token: String, change: TokenAttributeChange)], in project: Project)
+        async throws -> Committed<[TokenInfo]>
+    {
         try await writing { driver, log in
-            _ = try await driver.reregistering(token, in: project, at: EpochMilliseconds.now(), log: log)
-            guard let info = try await driver.tokenInfo(token, in: project.rowID) else {
-                throw RegistryWriteFailure("a token registered in this transaction is missing")
+            let now = EpochMilliseconds.now()
+            // Rows held in sorted order, as every write holds them.
+            let tokens = Array(Set(changes.map(\.token))).sorted()
+            let rows = try await driver.reregistering(tokens, in: project, at: now, log: log)
+            // A token named twice gets its changes one after the other, as two calls would.
+            var merged: [String: TokenAttributeChange] = [:]
+            for (token, change) in changes { merged[token] = merged[token].map { $0.then(change) } ?? change }
+            try await driver.updateAttributes(
+                merged.sorted { $0.key < $1.key }.map { token, change in
+                    (rows[token]!.id, change, change.lastSeenAt.map(EpochMilliseconds.milliseconds) ?? now)
+                })
+            var infos: [TokenInfo] = []
+            for (token, _) in changes {
+                guard let info = try await driver.tokenInfo(token, in: project.rowID) else {
+                    throw RegistryWriteFailure("a token registered in this transaction is missing")
+                }
+                infos.append(info)
             }
-            return info
+            return infos
         }
     }
 
@@ -37,6 +63,24 @@ extension RegistryWriting {
 }
 
 extension RegistryWriteDriver {
+    /// The tokens' rows (distinct values), registered as `reregistering(_:in:at:log:)` registers
+    /// one, held in sorted order, by token; one `registered` entry for them all.
+    func reregistering(_ tokens: [String], in project: Project, at now: Int64, log: ChangeLog) async throws
+        -> [String: WriteTokenRow]
+    {
+        var rows = try await tokensRegistering(tokens, in: project.rowID, at: now)
+        var registered: [UInt32] = []
+        for (token, row) in rows.sorted(by: { $0.key < $1.key }) where row.isNew || row.state == .unregistered {
+            if row.state == .unregistered {
+                try await setState(.registered, ofToken: row.id, at: now)
+                rows[token]?.state = .registered
+            }
+            registered.append(UInt32(row.id))
+        }
+        log.record(.registered(project: project.rowID, tokens: registered.sorted()))
+        return rows
+    }
+
     /// The token's row, registered: inserted when the project has never seen it, registered again
     /// when it was unregistered; `registered` goes to the feed either way.
     func reregistering(_ token: String, in project: Project, at now: Int64, log: ChangeLog) async throws
@@ -53,23 +97,30 @@ extension RegistryWriteDriver {
     }
 
     /// The token's row, inserted as registered when the project has never seen it (open
-    /// registration), with its `registered` entry. An unregistered token stays so.
+    /// registration), with its `registered` entry. An unregistered token stays so. A
+    /// registration call names the token: it was seen now.
     func registeringNew(_ token: String, in project: Project, at now: Int64, log: ChangeLog) async throws
         -> WriteTokenRow
     {
         let row = try await tokenRegistering(token, in: project.rowID, at: now)
-        if row.isNew { log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)])) }
+        if row.isNew {
+            log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)]))
+        } else {
+            try await markSeen([row.id], at: now)
+        }
         return row
     }
 
     /// The rows of the tokens, those the project has never seen inserted as registered, with one
-    /// `registered` entry for the new ones. Unregistered tokens stay so.
+    /// `registered` entry for the new ones. Unregistered tokens stay so. Every one was seen now.
     func registeringNew(_ tokens: [String], in project: Project, at now: Int64, log: ChangeLog) async throws
         -> [String: WriteTokenRow]
     {
         let rows = try await tokensRegistering(tokens, in: project.rowID, at: now)
         let new = rows.values.filter(\.isNew).map { UInt32($0.id) }
         log.record(.registered(project: project.rowID, tokens: new.sorted()))
+        let known = rows.values.filter { !$0.isNew }.map(\.id)
+        if !known.isEmpty { try await markSeen(known.sorted(), at: now) }
         return rows
     }
 

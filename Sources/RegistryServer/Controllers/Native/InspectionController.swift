@@ -129,7 +129,7 @@ struct InspectionController {
     }
 
     struct TokenList: ResponseEncodable {
-        var tokens: [TokenInfo]
+        var tokens: [TokenFields]
         var nextPageToken: String?
     }
 
@@ -139,7 +139,7 @@ struct InspectionController {
         let prefix = try Self.prefix(request)
         let (after, size) = try paging(request, .tokens)
         let page = try await registry.tokens(in: project, prefix: prefix, after: after, limit: size)
-        return TokenList(tokens: page.items, nextPageToken: page.nextPageToken(.tokens))
+        return TokenList(tokens: page.items.map { TokenFields($0) }, nextPageToken: page.nextPageToken(.tokens))
     }
 
     // MARK: - Paging

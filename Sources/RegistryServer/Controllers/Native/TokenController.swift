@@ -14,6 +14,7 @@ struct TokenController {
         routes.on("/api/tokens/:token/topics", .put, use: setTopics)
         routes.on("/api/tokens/{token}:rekey", .post, use: rekey)
         routes.on("/api/tokens:rekey", .post, use: rekeyBatch)
+        routes.on("/api/tokens:batchUpdate", .post, use: batchUpdate)
     }
 
     struct RekeyRequest: Decodable {
@@ -111,13 +112,22 @@ struct TokenController {
         return TopicChangesResponse(added: changes.added, removed: changes.removed)
     }
 
+    /// `GET`, `PUT` and `DELETE /api/tokens/{token}`: the token's fields, its groups and its topics.
     struct TokenResponse: ResponseEncodable {
-        var token: String
-        var state: TokenState
-        var createdAt: Date
-        var updatedAt: Date
+        var fields: TokenFields
         var groups: [Membership]
         var topics: [Membership]
+
+        private enum CodingKeys: String, CodingKey {
+            case groups, topics
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            try fields.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(groups, forKey: .groups)
+            try container.encode(topics, forKey: .topics)
+        }
     }
 
     private func token(_ request: Request, _ context: RegistryRequestContext) throws -> (Project, String) {
@@ -133,9 +143,7 @@ struct TokenController {
         let groups = try await registry.groups(ofToken: info.token, in: project)
         let topics = (try await registry.allSubscriptions(ofToken: info.token, in: project) ?? [])
             .map { Membership(name: $0.topic, since: $0.createdAt) }
-        return TokenResponse(
-            token: info.token, state: info.state, createdAt: info.createdAt, updatedAt: info.updatedAt, groups: groups,
-            topics: topics)
+        return TokenResponse(fields: TokenFields(info), groups: groups, topics: topics)
     }
 
     @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
@@ -146,10 +154,77 @@ struct TokenController {
         return try await details(info, project)
     }
 
+    /// `PUT /api/tokens/{token}`, with an optional body of attributes (`TokenAttributesCodec`):
+    /// registers the token (again) and applies them; it was seen now, unless `lastSeenAt` says when.
     @Sendable func register(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
         let (project, token) = try token(request, context)
-        let info = try await registry.registerToken(token, in: project)
+        let body = try await JSONBody.decode(
+            [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
+        let change = try TokenAttributesCodec.change(from: body)
+        let info = try await registry.registerToken(token, change: change, in: project)
         return try await details(info, project)
+    }
+
+    /// One token's outcome in `tokens:batchUpdate`: its fields, or the error `PUT` would have answered.
+    struct UpdateResult: Encodable {
+        var token: String
+        var fields: TokenFields?
+        var error: JSONValue?
+
+        private enum CodingKeys: String, CodingKey {
+            case token, error
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            if let fields {
+                try fields.encode(to: encoder)
+            } else {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(token, forKey: .token)
+                try container.encodeIfPresent(error, forKey: .error)
+            }
+        }
+    }
+
+    struct BatchUpdateResponse: ResponseEncodable {
+        var results: [UpdateResult]
+    }
+
+    /// `POST /api/tokens:batchUpdate` with `{"tokens":[{"token", …attributes}, …]}` (at most the
+    /// batch limit): what `PUT /api/tokens/{token}` does for each, in one transaction; a token or
+    /// attribute the server refuses is that token's result, and the others go ahead.
+    @Sendable func batchUpdate(_ request: Request, context: RegistryRequestContext) async throws
+        -> BatchUpdateResponse
+    {
+        let project = try context.requireProject()
+        let body = try await JSONBody.decode(
+            [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
+        guard case .array(let items) = body["tokens"], !items.isEmpty else { throw BadRequest.tokenUpdatesRequired }
+        guard items.count <= registry.limits.tokensPerBatch else {
+            throw BadRequest.tooManyTokenUpdates(limit: registry.limits.tokensPerBatch)
+        }
+        var results: [UpdateResult] = []
+        var accepted: [(token: String, change: TokenAttributeChange)] = []
+        var acceptedAt: [Int] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let fields) = item, case .string(let token) = fields["token"] else {
+                throw BadRequest.tokenUpdateNotObject(at: index)
+            }
+            results.append(UpdateResult(token: token))
+            do {
+                guard RegistrationToken.isWellFormed(token) else { throw RegistryError.malformedToken }
+                accepted.append((token, try TokenAttributesCodec.change(from: fields)))
+                acceptedAt.append(index)
+            } catch let error as RegistryError {
+                // Worded as the single call would have answered it.
+                let envelope = try JSONBody.object(ErrorEnvelope.registryError(error, .native).body)
+                results[index].error = envelope["error"]
+            }
+        }
+        for (index, info) in zip(acceptedAt, try await registry.updateTokens(accepted, in: project)) {
+            results[index].fields = TokenFields(info)
+        }
+        return BatchUpdateResponse(results: results)
     }
 
     @Sendable func unregister(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
