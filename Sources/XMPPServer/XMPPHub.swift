@@ -113,13 +113,17 @@ public final class XMPPHub: Sendable {
     /// Claim rounds: one task at a time per server (see `claimRound`).
     let pumping = Mutex(PumpState())
     let logger: Logger
+    /// The clock receipts' ages are read from: the system's, or a test's that it moves itself.
+    let now: @Sendable () -> ContinuousClock.Instant
 
     public init(
-        limits: Limits = Limits(), registry: RegistryService, logger: Logger = Logger(label: "fcm-registry.xmpp")
+        limits: Limits = Limits(), registry: RegistryService, logger: Logger = Logger(label: "fcm-registry.xmpp"),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         self.limits = limits
         self.registry = registry
         self.logger = logger
+        self.now = now
     }
 
     // MARK: - Sessions
@@ -277,7 +281,7 @@ public final class XMPPHub: Sendable {
     }
 
     private func expireReceipts(_ project: Int64, _ state: inout State, into expired: inout [Int64]) {
-        let cutoff = ContinuousClock.now - limits.receiptAckTimeout
+        let cutoff = now() - limits.receiptAckTimeout
         for (id, var session) in state.sessions[project] ?? [:]
         where session.receiptHead < session.receipts.count && session.receipts[session.receiptHead].sentAt < cutoff {
             session.expireReceipts(before: cutoff, into: &expired)
@@ -295,7 +299,7 @@ public final class XMPPHub: Sendable {
         let superseded = session.unacked.updateValue(held, forKey: held.message.messageID).map(\.id).flatMap {
             $0 == held.id ? nil : $0
         }
-        if held.message.isReceipt { session.receipts.append((held.message.messageID, .now)) }
+        if held.message.isReceipt { session.receipts.append((held.message.messageID, now())) }
         session.info.unackedUpstream = session.unacked.count
         session.outbox.send(.stanza(CCSWire.upstream(held.message.json, senderID: session.info.project.senderId)))
         state.sessions[held.project]?[id] = session

@@ -539,9 +539,10 @@ struct XMPPHubTests {
         let fixture = try await Fixture.make()
         var limits = XMPPHub.Limits()
         limits.pendingPerConnection = 2
-        // Long enough for three writes on a machine running the whole suite beside a build.
-        limits.receiptAckTimeout = .seconds(6)
-        let hub = XMPPHub(limits: limits, registry: fixture.registry)
+        limits.receiptAckTimeout = .seconds(30)
+        // The hub's clock is the test's: time passes when the test moves it, whatever the machine's load.
+        let clock = Mutex(ContinuousClock.now)
+        let hub = XMPPHub(limits: limits, registry: fixture.registry, now: { clock.withLock { $0 } })
         guard case .registered(let id) = hub.register(project: fixture.project, jid: "j", outbox: XMPPOutbox(limitBytes: 1 << 20) { _ in })
         else {
             Issue.record("not registered")
@@ -554,12 +555,16 @@ struct XMPPHubTests {
         #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:2", json: "{}", isReceipt: true), to: fixture.project) == .waiting(position: 1))
         // Downstream messages have a budget of their own.
         #expect(hub.admitDownstream(id, project: fixture.project) == .admitted)
-        try await Task.sleep(for: .milliseconds(6500))
+        clock.withLock { $0 += .seconds(29) }
+        // Not yet past the timeout: the receipts still hold the room.
+        #expect(hub.expireReceipts().isEmpty)
+        #expect(try await hub.waitingCount(of: fixture.project) == 1)
+        clock.withLock { $0 += .seconds(2) }
         // The waiting receipt goes first, then the new message.
         #expect(try await hub.deliver(UpstreamMessage(messageID: "u-1", json: "{}", isReceipt: false), to: fixture.project) == .sent(connection: id))
         #expect(try await hub.waitingCount(of: fixture.project) == 0)
         // A plain upstream message never expires: it waits for its ack.
-        try await Task.sleep(for: .milliseconds(6500))
+        clock.withLock { $0 += .seconds(31) }
         #expect(try await hub.deliver(UpstreamMessage(messageID: "dr2:3", json: "{}", isReceipt: true), to: fixture.project) == .sent(connection: id))
         #expect(hub.sessions(of: fixture.project).first?.unackedUpstream == 2)
     }
