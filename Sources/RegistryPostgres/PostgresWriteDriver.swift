@@ -84,6 +84,19 @@ public struct PostgresWriteDriver: RegistryWriteDriver {
         try await connection.tokenInfo(value, in: project)
     }
 
+    public func tokenInfos(_ values: [String], in project: Int64) async throws -> [String: TokenInfo] {
+        var infos: [String: TokenInfo] = [:]
+        for try await row in try await connection.query(
+            #"""
+            SELECT \#(unescaped: TokenInfo.postgresColumns) FROM token
+            WHERE "projectId" = \#(project) AND value = ANY(\#(values))
+            """#, logger: .silent
+        ).decode(TokenInfo.PostgresRow.self) {
+            infos[row.0] = TokenInfo(postgresRow: row)
+        }
+        return infos
+    }
+
     public func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) async throws
         -> (from: WriteTokenRow?, to: WriteTokenRow)
     {

@@ -102,6 +102,12 @@ public struct SQLiteWriteDriver: RegistryWriteDriver {
         try SQLiteStore.tokenInfo(db, value, in: project)
     }
 
+    public func tokenInfos(_ values: [String], in project: Int64) throws -> [String: TokenInfo] {
+        var infos: [String: TokenInfo] = [:]
+        for value in values { infos[value] = try SQLiteStore.tokenInfo(db, value, in: project) }
+        return infos
+    }
+
     public func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) throws
         -> (from: WriteTokenRow?, to: WriteTokenRow)
     {

@@ -57,6 +57,8 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
     func markSeen(_ tokens: [Int64], at now: Int64) async throws
     /// The token as it is listed, if the project has it.
     func tokenInfo(_ value: String, in project: Int64) async throws -> TokenInfo?
+    /// The tokens the project has, as they are listed, by token.
+    func tokenInfos(_ values: [String], in project: Int64) async throws -> [String: TokenInfo]
     /// A re-key's two rows, held in sorted order: the source's (`nil` when the project has never
     /// seen it) and the target's, inserted as registered first when new.
     func rekeyRows(from: String, to: String, in project: Int64, at now: Int64) async throws

@@ -29,14 +29,13 @@ extension RegistryWriting {
                 merged.sorted { $0.key < $1.key }.map { token, change in
                     (rows[token]!.id, change, change.lastSeenAt.map(EpochMilliseconds.milliseconds) ?? now)
                 })
-            var infos: [TokenInfo] = []
-            for (token, _) in changes {
-                guard let info = try await driver.tokenInfo(token, in: project.rowID) else {
+            let infos = try await driver.tokenInfos(tokens, in: project.rowID)
+            return try changes.map { token, _ in
+                guard let info = infos[token] else {
                     throw RegistryWriteFailure("a token registered in this transaction is missing")
                 }
-                infos.append(info)
+                return info
             }
-            return infos
         }
     }
 
