@@ -65,6 +65,9 @@ def seeded():
     subscribe("weather", news[5_000:5_600])
     subscribe("alerts-eu", news[:120])
     subscribe("alerts-us", news[200:290])
+    # What the first token says of its device, as its app server told it: the token screen shows it.
+    ok(requests.put(f"{URL}/api/tokens/{urllib.parse.quote(news[0], safe='')}", headers=API, timeout=30,
+                    json={"platform": "android", "locale": "en-GB", "timeZone": "Europe/London", "appVersion": "5.12.0"}))
     for name, members in [("family-ada", news[:4]), ("family-grace", news[10:13]), ("team blue", news[20:32])]:
         ok(requests.post(f"{URL}/fcm/notification", headers={**API, "project_id": "123456789012"}, timeout=30,
                          json={"operation": "create", "notification_key_name": name, "registration_ids": members}))
@@ -291,6 +294,61 @@ def test_token_screen(console, seeded):
     heading(driver, "Tokens")
     driver.find_element(By.ID, "token-prefix").send_keys("news0000")
     wait(driver).until(lambda d: shown_tokens(d) == seeded["news"][:10])
+
+
+def test_a_token_says_what_device_it_is_and_an_operator_edits_it(console):
+    """The token screen and the listing show what a token says of its device, when it was last
+    seen and whether that is fresh; the form sends only what changed, an emptied field as null, and
+    a value the server refuses is shown by its field in the server's words, changing nothing."""
+    device, quiet = token("device", 1), token("device", 2)
+    api("PUT", f"/api/tokens/{device}",
+        json={"platform": "ios", "locale": "fr_CA", "timeZone": "America/Toronto", "appVersion": "5.12.0"})
+    forty_days_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 40 * 86_400))
+    api("PUT", f"/api/tokens/{quiet}", json={"lastSeenAt": forty_days_ago})
+    driver = console("#/tokens/" + urllib.parse.quote(device, safe=""))
+    wait(driver).until(EC.visibility_of_element_located((By.ID, "token-state")))
+    shown = lambda name: driver.find_element(By.ID, f"token-{name}-shown").text
+    assert [shown("platform"), shown("locale"), shown("time-zone"), shown("app-version")] == [
+        "ios", "fr-CA", "America/Toronto", "5.12.0"]
+    last_seen = driver.find_element(By.ID, "token-last-seen")
+    assert last_seen.text.endswith("fresh") and time.strftime("%Y") in last_seen.text, last_seen.text
+    # The form holds the values; changing the time zone and emptying the locale sends just those two.
+    assert driver.find_element(By.ID, "token-platform").get_attribute("value") == "ios"
+    before = api("GET", f"/api/tokens/{device}")
+    replace_field(driver.find_element(By.ID, "token-time-zone"), "Europe/Paris")
+    replace_field(driver.find_element(By.ID, "token-locale"), "")
+    driver.find_element(By.CSS_SELECTOR, "#device-form button[type='submit']").click()
+    wait(driver).until(EC.text_to_be_present_in_element((By.CLASS_NAME, "outcome"), "Saved the token's locale, time zone."))
+    wait(driver).until(lambda d: d.find_element(By.ID, "token-time-zone-shown").text == "Europe/Paris")
+    assert not driver.find_elements(By.ID, "token-locale-shown")
+    after = api("GET", f"/api/tokens/{device}")
+    assert after["timeZone"] == "Europe/Paris" and "locale" not in after, after
+    assert (after["platform"], after["appVersion"]) == ("ios", "5.12.0")
+    # An operator's edit is no sign the app checked in: the last-seen time stays.
+    assert after["lastSeenAt"] == before["lastSeenAt"], (before, after)
+    # A time zone the server does not know: refused by its field, in the server's words, and nothing changes.
+    replace_field(driver.find_element(By.ID, "token-time-zone"), "Mars/Olympus_Mons")
+    driver.find_element(By.CSS_SELECTOR, "#device-form button[type='submit']").click()
+    error = wait(driver).until(EC.visibility_of_element_located((By.ID, "token-time-zone-error")))
+    refused = requests.put(f"{URL}/api/tokens/{device}", headers=API, timeout=30, json={"timeZone": "Mars/Olympus_Mons"})
+    assert refused.status_code == 400 and error.text == refused.json()["error"]["message"], (error.text, refused.text)
+    assert error.text.startswith("timeZone")
+    assert driver.find_element(By.ID, "token-time-zone").get_attribute("aria-invalid") == "true"
+    assert api("GET", f"/api/tokens/{device}")["timeZone"] == "Europe/Paris"
+    refused = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert all("/api/tokens/device00001" in e["message"] and "400" in e["message"] for e in refused), refused
+    # A token unheard of for 40 days is stale, and one that never said its device shows no such facts.
+    driver = console("#/tokens/" + urllib.parse.quote(quiet, safe=""))
+    wait(driver).until(lambda d: d.find_element(By.ID, "token-last-seen").text.endswith("stale"))
+    assert not driver.find_elements(By.CSS_SELECTOR, "[id$='-shown']")
+    # The listing shows them too.
+    driver = console("#/tokens")
+    heading(driver, "Tokens")
+    driver.find_element(By.ID, "token-prefix").send_keys("device")
+    wait(driver).until(lambda d: shown_tokens(d) == [device, quiet])
+    rows = [row.text for row in driver.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert "ios" in rows[0] and "Europe/Paris" in rows[0] and rows[0].endswith("fresh"), rows
+    assert rows[1].endswith("stale") and "ios" not in rows[1], rows
 
 
 def test_relay_screen(console):

@@ -93,6 +93,7 @@ export async function tokenView(main, { signal }, token) {
           ["State", h("span", { class: `badge ${registered ? "delivered" : "failed"}`, id: "token-state" }, info.state)],
           ["Registered", when(info.createdAt)],
           ["Changed", when(info.updatedAt)],
+          ...device(info),
         ]),
         h("div", { class: "actions" },
           h("a", { class: "button plain", "data-needs": "send", href: `#/compose/token/${segment(token)}` }, "Send to this token"),
@@ -100,6 +101,7 @@ export async function tokenView(main, { signal }, token) {
             ? h("button", { type: "button", class: "danger", id: "unregister", "data-needs": "admin", onclick: unregister }, "Unregister…")
             : h("button", { type: "button", class: "plain", id: "register", "data-needs": "subscribe", onclick: register }, "Register again"))),
       said.element,
+      deviceForm(token, info, said, show),
       h("div", { class: "grid" },
         h("section", {}, h("h2", {}, `Topics (${count(info.topics.length)})`), table({
           columns: [
@@ -143,6 +145,8 @@ async function browse(body, signal) {
         { label: "Token", className: "token", value: (item) => h("a", { href: `#/tokens/${segment(item.token)}` }, item.token) },
         { label: "State", value: (item) => h("span", { class: `badge ${item.state === "registered" ? "delivered" : "failed"}` }, item.state) },
         { label: "Since", value: (item) => when(item.createdAt) },
+        ...attributes.map(({ name, label }) => ({ label, value: (item) => item[name] ?? "" })),
+        { label: "Last seen", value: (item) => item.lastSeenAt ? [when(item.lastSeenAt), " ", freshness(item)] : "" },
       ],
       rows: page.tokens,
       empty: browsed ? "No token starts with that. Clear the search to see every token."
@@ -155,4 +159,77 @@ async function browse(body, signal) {
     h("div", { class: "row" }, h("div", { class: "grow" }, h("label", { for: "token-prefix" }, "Browse: token starts with"), search)),
     status, listing, pager.element);
   await pager.first();
+}
+
+/** What a token may say of its device (`PUT /api/tokens/{token}`), in the order shown. */
+const attributes = [
+  { name: "platform", label: "Platform", id: "token-platform" },
+  { name: "locale", label: "Locale", id: "token-locale", hint: "fr-CA" },
+  { name: "timeZone", label: "Time zone", id: "token-time-zone", hint: "Europe/Paris" },
+  { name: "appVersion", label: "App version", id: "token-app-version", hint: "5.12.0" },
+];
+
+/** Fresh while the app checked in within 30 days (the server's `fresh`), else stale. */
+function freshness(info) {
+  return h("span", { class: `badge ${info.fresh ? "delivered" : "pending"}`, dataset: { fresh: String(info.fresh) } },
+    info.fresh ? "fresh" : "stale");
+}
+
+/** The facts a token says of its device; what it never said is left out. */
+function device(info) {
+  const known = attributes.filter(({ name }) => info[name] !== undefined && info[name] !== null)
+    .map(({ name, label, id }) => [label, h("span", { id: `${id}-shown` }, info[name])]);
+  if (!info.lastSeenAt) return known;
+  return [...known, ["Last seen", h("span", { id: "token-last-seen" }, when(info.lastSeenAt), " ", freshness(info))]];
+}
+
+/**
+ * Changing what the token says of its device: only the fields changed are sent, an emptied one as
+ * null (which clears it), and the server's refusal of a value is shown by its field. The call
+ * carries the last-seen time shown, since an operator's edit is no sign that the app checked in;
+ * an unregistered token is not edited, since the call would register it again.
+ */
+function deviceForm(token, info, said, show) {
+  const registered = info.state === "registered";
+  const fields = attributes.map((attribute) => {
+    const error = h("p", { class: "field-error", id: `${attribute.id}-error`, role: "alert" });
+    const control = attribute.name === "platform"
+      ? h("select", { id: attribute.id, "aria-describedby": error.id },
+          ["", "android", "ios", "web"].map((value) => h("option", { value, selected: (info.platform ?? "") === value }, value || "Unknown")))
+      : h("input", { id: attribute.id, type: "text", value: info[attribute.name] ?? "", placeholder: attribute.hint,
+          autocomplete: "off", spellcheck: "false", "aria-describedby": error.id });
+    return { ...attribute, control, error };
+  });
+  const save = async (event) => {
+    event.preventDefault();
+    const body = {};
+    for (const field of fields) {
+      field.control.removeAttribute("aria-invalid");
+      fill(field.error);
+      const value = field.control.value.trim();
+      if (value !== (info[field.name] ?? "")) body[field.name] = value === "" ? null : value;
+    }
+    const changed = fields.filter(({ name }) => name in body).map(({ label }) => label.toLowerCase());
+    if (!changed.length) return said.done("Nothing changed: the device details are as shown.");
+    if (info.lastSeenAt) body.lastSeenAt = info.lastSeenAt;
+    try {
+      await call("PUT", `/api/tokens/${part(token)}`, { body });
+      said.done(`Saved the token's ${changed.join(", ")}.`);
+      await show();
+    } catch (error) {
+      const message = error.status === 400 ? error.message : "";
+      const field = fields.find(({ name }) => message.startsWith(name));
+      if (!field) return said.failed(error);
+      said.clear();
+      field.control.setAttribute("aria-invalid", "true");
+      fill(field.error, message);
+      field.control.focus();
+    }
+  };
+  return h("section", { class: "device", "data-needs": "subscribe" },
+    h("h2", {}, "Device"),
+    registered ? null : h("p", { class: "muted" }, "Register the token again to change what it says of its device."),
+    h("form", { class: "row", id: "device-form", onsubmit: save },
+      fields.map(({ id, label, control, error }) => h("div", {}, h("label", { for: id }, label), control, error)),
+      h("button", { type: "submit", disabled: !registered }, "Save device details")));
 }
