@@ -6,7 +6,7 @@ subscriptions).
 The registry is generated once by the old binary (or given with --db and --key) and copied for the
 new one, which migrates its copy when it first opens it. Then, for --rounds rounds, each binary in
 turn: start `serve` until `GET /health` answers (warm page cache, the checkpoint of the previous
-stop), the median of --counts `countOnly` resolves of the condition over the five most popular
+stop), after --warmup unmeasured resolves, the median of --counts `countOnly` resolves of the condition over the five most popular
 topics, the median of --pages first pages of 1000 tokens, and the resident memory; then SIGTERM.
 
     python3 Benchmarks/compare/index.py --old /path/to/old/fcm-registry --new .build/release/fcm-registry \
@@ -87,6 +87,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--counts", type=int, default=31)
     parser.add_argument("--pages", type=int, default=11)
+    parser.add_argument("--warmup", type=int, default=300,
+                        help="resolves made before timing: a server just started answers slower at first")
     args = parser.parse_args()
 
     os.makedirs(args.folder, exist_ok=True)
@@ -113,6 +115,7 @@ def main():
         for name, binary, database in builds:
             server = Server(binary, database, log)
             try:
+                timed(server, key, {"condition": CONDITION, "countOnly": True}, args.warmup)
                 count, reply = timed(server, key, {"condition": CONDITION, "countOnly": True}, args.counts)
                 page, _ = timed(server, key, {"condition": CONDITION, "pageSize": 1000}, args.pages)
                 rss = server.rss()
