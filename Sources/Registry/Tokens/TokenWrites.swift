@@ -7,8 +7,7 @@ extension RegistryWriting {
     /// attributes and sets when it was last seen (now, unless the change says when).
     public func registerToken(
         _ token: String, change: TokenAttributeChange = TokenAttributeChange(), in project: Project
-    ) async throws -> Committed<TokenInfo>
-    {
+    ) async throws -> Committed<TokenInfo> {
         let committed = try await updateTokens([(token, change)], in: project)
         return Committed(committed.value[0], changes: committed.changes)
     }
@@ -62,8 +61,9 @@ extension RegistryWriting {
 }
 
 extension RegistryWriteDriver {
-    /// The tokens' rows (distinct values), registered as `reregistering(_:in:at:log:)` registers
-    /// one, held in sorted order, by token; one `registered` entry for them all.
+    /// The tokens' rows (distinct values), registered: inserted when the project has never seen
+    /// them, registered again when they were unregistered; held in sorted order, by token, with one
+    /// `registered` entry for the new and the re-registered.
     func reregistering(_ tokens: [String], in project: Project, at now: Int64, log: ChangeLog) async throws
         -> [String: WriteTokenRow]
     {
@@ -78,21 +78,6 @@ extension RegistryWriteDriver {
         }
         log.record(.registered(project: project.rowID, tokens: registered.sorted()))
         return rows
-    }
-
-    /// The token's row, registered: inserted when the project has never seen it, registered again
-    /// when it was unregistered; `registered` goes to the feed either way.
-    func reregistering(_ token: String, in project: Project, at now: Int64, log: ChangeLog) async throws
-        -> WriteTokenRow
-    {
-        var row = try await tokenRegistering(token, in: project.rowID, at: now)
-        if row.isNew { log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)])) }
-        if row.state == .unregistered {
-            try await setState(.registered, ofToken: row.id, at: now)
-            log.record(.registered(project: project.rowID, tokens: [UInt32(row.id)]))
-            row.state = .registered
-        }
-        return row
     }
 
     /// The token's row, inserted as registered when the project has never seen it (open
