@@ -58,9 +58,10 @@ struct TokenAttributesTests {
         second.locale = .clear
         second.appVersion = .set("2.0")
         let both = first.then(second)
-        #expect(
-            both.applied(to: TokenAttributes(timeZone: "UTC"))
-                == TokenAttributes(platform: .ios, locale: nil, timeZone: "UTC", appVersion: "2.0"))
+        #expect(both.platform == .set(.ios))
+        #expect(both.locale == .clear)
+        #expect(both.timeZone == .keep)
+        #expect(both.appVersion == .set("2.0"))
     }
 
     @Test("Fresh means seen within the policy's staleAfter: FCM's guidance is 30 days")

@@ -43,15 +43,6 @@ public struct TokenAttributeChange: Sendable, Hashable {
         public var value: Value? {
             if case .set(let value) = self { value } else { nil }
         }
-
-        /// The value after the change, from the value before it.
-        public func applied(to old: Value?) -> Value? {
-            switch self {
-            case .keep: old
-            case .clear: nil
-            case .set(let value): value
-            }
-        }
     }
 
     public var platform: Field<TokenAttributes.Platform> = .keep
@@ -72,13 +63,6 @@ public struct TokenAttributeChange: Sendable, Hashable {
         if !later.appVersion.changes { merged.appVersion = appVersion }
         if later.lastSeenAt == nil { merged.lastSeenAt = lastSeenAt }
         return merged
-    }
-
-    /// The attributes after the change.
-    public func applied(to old: TokenAttributes) -> TokenAttributes {
-        TokenAttributes(
-            platform: platform.applied(to: old.platform), locale: locale.applied(to: old.locale),
-            timeZone: timeZone.applied(to: old.timeZone), appVersion: appVersion.applied(to: old.appVersion))
     }
 }
 
