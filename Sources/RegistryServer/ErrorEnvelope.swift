@@ -59,6 +59,12 @@ enum ErrorEnvelope {
 
     /// A refusal in the family's envelope: FCM's own words where a family has them, else the
     /// registry's (`RefusalWording`, the table the command line words refusals from too).
+    /// The `error` object of the native API's answer to `error`: what a batch route puts in the
+    /// result of an entry the single call would have refused.
+    static func nativeErrorObject(_ error: RegistryError) throws -> JSONValue? {
+        try JSONBody.object(registryError(error, .native).body)["error"]
+    }
+
     static func registryError(_ error: RegistryError, _ family: APIFamily) -> APIError {
         switch (error, family) {
         case (.invalidTopicName, .instanceID):

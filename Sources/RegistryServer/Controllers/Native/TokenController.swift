@@ -83,9 +83,8 @@ struct TokenController {
                 results.append(RekeyResult(from: pair.from, to: pair.to, topics: moved.topics, groups: moved.groups))
             } catch let error as RegistryError {
                 // Worded as the single call would have answered it.
-                let refusal = ErrorEnvelope.registryError(error, .native)
-                let envelope = try JSONBody.object(refusal.body)
-                results.append(RekeyResult(from: pair.from, to: pair.to, error: envelope["error"]))
+                results.append(
+                    RekeyResult(from: pair.from, to: pair.to, error: try ErrorEnvelope.nativeErrorObject(error)))
             }
         }
         return RekeyBatchResponse(results: results)
@@ -217,8 +216,7 @@ struct TokenController {
                 acceptedAt.append(index)
             } catch let error as RegistryError {
                 // Worded as the single call would have answered it.
-                let envelope = try JSONBody.object(ErrorEnvelope.registryError(error, .native).body)
-                results[index].error = envelope["error"]
+                results[index].error = try ErrorEnvelope.nativeErrorObject(error)
             }
         }
         for (index, info) in zip(acceptedAt, try await registry.updateTokens(accepted, in: project)) {
