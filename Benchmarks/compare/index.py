@@ -16,63 +16,22 @@ The first round of each binary also builds its checkpoint and is reported apart.
 every server is stopped at the end. The two copies take about 12 GB at 10M.
 """
 import argparse
-import http.client
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
+import sys
 import time
 
-CONDITION = ("('topic-1' in topics && ('topic-2' in topics || 'topic-3' in topics)) || "
-             "(!('topic-4' in topics) && 'topic-5' in topics)")
+# The server, the timed resolves and the condition are the scale benchmark's (audience/scale.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "audience"))
+from scale import CONDITION, Server, timed  # noqa: E402
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, binary, database, log):
-        self.port = free_port()
-        started = time.perf_counter()
-        self.process = subprocess.Popen([binary, "serve", "--db", database, "--port", str(self.port)],
-                                        stdout=log, stderr=log, env={**os.environ, "LOG_LEVEL": "warning"})
-        while True:
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-                connection.request("GET", "/health")
-                if connection.getresponse().status == 200:
-                    break
-            except OSError:
-                if self.process.poll() is not None:
-                    raise SystemExit(f"serve exited with {self.process.returncode}; see {log.name}")
-                time.sleep(0.02)
-        self.startup = time.perf_counter() - started
-
-    def rss(self):
-        status = open(f"/proc/{self.process.pid}/status").read()
-        return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=300)
-
-
-def timed(server, key, body, trials):
-    connection = http.client.HTTPConnection("127.0.0.1", server.port)
-    headers = {"Authorization": f"key={key}", "Content-Type": "application/json"}
-    times = []
-    for _ in range(trials):
-        start = time.perf_counter()
-        connection.request("POST", "/api/audiences:resolve", json.dumps(body), headers)
-        reply = json.loads(connection.getresponse().read())
-        times.append((time.perf_counter() - start) * 1000)
+def median_of(server, key, body, trials):
+    """The median time of `trials` resolves of `body`, in ms, and the last answer."""
+    times, reply = timed(server, key, body, trials)
     return statistics.median(times), reply
 
 
@@ -110,15 +69,14 @@ def main():
 
     builds = [("old", args.old, old_db), ("new", args.new, new_db)]
     results = {name: [] for name, _, _ in builds}
-    log = open(os.path.join(args.folder, "serve.log"), "a")
     for round_ in range(args.rounds + 1):
         for name, binary, database in builds:
-            server = Server(binary, database, log)
+            server = Server(binary, database)
             try:
                 timed(server, key, {"condition": CONDITION, "countOnly": True}, args.warmup)
-                count, reply = timed(server, key, {"condition": CONDITION, "countOnly": True}, args.counts)
-                page, _ = timed(server, key, {"condition": CONDITION, "pageSize": 1000}, args.pages)
-                rss = server.rss()
+                count, reply = median_of(server, key, {"condition": CONDITION, "countOnly": True}, args.counts)
+                page, _ = median_of(server, key, {"condition": CONDITION, "pageSize": 1000}, args.pages)
+                rss, _ = server.memory()
             finally:
                 server.stop()
             row = (server.startup, count, page, rss, reply["count"])
