@@ -41,3 +41,22 @@ public struct VersionRange: Sendable, Hashable {
         self.max = max
     }
 }
+
+extension VersionRange {
+    /// Whether `version` lies within the bounds.
+    public func contains(_ version: [Int]) -> Bool {
+        if let min, Self.compare(version, min) < 0 { return false }
+        if let max, Self.compare(version, max) > 0 { return false }
+        return true
+    }
+
+    /// Compares dotted-number versions number by number, a missing number counting as 0 (`5.1`
+    /// equals `5.1.0`): negative when `a` is lower, zero when equal, positive when higher.
+    public static func compare(_ a: [Int], _ b: [Int]) -> Int {
+        for index in 0..<Swift.max(a.count, b.count) {
+            let (x, y) = (index < a.count ? a[index] : 0, index < b.count ? b[index] : 0)
+            if x != y { return x < y ? -1 : 1 }
+        }
+        return 0
+    }
+}
