@@ -64,7 +64,7 @@ let package = Package(
         ),
         /// FCM's wire formats without a web framework: the legacy and HTTP v1 message codecs, the
         /// one table of problem wordings, and JSON request decoding with errors that name the field.
-        .target(name: "FCMWire", dependencies: ["Conditions", "Registry"], swiftSettings: strict),
+        .target(name: "FCMWire", dependencies: ["AudienceEngine", "Conditions", "Registry"], swiftSettings: strict),
         /// The XMPP wire: a bounded stream parser for hostile XML, SASL PLAIN credentials, and the
         /// exact stanzas of FCM's XMPP connection server. Foundation only.
         .target(name: "XMPP", swiftSettings: strict),

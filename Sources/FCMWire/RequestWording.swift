@@ -1,3 +1,5 @@
+import Registry
+
 /// The words of a request refused before the registry is asked (a field missing, a value out of
 /// range, a query parameter it cannot read), written once beside `RefusalWording` and
 /// `ProblemWording`, so that each wording has one place and the controllers only name it. Each
@@ -36,6 +38,33 @@ extension BadRequest {
         "give exactly one of token, notificationKey, group, topic, condition")
     public static let conditionRequired = BadRequest("condition is required")
     public static let unknownDialect = BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
+
+    public static let whereNotObject = BadRequest(
+        "where must be a JSON object such as {\"platform\":[\"ios\"],\"locale\":[\"fr\"]}", field: "where")
+
+    public static let unknownWhereKey = BadRequest(
+        "where takes only platform, locale, timeZone, appVersion and seenWithin", field: "where")
+
+    public static func whereValues(_ key: String, maximum: Int) -> BadRequest {
+        BadRequest("where.\(key) must be an array of 1 to \(maximum) strings", field: "where.\(key)")
+    }
+
+    /// A value of `where` no token could say, in the words `PUT /api/tokens/{token}` refuses it with.
+    public static func whereValue(_ problem: TokenAttributeProblem) -> BadRequest {
+        BadRequest("where.\(problem.words)", field: "where.\(problem.field)")
+    }
+
+    public static let whereAppVersion = BadRequest(
+        "where.appVersion must be {\"min\":…,\"max\":…} with one or both, each one to four dot-separated numbers such as 5.12.0",
+        field: "where.appVersion")
+    public static let whereAppVersionEmpty = BadRequest(
+        "where.appVersion.min must not be above where.appVersion.max", field: "where.appVersion")
+
+    public static func whereSeenWithin(maximumSeconds: Int) -> BadRequest {
+        BadRequest(
+            "where.seenWithin must be a positive duration in seconds such as \"2592000s\", at most \"\(maximumSeconds)s\"",
+            field: "where.seenWithin")
+    }
 
     // MARK: - Tokens (`/api/tokens`)
 
