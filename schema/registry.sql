@@ -3,7 +3,7 @@ CREATE TABLE project (
   projectId TEXT NOT NULL UNIQUE,
   senderId TEXT NOT NULL UNIQUE,
   createdAt INTEGER NOT NULL
-);
+, tokenStaleAfter INTEGER NOT NULL DEFAULT 2592000, tokenExpireAfter INTEGER, tokenSendToStale INTEGER NOT NULL DEFAULT 1, tokenSweepAt INTEGER);
 
 CREATE TABLE serverKey (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -375,3 +375,5 @@ CREATE INDEX auditEntry_project ON auditEntry(projectId, id);
 CREATE INDEX auditEntry_projectAction ON auditEntry(projectId, action, id);
 
 CREATE INDEX auditEntry_at ON auditEntry(at);
+
+CREATE INDEX token_lastSeen ON token(projectId, COALESCE(lastSeenAt, updatedAt)) WHERE state = 'registered';

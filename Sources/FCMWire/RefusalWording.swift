@@ -83,6 +83,7 @@ extension RegistryError {
         case .invalidWebhookURL(let message): RefusalWording(.invalid, message, field: "url")
         case .invalidWebhookEvents(let message): RefusalWording(.invalid, message, field: "events")
         case .invalidTokenAttribute(let problem): RefusalWording(.invalid, problem.words, field: problem.field)
+        case .invalidTokenPolicy(let problem): RefusalWording(.invalid, problem.words, field: problem.field)
         }
     }
 }
@@ -98,6 +99,25 @@ extension TokenAttributeProblem {
         case .lastSeenInFuture: "lastSeenAt must not be in the future"
         case .lastSeenCleared: "lastSeenAt cannot be cleared: leave it out to set it to now"
         case .lastSeenNotTime: "lastSeenAt must be an RFC 3339 time such as 2026-11-28T09:00:00Z"
+        }
+    }
+}
+
+extension TokenPolicyProblem {
+    /// What `PATCH /api/project` and `project tokens` answer for a refused token policy.
+    public var words: String {
+        switch self {
+        case .staleAfterRange: "tokenPolicy.staleAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days)"
+        case .expireAfterRange:
+            "tokenPolicy.expireAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days), or null for none"
+        case .expireNotAfterStale: "tokenPolicy.expireAfter must be longer than staleAfter"
+        case .staleAfterNotDuration: "tokenPolicy.staleAfter must be a duration in seconds such as \"2592000s\""
+        case .expireAfterNotDuration:
+            "tokenPolicy.expireAfter must be a duration in seconds such as \"23328000s\", or null for none"
+        case .sendToStaleNotBoolean: "tokenPolicy.sendToStale must be true or false"
+        case .notObject: "tokenPolicy must be a JSON object such as {\"staleAfter\":\"2592000s\"}"
+        case .unknownKey: "tokenPolicy takes only staleAfter, expireAfter and sendToStale"
+        case .empty: "tokenPolicy must name at least one of staleAfter, expireAfter and sendToStale"
         }
     }
 }

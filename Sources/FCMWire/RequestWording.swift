@@ -39,6 +39,10 @@ extension BadRequest {
     public static let conditionRequired = BadRequest("condition is required")
     public static let unknownDialect = BadRequest("dialect must be legacy, v1 or extended", field: "dialect")
 
+    public static let projectPatchKeys = BadRequest(
+        "tokenPolicy is the one setting PATCH /api/project takes, such as {\"tokenPolicy\":{\"expireAfter\":\"23328000s\"}}",
+        field: "tokenPolicy")
+
     public static let whereNotObject = BadRequest(
         "where must be a JSON object such as {\"platform\":[\"ios\"],\"locale\":[\"fr\"]}", field: "where")
 

@@ -33,6 +33,8 @@ public enum RegistryError: Error, Sendable, Hashable {
     case serviceAccountNotFound
     /// A token attribute (`TokenAttributes`) the server refuses: which, and why.
     case invalidTokenAttribute(TokenAttributeProblem)
+    /// A project's token policy (`TokenPolicy`) the server refuses: which setting, and why.
+    case invalidTokenPolicy(TokenPolicyProblem)
     /// A token re-keyed to itself.
     case rekeyToSameToken
     /// No logged message has this id in the project (never sent, or evicted from the log).

@@ -25,7 +25,8 @@ public func buildServices(
     var services: [any Service] = [
         FeedFollower(
             registry: registry, interval: configuration.feedInterval, maximumLag: configuration.readyMaximumLag,
-            logger: logger)
+            logger: logger),
+        TokenExpiryWorker(registry: registry, logger: logger),
     ]
     // Where XMPP sessions may be, the hub looks for upstream messages other servers added.
     if configuration.xmppListening { services.append(xmpp) }

@@ -365,4 +365,19 @@ extension PostgresMigrations {
           ADD COLUMN "appVersion" text, ADD COLUMN "lastSeenAt" bigint
         """#
     ]
+
+    /// SQLite's "v23 token policy": each project's token policy (seconds; `tokenExpireAfter` NULL
+    /// for none) and the expiry sweep's claim (`tokenSweepAt`); an index on each registered
+    /// token's last-seen time as every reader takes it, so finding expired tokens is not a scan.
+    static let v17: [String] = [
+        #"""
+        ALTER TABLE project ADD COLUMN "tokenStaleAfter" bigint NOT NULL DEFAULT 2592000,
+          ADD COLUMN "tokenExpireAfter" bigint, ADD COLUMN "tokenSendToStale" boolean NOT NULL DEFAULT true,
+          ADD COLUMN "tokenSweepAt" bigint
+        """#,
+        #"""
+        CREATE INDEX "token_lastSeen" ON token ("projectId", COALESCE("lastSeenAt", "updatedAt"))
+          WHERE state = 'registered'
+        """#,
+    ]
 }

@@ -27,6 +27,7 @@ enum PostgresMigrations {
         ("v12-webhook-fairness", v12),
         ("v15-audit-log", v15),
         ("v16-token-attributes", v16),
+        ("v17-token-policy", v17),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when

@@ -21,6 +21,18 @@ extension Migrations {
         ALTER TABLE token ADD COLUMN lastSeenAt INTEGER;
         """
 
+    /// Each project's token policy (`TokenPolicy`: seconds; `tokenExpireAfter` NULL for no expiry)
+    /// and when the expiry sweep last claimed a round (`tokenSweepAt`, cleared when the policy
+    /// changes); an index on each registered token's last-seen time as every reader takes it
+    /// (`COALESCE(lastSeenAt, updatedAt)`), so that finding expired tokens is not a scan.
+    static let v23 = """
+        ALTER TABLE project ADD COLUMN tokenStaleAfter INTEGER NOT NULL DEFAULT 2592000;
+        ALTER TABLE project ADD COLUMN tokenExpireAfter INTEGER;
+        ALTER TABLE project ADD COLUMN tokenSendToStale INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE project ADD COLUMN tokenSweepAt INTEGER;
+        CREATE INDEX token_lastSeen ON token(projectId, COALESCE(lastSeenAt, updatedAt)) WHERE state = 'registered';
+        """
+
     /// The audit log: who changed what, when (`AuditLog.swift`), read newest first per project,
     /// or of one action; swept by age.
     static let v21 = """

@@ -77,6 +77,9 @@ enum Migrations {
         migrator.registerMigration("v22 token attributes", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v22)
         }
+        migrator.registerMigration("v23 token policy", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v23)
+        }
         return migrator
     }
 

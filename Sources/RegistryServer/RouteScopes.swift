@@ -32,7 +32,7 @@ enum RouteScopes {
         (.get, "/api/tokens/:token/messages", .read), (.post, "/api/tokens/:token/upstream", .send),
         // Audiences and inspection.
         (.post, "/api/audiences:resolve", .read), (.post, "/api/conditions:check", .read),
-        (.get, "/api/project", .read), (.get, "/api/groups", .read), (.get, "/api/groups/:name", .read),
+        (.get, "/api/project", .read), (.patch, "/api/project", .admin), (.get, "/api/groups", .read), (.get, "/api/groups/:name", .read),
         (.get, "/api/topics", .read), (.get, "/api/topics/:name", .read), (.get, "/api/stats", .read),
         // Messages and their delivery.
         (.post, "/api/messages:validate", .send), (.get, "/api/messages", .read), (.get, "/api/messages/:id", .read),

@@ -11,7 +11,7 @@ struct ProjectCommand: AsyncParsableCommand {
         abstract: "Create projects and manage their server keys.",
         subcommands: [
             Create.self, List.self, Show.self, AddKey.self, RevokeKey.self, ServiceAccountCommand.self,
-            RevokeServiceAccount.self, Relay.self, Mirror.self,
+            RevokeServiceAccount.self, Relay.self, Mirror.self, Tokens.self,
         ]
     )
 

@@ -37,6 +37,12 @@ public enum AuditAction: String, Sendable, CaseIterable, Codable {
     case mirrorEnabled = "mirror.enabled"
     /// The mirror turned off (`project mirror --off`).
     case mirrorDisabled = "mirror.disabled"
+    /// The project's token policy changed (`PATCH /api/project`, `project tokens`); details hold
+    /// the policy as it is now.
+    case tokenPolicyChanged = "tokenPolicy.changed"
+    /// A round of the expiry sweep unregistered tokens not seen for `expireAfter`; details hold
+    /// how many. One entry per round, never one per token.
+    case tokensExpired = "tokens.expired"
 }
 
 /// Who made a change: the key (or access token) and the client it said it was.
@@ -55,6 +61,9 @@ public struct AuditActor: Sendable, Hashable {
 
     /// The command line, run on the database's machine: no key.
     public static let commandLine = AuditActor(keyID: nil, keyName: "", client: "cli")
+
+    /// The server itself, on its own schedule (the expiry sweep): no key.
+    public static let server = AuditActor(keyID: nil, keyName: "", client: "server")
 
     /// The longest client name kept, in characters.
     public static let maximumClientLength = 64

@@ -94,6 +94,21 @@ public protocol RegistryStore: RegistryWriting {
     /// Turns the mirror on with `settings`, or off with `nil`, with `audit`'s entry in the same
     /// transaction.
     func setMirrorSettings(_ settings: ChannelSettings?, for project: Project, audit: AuditWrite?) async throws
+    // MARK: Token policy and the expiry sweep
+
+    /// The project's token policy (`TokenPolicy.standard` for a project never given one).
+    func tokenPolicy(of project: Project) async throws -> TokenPolicy
+    /// Stores the project's token policy, with `audit`'s entry in the same transaction, and clears
+    /// the sweep's claim so that the next sweep tick runs a round under the new policy.
+    func setTokenPolicy(_ policy: TokenPolicy, for project: Project, audit: AuditWrite?) async throws
+    /// Claims a round of the expiry sweep for the project at `now`: one compare-and-set on the
+    /// project's row, so of every server on the database only one claims it. False when the project
+    /// has no expiry, or a round was claimed at or after `since`.
+    func claimTokenSweep(of project: Project, at now: Date, unlessClaimedSince since: Date) async throws -> Bool
+    /// Up to `limit` registered tokens last seen (`lastSeenAt`, else `updatedAt`) before `cutoff`,
+    /// oldest first, read through the last-seen index.
+    func registeredTokens(lastSeenBefore cutoff: Date, in project: Project, limit: Int) async throws -> [String]
+
     /// Whether the group may have members at Google this database has not seen.
     func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool
     func groupCompleteness(in project: Project) async throws -> GroupCompleteness

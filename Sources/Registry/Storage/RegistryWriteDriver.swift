@@ -65,6 +65,9 @@ public protocol RegistryWriteDriver: RegistryRowStatements {
         -> (from: WriteTokenRow?, to: WriteTokenRow)
     /// Inserts the audit entry, if any, and sweeps a few expired ones.
     func insertAudit(_ audit: AuditWrite?) async throws
+    /// Queues `batch`'s events (the expiry sweep's `token.unregistered`) for the project's enabled
+    /// webhooks, as a recorded outbox page queues its own.
+    func queueWebhookEvents(_ batch: WebhookEventBatch, project: Int64) async throws
 
     // MARK: - Topics
 

@@ -51,6 +51,13 @@ public struct WebhookEventBatch: Sendable {
         }
     }
 
+    /// The expiry sweep's tokens (`TokenExpirySweep`): each one's `token.unregistered`, with
+    /// reason `EXPIRED` and no message.
+    public init(expired tokens: [String], now: Int64) {
+        self.now = now
+        facts = tokens.map { Fact(type: .tokenUnregistered, token: $0, error: "EXPIRED") }
+    }
+
     /// Whether the page's transaction need look for webhooks at all.
     public func isEmpty(finished: Bool) -> Bool { facts.isEmpty && !finished }
 
@@ -91,9 +98,9 @@ public struct WebhookEventBatch: Sendable {
         for targets: [Target], projectID: String, finished: Bool, counts: Counts?
     ) -> (rows: [Row], dropped: [Int64: Int]) {
         var events: [(type: WebhookEventType, data: [String: WebhookJSON])] = facts.map { fact in
-            var data: [String: WebhookJSON] = [
-                "projectId": .string(projectID), "messageId": .string(messageID), "token": .string(fact.token),
-            ]
+            var data: [String: WebhookJSON] = ["projectId": .string(projectID), "token": .string(fact.token)]
+            // The expiry sweep's events have no message.
+            if !messageID.isEmpty { data["messageId"] = .string(messageID) }
             switch fact.type {
             case .tokenUnregistered: data["reason"] = .string(fact.error)
             default: data["error"] = .string(fact.error)

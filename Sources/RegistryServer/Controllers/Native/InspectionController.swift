@@ -10,6 +10,7 @@ struct InspectionController {
 
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/project", .get, use: project)
+        routes.on("/api/project", .patch, use: patchProject)
         routes.on("/api/groups", .get, use: groups)
         routes.on("/api/groups/:name", .get, use: group)
         routes.on("/api/topics", .get, use: topics)
@@ -26,6 +27,8 @@ struct InspectionController {
         /// How the project's messages leave: `relayed` (delivered through FCM HTTP v1) or
         /// `recorded` (no relay: the message log only, nothing reaches a device).
         var delivery: String
+        /// When the project's tokens count as stale and expire, and whether fan-outs reach stale ones.
+        var tokenPolicy: TokenPolicyCodec.Shown
     }
 
     struct Member: Encodable {
@@ -69,7 +72,21 @@ struct InspectionController {
         let size = await registry.projectSize(project)
         return ProjectSummary(
             projectId: project.projectId, senderId: project.senderId, registeredTokens: size.registeredTokens,
-            topics: size.topics, delivery: try await registry.delivery(of: project).rawValue)
+            topics: size.topics, delivery: try await registry.delivery(of: project).rawValue,
+            tokenPolicy: TokenPolicyCodec.Shown(try await registry.tokenPolicy(of: project)))
+    }
+
+    /// `PATCH /api/project` with `{"tokenPolicy":{…}}`: changes the settings named (the others keep
+    /// their value; `"expireAfter": null` turns expiry off), audited as `tokenPolicy.changed`; a
+    /// refused value is 400 naming the field, and nothing changes. Answers the project as `GET` does.
+    @Sendable func patchProject(_ request: Request, context: RegistryRequestContext) async throws -> ProjectSummary {
+        let project = try context.requireProject()
+        let body = try await JSONBody.decode(
+            [String: JSONValue].self, from: request, limit: registry.limits.requestBodyBytes)
+        guard body.keys.allSatisfy({ $0 == "tokenPolicy" }) else { throw BadRequest.projectPatchKeys }
+        let change = try TokenPolicyCodec.change(from: body["tokenPolicy"])
+        try await registry.setTokenPolicy(change, for: project, by: context.actor(request))
+        return try await self.project(request, context: context)
     }
 
     @Sendable func groups(_ request: Request, context: RegistryRequestContext) async throws -> GroupList {
@@ -139,7 +156,9 @@ struct InspectionController {
         let prefix = try Self.prefix(request)
         let (after, size) = try paging(request, .tokens)
         let page = try await registry.tokens(in: project, prefix: prefix, after: after, limit: size)
-        return TokenList(tokens: page.items.map { TokenFields($0) }, nextPageToken: page.nextPageToken(.tokens))
+        let policy = try await registry.tokenPolicy(of: project)
+        return TokenList(
+            tokens: page.items.map { TokenFields($0, policy: policy) }, nextPageToken: page.nextPageToken(.tokens))
     }
 
     // MARK: - Paging

@@ -142,7 +142,8 @@ struct TokenController {
         let groups = try await registry.groups(ofToken: info.token, in: project)
         let topics = (try await registry.allSubscriptions(ofToken: info.token, in: project) ?? [])
             .map { Membership(name: $0.topic, since: $0.createdAt) }
-        return TokenResponse(fields: TokenFields(info), groups: groups, topics: topics)
+        let policy = try await registry.tokenPolicy(of: project)
+        return TokenResponse(fields: TokenFields(info, policy: policy), groups: groups, topics: topics)
     }
 
     @Sendable func show(_ request: Request, context: RegistryRequestContext) async throws -> TokenResponse {
@@ -219,8 +220,10 @@ struct TokenController {
                 results[index].error = try ErrorEnvelope.nativeErrorObject(error)
             }
         }
-        for (index, info) in zip(acceptedAt, try await registry.updateTokens(accepted, in: project)) {
-            results[index].fields = TokenFields(info)
+        let infos = try await registry.updateTokens(accepted, in: project)
+        let policy = try await registry.tokenPolicy(of: project)
+        for (index, info) in zip(acceptedAt, infos) {
+            results[index].fields = TokenFields(info, policy: policy)
         }
         return BatchUpdateResponse(results: results)
     }

@@ -16,7 +16,8 @@ struct TokenFields: Encodable {
     var timeZone: String?
     var appVersion: String?
 
-    init(_ info: TokenInfo, policy: TokenPolicy = .standard, now: Date = Date()) {
+    /// - Parameter policy: the project's (`fresh` follows its `staleAfter`).
+    init(_ info: TokenInfo, policy: TokenPolicy, now: Date = Date()) {
         token = info.token
         state = info.state
         createdAt = info.createdAt
