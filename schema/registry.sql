@@ -119,7 +119,7 @@ CREATE TABLE message (
   recipients BLOB NOT NULL,
   bytes INTEGER NOT NULL,
   receivedAt INTEGER NOT NULL
-);
+, skippedStale INTEGER NOT NULL DEFAULT 0);
 
 CREATE INDEX message_projectId ON message(projectId, id);
 

@@ -60,3 +60,11 @@ extension VersionRange {
         return 0
     }
 }
+
+/// The unit the index keeps last-seen times in: whole days since 1970-01-01, in UTC.
+public enum SeenDay {
+    /// The day a time `seconds` after 1970-01-01T00:00:00Z falls on.
+    public static func of(secondsSince1970 seconds: Double) -> Int32 {
+        Int32((seconds / 86_400).rounded(.down))
+    }
+}

@@ -81,6 +81,6 @@ public enum AudienceWhereCodec {
         else {
             throw BadRequest.whereSeenWithin(maximumSeconds: maximumSeenWithinSeconds)
         }
-        return Int32(((now.timeIntervalSince1970 - seconds) / 86_400).rounded(.down))
+        return SeenDay.of(secondsSince1970: now.timeIntervalSince1970 - seconds)
     }
 }

@@ -380,4 +380,9 @@ extension PostgresMigrations {
           WHERE state = 'registered'
         """#,
     ]
+
+    /// How many stale tokens a fan-out left out of a logged message (`TokenPolicy.sendToStale`).
+    static let v18: [String] = [
+        #"ALTER TABLE message ADD COLUMN "skippedStale" bigint NOT NULL DEFAULT 0"#
+    ]
 }

@@ -28,6 +28,7 @@ enum PostgresMigrations {
         ("v15-audit-log", v15),
         ("v16-token-attributes", v16),
         ("v17-token-policy", v17),
+        ("v18-skipped-stale", v18),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when

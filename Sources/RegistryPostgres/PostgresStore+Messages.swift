@@ -27,7 +27,7 @@ extension PostgresStore: MessageLogStore {
                 rows = try await connection.query(
                     #"""
                     SELECT message.id, message."messageId", message.protocol, message.target, message.body,
-                           message."recipientCount", message."receivedAt", NULL::bytea,
+                           message."recipientCount", message."skippedStale", message."receivedAt", NULL::bytea,
                            outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
                            outbox.walked, outbox.direct, outbox."finishedAt", NULL::text, NULL::text, NULL::integer,
                            outbox."cancelledAt"
@@ -40,7 +40,7 @@ extension PostgresStore: MessageLogStore {
                 rows = try await connection.query(
                     #"""
                     SELECT message.id, message."messageId", message.protocol, message.target, message.body,
-                           message."recipientCount", message."receivedAt", chunk."tokenIds",
+                           message."recipientCount", message."skippedStale", message."receivedAt", chunk."tokenIds",
                            outbox."messageId", outbox.recipients, outbox.delivered, outbox.failed, outbox.cursor,
                            outbox.walked, outbox.direct, outbox."finishedAt", delivery.state, delivery.error,
                            delivery.attempts, outbox."cancelledAt"
@@ -59,12 +59,12 @@ extension PostgresStore: MessageLogStore {
             // Rows are read as they stream; the page ends at its limit or its bytes, and the rest
             // of the answer is dropped with the statement.
             for try await (
-                id, messageID, via, target, body, count, receivedAt, chunk, job, recipients, delivered, failed, cursor,
-                walked, direct, finishedAt, rowState, rowError, rowAttempts, cancelledAt
+                id, messageID, via, target, body, count, skippedStale, receivedAt, chunk, job, recipients, delivered,
+                failed, cursor, walked, direct, finishedAt, rowState, rowError, rowAttempts, cancelledAt
             ) in rows.decode(
                 (
-                    Int64, String, String, String, String, Int64, Int64, Data?, Int64?, Int64?, Int64?, Int64?, Int64?,
-                    Int64?, Bool?, Int64?, String?, String?, Int32?, Int64?
+                    Int64, String, String, String, String, Int64, Int64, Int64, Data?, Int64?, Int64?, Int64?, Int64?,
+                    Int64?, Int64?, Bool?, Int64?, String?, String?, Int32?, Int64?
                 ).self)
             {
                 if let token, let chunk, !RecipientChunks.contains(token, in: chunk) { continue }
@@ -75,7 +75,7 @@ extension PostgresStore: MessageLogStore {
                     LoggedMessage(
                         id: messageID, via: MessageProtocol(rawValue: via) ?? .legacy, target: target, body: body,
                         receivedAt: EpochMilliseconds.date(receivedAt), recipientCount: Int(count),
-                        job: job.map { job in
+                        skippedStale: Int(skippedStale), job: job.map { job in
                             LoggedJob(
                                 id: job, recipients: Int(recipients ?? 0), delivered: Int(delivered ?? 0),
                                 failed: Int(failed ?? 0),
@@ -96,13 +96,13 @@ extension PostgresStore: MessageLogStore {
         try await database.withConnection { connection in
             try await connection.first(
                 #"""
-                SELECT "messageId", protocol, target, body, "recipientCount", "receivedAt" FROM message
+                SELECT "messageId", protocol, target, body, "recipientCount", "receivedAt", "skippedStale" FROM message
                 WHERE "projectId" = \#(project.rowID) AND "messageId" = \#(id) ORDER BY id DESC LIMIT 1
-                """#, as: (String, String, String, String, Int64, Int64).self
+                """#, as: (String, String, String, String, Int64, Int64, Int64).self
             ).map {
                 LoggedMessage(
                     id: $0.0, via: MessageProtocol(rawValue: $0.1) ?? .legacy, target: $0.2, body: $0.3,
-                    receivedAt: EpochMilliseconds.date($0.5), recipientCount: Int($0.4))
+                    receivedAt: EpochMilliseconds.date($0.5), recipientCount: Int($0.4), skippedStale: Int($0.6))
             }
         }
     }
@@ -159,9 +159,9 @@ extension PostgresConnection {
         else { throw PostgresStoreError("the message log's counter returned no row") }
         let row = try await one(
             #"""
-            INSERT INTO message ("projectId", "messageId", protocol, target, body, "recipientCount", recipients, bytes, "receivedAt")
+            INSERT INTO message ("projectId", "messageId", protocol, target, body, "recipientCount", "skippedStale", recipients, bytes, "receivedAt")
             VALUES (\#(project), \#(message.id), \#(message.via.rawValue), \#(message.message.targetDescription), \#(body),
-                    \#(Int64(message.directTokens?.count ?? message.recipients.count)), ''::bytea, \#(size),
+                    \#(Int64(message.directTokens?.count ?? message.recipients.count)), \#(Int64(message.skippedStale)), ''::bytea, \#(size),
                     \#(EpochMilliseconds.milliseconds(message.receivedAt)))
             RETURNING id
             """#, as: Int64.self)

@@ -21,6 +21,11 @@ extension Migrations {
         ALTER TABLE token ADD COLUMN lastSeenAt INTEGER;
         """
 
+    /// How many stale tokens a fan-out left out of a logged message (`TokenPolicy.sendToStale`).
+    static let v24 = """
+        ALTER TABLE message ADD COLUMN skippedStale INTEGER NOT NULL DEFAULT 0;
+        """
+
     /// Each project's token policy (`TokenPolicy`: seconds; `tokenExpireAfter` NULL for no expiry)
     /// and when the expiry sweep last claimed a round (`tokenSweepAt`, cleared when the policy
     /// changes); an index on each registered token's last-seen time as every reader takes it

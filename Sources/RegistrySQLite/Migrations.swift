@@ -80,6 +80,9 @@ enum Migrations {
         migrator.registerMigration("v23 token policy", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v23)
         }
+        migrator.registerMigration("v24 skipped stale", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v24)
+        }
         return migrator
     }
 

@@ -26,12 +26,13 @@ extension SQLiteStore: MessageLogStore {
         if let key = message.idempotency { try takeIdempotencyKey(key, in: project, db) }
         try db.cachedStatement(
             sql: """
-                INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, recipients, bytes, receivedAt)
-                VALUES (?, ?, ?, ?, ?, ?, X'', ?, ?)
+                INSERT INTO message (projectId, messageId, protocol, target, body, recipientCount, skippedStale, recipients, bytes, receivedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, X'', ?, ?)
                 """
         ).execute(arguments: [
             project, message.id, message.via.rawValue, message.message.targetDescription, body,
-            message.directTokens?.count ?? message.recipients.count, size, EpochMilliseconds.milliseconds(message.receivedAt),
+            message.directTokens?.count ?? message.recipients.count, message.skippedStale, size,
+            EpochMilliseconds.milliseconds(message.receivedAt),
         ])
         let row = db.lastInsertedRowID
         try MessageRecipients.insert(chunks, of: row, project: project, db)
@@ -120,7 +121,7 @@ extension SQLiteStore: MessageLogStore {
             // row): one query a page, not one a message.
             let columns = """
                 message.id, message.messageId, message.protocol, message.target, message.body,
-                message.recipientCount, message.receivedAt, outbox.messageId AS jobId,
+                message.recipientCount, message.skippedStale, message.receivedAt, outbox.messageId AS jobId,
                 outbox.recipients AS jobRecipients, outbox.delivered AS jobDelivered, outbox.failed AS jobFailed,
                 outbox.cursor AS jobCursor, outbox.walked AS jobWalked, outbox.direct AS jobDirect,
                 outbox.finishedAt AS jobFinishedAt, outbox.cancelledAt AS jobCancelledAt
@@ -166,7 +167,7 @@ extension SQLiteStore: MessageLogStore {
                     LoggedMessage(
                         id: row["messageId"], via: MessageProtocol(rawValue: row["protocol"]) ?? .legacy,
                         target: row["target"], body: body, receivedAt: EpochMilliseconds.date(row["receivedAt"]),
-                        recipientCount: row["recipientCount"], job: Self.loggedJob(row)))
+                        recipientCount: row["recipientCount"], skippedStale: row["skippedStale"], job: Self.loggedJob(row)))
                 size += body.utf8.count
                 last = row["id"]
             }
@@ -192,14 +193,14 @@ extension SQLiteStore: MessageLogStore {
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT messageId, protocol, target, body, recipientCount, receivedAt FROM message
+                    SELECT messageId, protocol, target, body, recipientCount, skippedStale, receivedAt FROM message
                     WHERE projectId = ? AND messageId = ? ORDER BY id DESC LIMIT 1
                     """, arguments: [project.rowID, id]
             ).map {
                 LoggedMessage(
                     id: $0["messageId"], via: MessageProtocol(rawValue: $0["protocol"]) ?? .legacy,
                     target: $0["target"], body: $0["body"], receivedAt: EpochMilliseconds.date($0["receivedAt"]),
-                    recipientCount: $0["recipientCount"])
+                    recipientCount: $0["recipientCount"], skippedStale: $0["skippedStale"])
             }
         }
     }

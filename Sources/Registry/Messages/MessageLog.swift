@@ -10,6 +10,8 @@ public struct LoggedMessage: Sendable {
     public var body: String
     public var receivedAt: Date
     public var recipientCount: Int
+    /// The stale tokens the fan-out left out (`TokenPolicy.sendToStale` false).
+    public var skippedStale: Int
     /// The relay's job for the message, read in the same query as the listing: `nil` when the
     /// message was logged, not relayed.
     public var job: LoggedJob?
@@ -18,8 +20,9 @@ public struct LoggedMessage: Sendable {
 
     public init(
         id: String, via: MessageProtocol, target: String, body: String, receivedAt: Date, recipientCount: Int,
-        job: LoggedJob? = nil
+        skippedStale: Int = 0, job: LoggedJob? = nil
     ) {
+        self.skippedStale = skippedStale
         self.id = id
         self.via = via
         self.target = target

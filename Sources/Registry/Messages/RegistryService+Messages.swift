@@ -81,12 +81,15 @@ public struct AcceptedMessage: Sendable {
     /// A keyed send's key and answer, which the store writes in the message's transaction; it
     /// throws `IdempotencyKeyTaken`, writing nothing, when the key is already taken.
     public var idempotency: IdempotencyRecord?
+    /// The stale tokens a fan-out left out, the project's policy not sending to them.
+    public var skippedStale: Int
 
     public init(
         id: String, project: Project, via: MessageProtocol, message: Message, recipients: RoaringBitmap,
-        directTokens: [String]? = nil, receivedAt: Date, idempotency: IdempotencyRecord? = nil
+        directTokens: [String]? = nil, receivedAt: Date, idempotency: IdempotencyRecord? = nil, skippedStale: Int = 0
     ) {
         self.idempotency = idempotency
+        self.skippedStale = skippedStale
         self.id = id
         self.project = project
         self.via = via

@@ -38,6 +38,8 @@ struct MessageController {
         var target: String
         var receivedAt: Date
         var recipientCount: Int
+        /// The stale tokens a fan-out left out, the project's token policy not sending to them.
+        var skippedStale: Int
         /// The normalized message, as JSON text.
         var payload: String
         /// The recipients by state; `null` when the project did not relay the message.
@@ -58,6 +60,7 @@ struct MessageController {
             target = message.target
             receivedAt = message.receivedAt
             recipientCount = message.recipientCount
+            skippedStale = message.skippedStale
             payload = message.body
             delivery = message.delivery
             tokenDelivery = message.tokenDelivery.map {
@@ -66,7 +69,7 @@ struct MessageController {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, `protocol`, target, receivedAt, recipientCount, payload, delivery, tokenDelivery
+            case id, `protocol`, target, receivedAt, recipientCount, skippedStale, payload, delivery, tokenDelivery
         }
 
         /// `delivery` as `null` when there is none, so a reader need not guess; `tokenDelivery` only
@@ -78,6 +81,7 @@ struct MessageController {
             try container.encode(target, forKey: .target)
             try container.encode(receivedAt, forKey: .receivedAt)
             try container.encode(recipientCount, forKey: .recipientCount)
+            try container.encode(skippedStale, forKey: .skippedStale)
             try container.encode(payload, forKey: .payload)
             try container.encode(delivery, forKey: .delivery)
             try container.encodeIfPresent(tokenDelivery, forKey: .tokenDelivery)
