@@ -67,6 +67,21 @@ extension PostgresStore {
             return tokens
         }
     }
+
+    public func registeredTokensBySeenDay(in project: Project) async throws -> [Int32: Int] {
+        try await database.withConnection { connection in
+            var days: [Int32: Int] = [:]
+            for try await (day, count) in try await connection.query(
+                #"""
+                SELECT COALESCE("lastSeenAt", "updatedAt") / 86400000 AS day, COUNT(*) FROM token
+                WHERE "projectId" = \#(project.rowID) AND state = 'registered' GROUP BY day
+                """#, logger: .silent
+            ).decode((Int64, Int64).self) {
+                days[Int32(clamping: day)] = Int(count)
+            }
+            return days
+        }
+    }
 }
 
 extension PostgresWriteDriver {

@@ -62,6 +62,22 @@ extension SQLiteStore {
                 arguments: [project.rowID, EpochMilliseconds.milliseconds(cutoff), limit])
         }
     }
+
+    public func registeredTokensBySeenDay(in project: Project) async throws -> [Int32: Int] {
+        try await read { db in
+            var days: [Int32: Int] = [:]
+            for row in try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT COALESCE(lastSeenAt, updatedAt) / 86400000 AS day, COUNT(*) FROM token INDEXED BY token_lastSeen
+                        WHERE projectId = ? AND state = 'registered' GROUP BY day
+                        """), arguments: [project.rowID])
+            {
+                days[Int32(clamping: row[0] as Int64)] = row[1]
+            }
+            return days
+        }
+    }
 }
 
 extension SQLiteWriteDriver {

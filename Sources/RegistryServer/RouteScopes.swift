@@ -28,7 +28,7 @@ enum RouteScopes {
         (.get, "/api/tokens", .read), (.get, "/api/tokens/:token", .read), (.put, "/api/tokens/:token", .subscribe),
         (.delete, "/api/tokens/:token", .admin), (.put, "/api/tokens/:token/topics", .subscribe),
         (.post, "/api/tokens/{token}:rekey", .subscribe), (.post, "/api/tokens:rekey", .subscribe),
-        (.post, "/api/tokens:batchUpdate", .subscribe),
+        (.post, "/api/tokens:batchUpdate", .subscribe), (.get, "/api/tokens:freshness", .read),
         (.get, "/api/tokens/:token/messages", .read), (.post, "/api/tokens/:token/upstream", .send),
         // Audiences and inspection.
         (.post, "/api/audiences:resolve", .read), (.post, "/api/conditions:check", .read),

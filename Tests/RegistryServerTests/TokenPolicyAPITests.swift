@@ -166,6 +166,35 @@ struct TokenPolicyAPITests {
         }
     }
 
+    @Test("GET /api/tokens:freshness counts registered tokens fresh, stale, expiring within 7 days and by month last seen")
+    func freshness() async throws {
+        let fixture = try await Fixture.make()
+        try await fixture.test { client in
+            let empty = try await client.call(.get, "/api/tokens:freshness")
+            #expect(empty.status == .ok)
+            #expect(empty.json?["registered"] == 0)
+            #expect(empty.json?["byMonth"]?.array?.count == 13)
+            _ = try await client.call(.put, "/api/tokens/\(token(1))")
+            for (n, days) in [(2, 10), (3, 45), (4, 200), (5, 400), (6, 500)] {
+                _ = try await client.call(.put, "/api/tokens/\(token(n))", body: #"{"lastSeenAt":"\#(Self.daysAgo(days))"}"#)
+            }
+            _ = try await client.call(.delete, "/api/tokens/\(token(6))")
+            let counted = try await client.call(.get, "/api/tokens:freshness")
+            #expect(counted.json?["registered"] == 5)
+            #expect(counted.json?["fresh"] == 2)
+            #expect(counted.json?["stale"] == 3)
+            #expect(counted.json?["expiring7d"] == 0)
+            #expect(counted.json?["byMonth"] == [2, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1])
+            _ = try await client.call(
+                .patch, "/api/project", body: #"{"tokenPolicy":{"staleAfter":"604800s","expireAfter":"17712000s"}}"#)
+            let moved = try await client.call(.get, "/api/tokens:freshness")
+            #expect(moved.json?["fresh"] == 1)
+            #expect(moved.json?["stale"] == 4)
+            // 205 days: the 200-day-old token expires within a week, the 400-day-old one at the next round.
+            #expect(moved.json?["expiring7d"] == 2)
+        }
+    }
+
     @Test("Two servers on one database: the one that claims the round sweeps, the other does not")
     func oneServerSweeps() async throws {
         let store = try await TestBackend.makeStore()

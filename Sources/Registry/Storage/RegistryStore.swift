@@ -108,6 +108,9 @@ public protocol RegistryStore: RegistryWriting {
     /// Up to `limit` registered tokens last seen (`lastSeenAt`, else `updatedAt`) before `cutoff`,
     /// oldest first, read through the last-seen index.
     func registeredTokens(lastSeenBefore cutoff: Date, in project: Project, limit: Int) async throws -> [String]
+    /// How many registered tokens were last seen (`lastSeenAt`, else `updatedAt`) on each UTC day,
+    /// by days since 1970-01-01: one aggregate over the last-seen index.
+    func registeredTokensBySeenDay(in project: Project) async throws -> [Int32: Int]
 
     /// Whether the group may have members at Google this database has not seen.
     func isGroupComplete(_ id: Int64, in project: Project) async throws -> Bool

@@ -11,6 +11,7 @@ struct InspectionController {
     func addRoutes(to routes: RouteRecorder) {
         routes.on("/api/project", .get, use: project)
         routes.on("/api/project", .patch, use: patchProject)
+        routes.on("/api/tokens:freshness", .get, use: freshness)
         routes.on("/api/groups", .get, use: groups)
         routes.on("/api/groups/:name", .get, use: group)
         routes.on("/api/topics", .get, use: topics)
@@ -29,6 +30,28 @@ struct InspectionController {
         var delivery: String
         /// When the project's tokens count as stale and expire, and whether fan-outs reach stale ones.
         var tokenPolicy: TokenPolicyCodec.Shown
+    }
+
+    /// `GET /api/tokens:freshness`'s answer (`TokenFreshness`).
+    struct Freshness: ResponseEncodable {
+        var registered: Int
+        var fresh: Int
+        var stale: Int
+        var expiring7d: Int
+        var byMonth: [Int]
+        var tokenPolicy: TokenPolicyCodec.Shown
+    }
+
+    /// `GET /api/tokens:freshness`: how many registered tokens are fresh, stale, expiring within 7
+    /// days, and last seen in each of the past 12 months of 30 days (and before), under the
+    /// project's token policy.
+    @Sendable func freshness(_ request: Request, context: RegistryRequestContext) async throws -> Freshness {
+        let project = try context.requireProject()
+        let counts = try await registry.tokenFreshness(in: project)
+        return Freshness(
+            registered: counts.registered, fresh: counts.fresh, stale: counts.stale,
+            expiring7d: counts.expiringIn7Days, byMonth: counts.byMonth,
+            tokenPolicy: TokenPolicyCodec.Shown(try await registry.tokenPolicy(of: project)))
     }
 
     struct Member: Encodable {
