@@ -79,6 +79,7 @@ struct ConsoleTests {
                     == [
                         "projectId": "test-app", "senderId": "123456789012", "registeredTokens": 4, "topics": 1,
                         "delivery": "recorded",
+                        "tokenPolicy": ["staleAfter": "2592000s", "expireAfter": .null, "sendToStale": true],
                     ])
             #expect(try await client.call(.get, "/api/project", auth: .some(nil)).status == .unauthorized)
         }
