@@ -47,6 +47,8 @@ public struct RegistryService: Sendable {
     let mirror: (any GroupMirror)?
     /// Whether each project mirrors, read at most once a second (`MirrorSettingsCache`).
     let mirrorSettingsCache = MirrorSettingsCache()
+    /// Each project's token policy, read at most once a second (`TokenPolicyCache`).
+    let tokenPolicyCache = TokenPolicyCache()
     /// Where the audience index is saved between runs; `nil` for none.
     public let checkpointPath: String?
     /// Tells a checkpoint of this database from one of another.

@@ -221,6 +221,10 @@ struct TokenPolicyAPITests {
         #expect(try await second.runSweep().isEmpty)
         try await second.setTokenPolicy(TokenPolicyChange(sendToStale: false), for: project)
         #expect(try await second.runSweep() == [TokenExpirySweep.Round(project: "test-app", expired: 1)])
+        // A policy read (and cached) is replaced at once when this server changes it.
+        #expect(try await second.tokenPolicy(of: project).staleAfter == .seconds(30 * 86_400))
+        try await second.setTokenPolicy(TokenPolicyChange(staleAfter: .seconds(7 * 86_400)), for: project)
+        #expect(try await second.tokenPolicy(of: project).staleAfter == .seconds(7 * 86_400))
     }
 }
 

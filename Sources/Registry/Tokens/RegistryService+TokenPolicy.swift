@@ -4,8 +4,9 @@ import Foundation
 /// fresh, changed by `PATCH /api/project` and `project tokens`.
 extension RegistryService {
     /// The project's token policy: FCM's guidance (`TokenPolicy.standard`) until it is changed.
+    /// Read at most once a second (`TokenPolicyCache`); a change through this process is seen at once.
     public func tokenPolicy(of project: Project) async throws -> TokenPolicy {
-        try await store.tokenPolicy(of: project)
+        try await tokenPolicyCache.policy(of: project.rowID) { try await store.tokenPolicy(of: project) }
     }
 
     /// Makes `change` to the project's policy: the settings it leaves out keep their value. The
@@ -25,6 +26,7 @@ extension RegistryService {
             .tokenPolicyChanged, target: project.projectId, details: Self.details(of: policy), by: actor,
             project: project.rowID)
         try await store.setTokenPolicy(policy, for: project, audit: entry)
+        tokenPolicyCache.forget(project.rowID)
         return policy
     }
 
