@@ -133,7 +133,8 @@ extension RegistryService {
             }
             return result
         }
-        let recipients: RoaringBitmap
+        var recipients: RoaringBitmap
+        var skippedStale = 0
         // With the relay on, FCM is the judge of a token, not the registry.
         let relaying = try await sink.relays(project)
         var direct: [String]?
@@ -146,12 +147,14 @@ extension RegistryService {
                 }
                 try MessageRules.checkContent(message)
                 recipients = audience.snapshot(of: project.rowID).members(of: topic).bitmap
+                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
             case .condition(let source):
                 let snapshot = audience.snapshot(of: project.rowID)
                 let dialect = protocolName.conditionDialect
                 let condition = try await CostlyWork.run { try MessageRules.condition(source, dialect: dialect) }
                 try MessageRules.checkContent(message)
                 recipients = await CostlyWork.run { snapshot.evaluate(condition.expression) }
+                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
             case .notificationKey(let key):
                 guard let group = try await groupID(forNotificationKey: key, in: project) else {
                     throw MessageProblem.invalidParameters(
@@ -163,6 +166,7 @@ extension RegistryService {
                 result.isDeviceGroup = true
                 recipients = try await groupRecipients(
                     try await memberIDs(ofGroup: group, in: project), of: message, key: key, in: project, result: &result)
+                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
                 if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
             case .token(let token):
                 if let group = try await groupID(forNotificationKey: token, in: project) {
@@ -175,6 +179,7 @@ extension RegistryService {
                     recipients = try await groupRecipients(
                         try await memberIDs(ofGroup: group, in: project), of: message, key: token, in: project,
                         result: &result)
+                    (recipients, skippedStale) = try await skippingStale(recipients, in: project)
                     if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
                 } else {
                     guard !token.isEmpty else { throw MessageProblem.missingRegistration }
@@ -217,7 +222,8 @@ extension RegistryService {
                     outcomes = try await sink.accept(
                         AcceptedMessage(
                             id: id, project: project, via: protocolName, message: message, recipients: recipients,
-                            directTokens: direct, receivedAt: now, idempotency: result.idempotency))
+                            directTokens: direct, receivedAt: now, idempotency: result.idempotency,
+                            skippedStale: skippedStale))
                 } catch let problem as MessageProblem {
                     // The outbox is full: every recipient of a multicast is answered so.
                     result.tokenProblems = result.tokenProblems.map { $0 ?? problem }

@@ -108,6 +108,10 @@ public protocol RegistryStore: RegistryWriting {
     /// Up to `limit` registered tokens last seen (`lastSeenAt`, else `updatedAt`) before `cutoff`,
     /// oldest first, read through the last-seen index.
     func registeredTokens(lastSeenBefore cutoff: Date, in project: Project, limit: Int) async throws -> [String]
+    /// The ids of every registered token last seen (`lastSeenAt`, else `updatedAt`) before
+    /// `cutoff`, in any order: the stale tokens a fan-out leaves out when the project's policy
+    /// says not to send to them, read through the last-seen index.
+    func registeredTokenIDs(lastSeenBefore cutoff: Date, in project: Project) async throws -> [UInt32]
     /// How many registered tokens were last seen (`lastSeenAt`, else `updatedAt`) on each UTC day,
     /// by days since 1970-01-01: one aggregate over the last-seen index.
     func registeredTokensBySeenDay(in project: Project) async throws -> [Int32: Int]
