@@ -107,9 +107,11 @@ extension TokenPolicyProblem {
     /// What `PATCH /api/project` and `project tokens` answer for a refused token policy.
     public var words: String {
         switch self {
-        case .staleAfterRange: "tokenPolicy.staleAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days)"
+        case .staleAfterRange:
+            "tokenPolicy.staleAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days)"
         case .expireAfterRange:
-            "tokenPolicy.expireAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days), or null for none"
+            "tokenPolicy.expireAfter must be whole seconds from 3600s (an hour) to 315360000s (3650 days), "
+                + "or null for none"
         case .expireNotAfterStale: "tokenPolicy.expireAfter must be longer than staleAfter"
         case .staleAfterNotDuration: "tokenPolicy.staleAfter must be a duration in seconds such as \"2592000s\""
         case .expireAfterNotDuration:

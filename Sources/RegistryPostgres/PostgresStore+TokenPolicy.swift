@@ -33,7 +33,8 @@ extension PostgresStore {
         }
     }
 
-    public func claimTokenSweep(of project: Project, at now: Date, unlessClaimedSince since: Date) async throws -> Bool {
+    public func claimTokenSweep(of project: Project, at now: Date, unlessClaimedSince since: Date) async throws -> Bool
+    {
         let (at, after) = (EpochMilliseconds.milliseconds(now), EpochMilliseconds.milliseconds(since))
         return try await database.withConnection { connection in
             // One statement: PostgreSQL re-checks the WHERE on the row it locks, so of two servers

@@ -34,7 +34,8 @@ extension SQLiteStore {
         }
     }
 
-    public func claimTokenSweep(of project: Project, at now: Date, unlessClaimedSince since: Date) async throws -> Bool {
+    public func claimTokenSweep(of project: Project, at now: Date, unlessClaimedSince since: Date) async throws -> Bool
+    {
         try await write { db, _ in
             try db.execute(
                 sql: """

@@ -12,7 +12,9 @@ struct TokenPolicyAPITests {
         Date().addingTimeInterval(-Double(days) * 86_400).formatted(.iso8601)
     }
 
-    @Test("GET /api/project shows FCM's policy until PATCH changes it; keys left out keep their value, null turns expiry off")
+    @Test(
+        "GET /api/project shows FCM's policy until PATCH changes it; keys left out keep their value, null turns expiry off"
+    )
     func patchAndGet() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
@@ -29,7 +31,8 @@ struct TokenPolicyAPITests {
                     == ["staleAfter": "2592000s", "expireAfter": "23328000s", "sendToStale": false])
             #expect(patched.json?["projectId"] == "test-app")
 
-            let stale = try await client.call(.patch, "/api/project", body: #"{"tokenPolicy":{"staleAfter":"604800s"}}"#)
+            let stale = try await client.call(
+                .patch, "/api/project", body: #"{"tokenPolicy":{"staleAfter":"604800s"}}"#)
             #expect(
                 stale.json?["tokenPolicy"]
                     == ["staleAfter": "604800s", "expireAfter": "23328000s", "sendToStale": false])
@@ -81,7 +84,8 @@ struct TokenPolicyAPITests {
     func adminOnly() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
-            let created = try await client.call(.post, "/api/keys", body: #"{"name":"ops","scopes":["read","subscribe"]}"#)
+            let created = try await client.call(
+                .post, "/api/keys", body: #"{"name":"ops","scopes":["read","subscribe"]}"#)
             let key = try #require(created.json?["key"]?.string)
             let refused = try await client.call(
                 .patch, "/api/project", body: #"{"tokenPolicy":{"sendToStale":false}}"#, auth: .some("key=\(key)"))
@@ -115,7 +119,9 @@ struct TokenPolicyAPITests {
         try await fixture.test { client in
             #expect(try await client.call(.post, "/api/webhooks", body: WebhookAPITests.create).status == .created)
             // The old token is in a topic with a fresh one, and alone in a group.
-            _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":["\#(token(1))","\#(token(2))"]}"#)
+            _ = try await client.call(
+                .post, "/iid/v1:batchAdd",
+                body: #"{"to":"/topics/news","registration_tokens":["\#(token(1))","\#(token(2))"]}"#)
             let key = try await client.createGroup("old-phone", [token(1)])
             _ = try await client.call(.put, "/api/tokens/\(token(1))", body: #"{"lastSeenAt":"\#(Self.daysAgo(300))"}"#)
             _ = try await client.call(.put, "/api/tokens/\(token(3))", body: #"{"lastSeenAt":"\#(Self.daysAgo(200))"}"#)
@@ -124,7 +130,8 @@ struct TokenPolicyAPITests {
             #expect(try await sweep.runDueRounds().isEmpty)
             #expect((try await client.call(.get, "/api/tokens/\(token(1))")).json?["state"] == "registered")
 
-            let patched = try await client.call(.patch, "/api/project", body: #"{"tokenPolicy":{"expireAfter":"23328000s"}}"#)
+            let patched = try await client.call(
+                .patch, "/api/project", body: #"{"tokenPolicy":{"expireAfter":"23328000s"}}"#)
             #expect(patched.status == .ok)
             let rounds = try await sweep.runDueRounds()
             #expect(rounds == [TokenExpirySweep.Round(project: "test-app", expired: 1)])
@@ -166,7 +173,9 @@ struct TokenPolicyAPITests {
         }
     }
 
-    @Test("GET /api/tokens:freshness counts registered tokens fresh, stale, expiring within 7 days and by month last seen")
+    @Test(
+        "GET /api/tokens:freshness counts registered tokens fresh, stale, expiring within 7 days and by month last seen"
+    )
     func freshness() async throws {
         let fixture = try await Fixture.make()
         try await fixture.test { client in
@@ -176,7 +185,8 @@ struct TokenPolicyAPITests {
             #expect(empty.json?["byMonth"]?.array?.count == 13)
             _ = try await client.call(.put, "/api/tokens/\(token(1))")
             for (n, days) in [(2, 10), (3, 45), (4, 200), (5, 400), (6, 500)] {
-                _ = try await client.call(.put, "/api/tokens/\(token(n))", body: #"{"lastSeenAt":"\#(Self.daysAgo(days))"}"#)
+                _ = try await client.call(
+                    .put, "/api/tokens/\(token(n))", body: #"{"lastSeenAt":"\#(Self.daysAgo(days))"}"#)
             }
             _ = try await client.call(.delete, "/api/tokens/\(token(6))")
             let counted = try await client.call(.get, "/api/tokens:freshness")
@@ -259,7 +269,10 @@ struct TokenPolicyCommandTests {
 
         for (arguments, error) in [
             (["--expire-after", "10d"], "Error: tokenPolicy.expireAfter must be longer than staleAfter"),
-            (["--stale-after", "30 days"], "Error: --stale-after is a whole number and a unit (s, m, h or d), such as 30d"),
+            (
+                ["--stale-after", "30 days"],
+                "Error: --stale-after is a whole number and a unit (s, m, h or d), such as 30d"
+            ),
             (["--send-to-stale", "maybe"], "Error: --send-to-stale is true or false"),
         ] {
             let refused = try await folder.run(["project", "tokens", "--project-id", "p"] + arguments)

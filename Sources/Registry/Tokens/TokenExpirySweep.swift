@@ -43,7 +43,8 @@ public struct TokenExpirySweep: Sendable {
             guard try await registry.store.claimTokenSweep(of: project, at: now, unlessClaimedSince: since) else {
                 continue
             }
-            rounds.append(Round(project: project.projectId, expired: try await expire(in: project, before: cutoff, now: now)))
+            rounds.append(
+                Round(project: project.projectId, expired: try await expire(in: project, before: cutoff, now: now)))
         }
         return rounds
     }
@@ -53,7 +54,8 @@ public struct TokenExpirySweep: Sendable {
     func expire(in project: Project, before cutoff: Date, now: Date) async throws -> Int {
         var total = 0
         while true {
-            let tokens = try await registry.store.registeredTokens(lastSeenBefore: cutoff, in: project, limit: batchSize)
+            let tokens = try await registry.store.registeredTokens(
+                lastSeenBefore: cutoff, in: project, limit: batchSize)
             guard !tokens.isEmpty else { break }
             let expired = registry.applied(
                 try await registry.store.expireTokens(tokens, lastSeenBefore: cutoff, in: project, now: now))

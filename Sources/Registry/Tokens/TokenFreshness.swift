@@ -47,6 +47,7 @@ extension RegistryService {
     /// How fresh the project's registered tokens are under its token policy, at `now`.
     public func tokenFreshness(in project: Project, now: Date = Date()) async throws -> TokenFreshness {
         let policy = try await store.tokenPolicy(of: project)
-        return TokenFreshness(seenDays: try await store.registeredTokensBySeenDay(in: project), policy: policy, now: now)
+        return TokenFreshness(
+            seenDays: try await store.registeredTokensBySeenDay(in: project), policy: policy, now: now)
     }
 }
