@@ -519,6 +519,23 @@ def test_overview_shows_the_latest_message_without_a_reload_and_rests_while_hidd
     wait(driver, 5).until(lambda d: requests_to(d, "/api/messages"))
 
 
+def test_overview_shows_token_freshness_by_month_and_the_policy(console):
+    driver = console("#/overview")
+    heading(driver, "Project console-app")
+    seen = requests.get(f"{URL}/api/tokens:freshness", headers=API, timeout=30).json()
+    card = wait(driver).until(EC.visibility_of_element_located((By.ID, "token-freshness")))
+    assert "Token freshness" in card.text
+    for name in ["fresh", "stale", "expiring7d"]:
+        value = card.find_element(By.CSS_SELECTOR, f"dd[data-stat='{name}']").get_attribute("data-value")
+        assert int(value) == seen[name]
+    # One bar a month, each labelled with its count for a screen reader, the last open-ended.
+    bars = card.find_elements(By.CSS_SELECTOR, "svg a[aria-label]")
+    labels = [bar.get_attribute("aria-label") for bar in bars]
+    assert len(labels) == 13 and labels[0].startswith("0–1 months ago: ") and labels[-1].startswith("12+ months ago: ")
+    assert [int(label.rsplit(": ", 1)[1].replace(",", "")) for label in labels] == seen["byMonth"]
+    assert "Stale after 30 days" in card.find_element(By.ID, "token-policy").text
+
+
 def test_message_list_counts_come_with_the_page(console, seeded):
     driver = console("#/messages")
     heading(driver, "Messages")
