@@ -39,9 +39,9 @@ public enum CommandWording {
     public static let copySameDatabase = "--from and --to name the same database"
 
     /// `project tokens` given a duration it cannot read.
-    public static func tokenDuration(_ option: String, offAllowed: Bool) -> String {
-        "\(option) is a whole number and a unit (s, m, h or d), such as 30d\(offAllowed ? ", or off" : "")"
-    }
+    public static let staleAfterDuration = "--stale-after is a whole number and a unit (s, m, h or d), such as 30d"
+    public static let expireAfterDuration =
+        "--expire-after is a whole number and a unit (s, m, h or d), such as 270d, or off"
 
     public static let sendToStaleBoolean = "--send-to-stale is true or false"
 

@@ -35,7 +35,7 @@ extension ProjectCommand {
             var change = TokenPolicyChange()
             if let staleAfter {
                 guard let duration = Self.duration(staleAfter) else {
-                    throw ValidationError(CommandWording.tokenDuration("--stale-after", offAllowed: false))
+                    throw ValidationError(CommandWording.staleAfterDuration)
                 }
                 change.staleAfter = duration
             }
@@ -44,7 +44,7 @@ extension ProjectCommand {
                     change.expireAfter = .some(nil)
                 } else {
                     guard let duration = Self.duration(expireAfter) else {
-                        throw ValidationError(CommandWording.tokenDuration("--expire-after", offAllowed: true))
+                        throw ValidationError(CommandWording.expireAfterDuration)
                     }
                     change.expireAfter = .some(duration)
                 }
