@@ -22,13 +22,16 @@ struct TokenExpiryWorker: Service, CustomStringConvertible {
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
+            var first = true
             while !Task.isCancelled {
                 do {
-                    for round in try await sweep.runDueRounds() {
+                    let window = first ? TokenExpirySweep.startUpWindow : nil
+                    for round in try await sweep.runDueRounds(claimedWithin: window) {
                         logger.info(
                             "expired tokens swept",
                             metadata: ["project": "\(round.project)", "expired": "\(round.expired)"])
                     }
+                    first = false
                 } catch {
                     logger.warning("the token expiry sweep failed; it tries again", metadata: ["error": "\(error)"])
                 }

@@ -174,6 +174,30 @@ struct TokenPolicyAPITests {
     }
 
     @Test(
+        "A round a crash cut short keeps its hour claimed, and a server's first look after it starts finishes it: only a claim of the last minute holds it back"
+    )
+    func startUpFinishesAnInterruptedRound() async throws {
+        let fixture = try await Fixture.make()
+        let sweep = TokenExpirySweep(registry: fixture.registry)
+        try await fixture.test { client in
+            _ = try await client.call(.put, "/api/tokens/\(token(1))", body: #"{"lastSeenAt":"\#(Self.daysAgo(300))"}"#)
+            _ = try await client.call(.patch, "/api/project", body: #"{"tokenPolicy":{"expireAfter":"23328000s"}}"#)
+            // A server claimed the round ten minutes ago and died before sweeping.
+            let now = Date()
+            #expect(
+                try await fixture.registry.store.claimTokenSweep(
+                    of: fixture.project, at: now.addingTimeInterval(-600), unlessClaimedSince: now.addingTimeInterval(-3600)))
+            #expect(try await sweep.runDueRounds(now: now).isEmpty)
+            #expect((try await client.call(.get, "/api/tokens/\(token(1))")).json?["state"] == "registered")
+            let started = try await sweep.runDueRounds(now: now, claimedWithin: TokenExpirySweep.startUpWindow)
+            #expect(started == [TokenExpirySweep.Round(project: "test-app", expired: 1)])
+            #expect((try await client.call(.get, "/api/tokens/\(token(1))")).json?["state"] == "unregistered")
+            // A second server starting in the same minute finds the round claimed.
+            #expect(try await sweep.runDueRounds(now: now, claimedWithin: TokenExpirySweep.startUpWindow).isEmpty)
+        }
+    }
+
+    @Test(
         "GET /api/tokens:freshness counts registered tokens fresh, stale, expiring within 7 days and by month last seen"
     )
     func freshness() async throws {

@@ -17,6 +17,9 @@ public struct TokenExpirySweep: Sendable {
     public var roundInterval: Duration
     /// Tokens unregistered in one transaction: short enough never to hold the writer for long.
     public var batchSize: Int
+    /// What a server's first look after it starts passes as `claimedWithin`: a round claimed this
+    /// recently is running (or ran) on another server; an older claim is run again.
+    public static let startUpWindow = Duration.seconds(60)
 
     public init(registry: RegistryService, roundInterval: Duration = .seconds(3_600), batchSize: Int = 500) {
         (self.registry, self.roundInterval, self.batchSize) = (registry, roundInterval, batchSize)
@@ -34,12 +37,16 @@ public struct TokenExpirySweep: Sendable {
 
     /// Runs a round in each project with expiry whose round is due at `now` and not claimed by
     /// another server; returns the rounds this call ran.
-    public func runDueRounds(now: Date = Date()) async throws -> [Round] {
+    /// - Parameter window: a round claimed within it is not run again; `roundInterval` unless
+    ///   given. A server's first call after it starts gives `startUpWindow`, so that a round a
+    ///   crash cut short (its hour claimed, its tokens half swept) is finished within a minute of
+    ///   a server starting, not an hour later.
+    public func runDueRounds(now: Date = Date(), claimedWithin window: Duration? = nil) async throws -> [Round] {
         var rounds: [Round] = []
         for project in try await registry.store.projects() {
             let policy = try await registry.store.tokenPolicy(of: project)
             guard let cutoff = policy.expiryCutoff(now: now) else { continue }
-            let since = now.addingTimeInterval(-roundInterval.seconds)
+            let since = now.addingTimeInterval(-(window ?? roundInterval).seconds)
             guard try await registry.store.claimTokenSweep(of: project, at: now, unlessClaimedSince: since) else {
                 continue
             }
