@@ -11,7 +11,8 @@ struct StaleSkippingAPITests {
     @discardableResult
     static func seed(_ client: Fixture.Client) async throws -> String {
         let news = jsonArray((1...4).map(token))
-        _ = try await client.call(.post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":\#(news)}"#)
+        _ = try await client.call(
+            .post, "/iid/v1:batchAdd", body: #"{"to":"/topics/news","registration_tokens":\#(news)}"#)
         let key = try await client.createGroup("family", [token(1), token(4)])
         let fortyDaysAgo = Date().addingTimeInterval(-40 * 86_400).formatted(.iso8601)
         let old = try await client.call(.put, "/api/tokens/\(token(4))", body: #"{"lastSeenAt":"\#(fortyDaysAgo)"}"#)
@@ -21,7 +22,8 @@ struct StaleSkippingAPITests {
 
     /// The newest logged message, as `GET /api/messages/{id}` shows it.
     static func lastMessage(_ client: Fixture.Client) async throws -> JSON {
-        let listed = try #require(try await client.call(.get, "/api/messages?pageSize=1").json?["messages"]?.array?.first)
+        let listed = try #require(
+            try await client.call(.get, "/api/messages?pageSize=1").json?["messages"]?.array?.first)
         let id = try #require(listed["id"]?.string)
         let path = try #require(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
         return try #require(try await client.call(.get, "/api/messages/\(path)").json)

@@ -186,7 +186,8 @@ struct TokenPolicyAPITests {
             let now = Date()
             #expect(
                 try await fixture.registry.store.claimTokenSweep(
-                    of: fixture.project, at: now.addingTimeInterval(-600), unlessClaimedSince: now.addingTimeInterval(-3600)))
+                    of: fixture.project, at: now.addingTimeInterval(-600),
+                    unlessClaimedSince: now.addingTimeInterval(-3600)))
             #expect(try await sweep.runDueRounds(now: now).isEmpty)
             #expect((try await client.call(.get, "/api/tokens/\(token(1))")).json?["state"] == "registered")
             let started = try await sweep.runDueRounds(now: now, claimedWithin: TokenExpirySweep.startUpWindow)
