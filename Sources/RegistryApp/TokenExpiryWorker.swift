@@ -6,7 +6,9 @@ import ServiceLifecycle
 /// Runs the expiry sweep (`TokenExpirySweep`): a look every `tick` (30 s) for projects whose round
 /// is due, so that a round runs within a minute of the server starting or of a policy being set
 /// (which clears the project's claim), then hourly; the claim on the project's row keeps every
-/// other server on the database from sweeping the same hour. One log line per round that ran.
+/// other server on the database from sweeping the same hour. In its first minute it also runs a
+/// round a crash or a stop cut short (`TokenExpirySweep.startUpWindow`). One log line per round
+/// that ran.
 struct TokenExpiryWorker: Service, CustomStringConvertible {
     let sweep: TokenExpirySweep
     let tick: Duration
@@ -22,16 +24,16 @@ struct TokenExpiryWorker: Service, CustomStringConvertible {
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            var first = true
+            let started = ContinuousClock.now
             while !Task.isCancelled {
                 do {
-                    let window = first ? TokenExpirySweep.startUpWindow : nil
+                    // In its first minute the server also finishes a round a crash or a stop cut short.
+                    let window = ContinuousClock.now - started < .seconds(60) ? TokenExpirySweep.startUpWindow : nil
                     for round in try await sweep.runDueRounds(claimedWithin: window) {
                         logger.info(
                             "expired tokens swept",
                             metadata: ["project": "\(round.project)", "expired": "\(round.expired)"])
                     }
-                    first = false
                 } catch {
                     logger.warning("the token expiry sweep failed; it tries again", metadata: ["error": "\(error)"])
                 }

@@ -174,7 +174,7 @@ struct TokenPolicyAPITests {
     }
 
     @Test(
-        "A round a crash cut short keeps its hour claimed, and a server's first look after it starts finishes it: only a claim of the last minute holds it back"
+        "A round a crash cut short keeps its hour claimed, and a server's first look after it starts finishes it: only a claim renewed in the last 15 seconds (a round running elsewhere) holds it back"
     )
     func startUpFinishesAnInterruptedRound() async throws {
         let fixture = try await Fixture.make()

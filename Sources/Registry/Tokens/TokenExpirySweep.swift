@@ -17,9 +17,10 @@ public struct TokenExpirySweep: Sendable {
     public var roundInterval: Duration
     /// Tokens unregistered in one transaction: short enough never to hold the writer for long.
     public var batchSize: Int
-    /// What a server's first look after it starts passes as `claimedWithin`: a round claimed this
-    /// recently is running (or ran) on another server; an older claim is run again.
-    public static let startUpWindow = Duration.seconds(60)
+    /// What a server's looks in its first minute pass as `claimedWithin`. A round renews its claim
+    /// after every batch, so one claimed this recently is running on another server; an older claim
+    /// is a finished round, or one a crash or a stop cut short, and is run again.
+    public static let startUpWindow = Duration.seconds(15)
 
     public init(registry: RegistryService, roundInterval: Duration = .seconds(3_600), batchSize: Int = 500) {
         (self.registry, self.roundInterval, self.batchSize) = (registry, roundInterval, batchSize)
@@ -38,9 +39,9 @@ public struct TokenExpirySweep: Sendable {
     /// Runs a round in each project with expiry whose round is due at `now` and not claimed by
     /// another server; returns the rounds this call ran.
     /// - Parameter window: a round claimed within it is not run again; `roundInterval` unless
-    ///   given. A server's first call after it starts gives `startUpWindow`, so that a round a
-    ///   crash cut short (its hour claimed, its tokens half swept) is finished within a minute of
-    ///   a server starting, not an hour later.
+    ///   given. A server's looks in its first minute give `startUpWindow`, so that a round a crash
+    ///   cut short (its hour claimed, its tokens half swept) is finished within a minute of a
+    ///   server starting, not an hour later.
     public func runDueRounds(now: Date = Date(), claimedWithin window: Duration? = nil) async throws -> [Round] {
         var rounds: [Round] = []
         for project in try await registry.store.projects() {
@@ -60,6 +61,33 @@ public struct TokenExpirySweep: Sendable {
     /// transaction; returns how many.
     func expire(in project: Project, before cutoff: Date, now: Date) async throws -> Int {
         var total = 0
+        do {
+            total = try await expireBatches(in: project, before: cutoff, now: now)
+        } catch {
+            // A stop cut the round short: its claim is given up, so that the next server to look
+            // (this one restarted, or another) finishes it. Written on a task the stop does not cancel.
+            if Task.isCancelled {
+                let store = registry.store
+                await Task.detached {
+                    _ = try? await store.claimTokenSweep(
+                        of: project, at: Date(timeIntervalSince1970: 0), unlessClaimedSince: .distantFuture)
+                }.value
+            }
+            throw error
+        }
+        if total > 0 {
+            try await registry.recordAudit(
+                registry.audit(
+                    .tokensExpired, target: project.projectId, details: ["count": "\(total)"], by: .server,
+                    project: project.rowID, now: now))
+        }
+        return total
+    }
+
+    /// The batches of a round, each in its own transaction, the claim renewed after each (a claim
+    /// renewed within `startUpWindow` is a round running); returns how many tokens they unregistered.
+    private func expireBatches(in project: Project, before cutoff: Date, now: Date) async throws -> Int {
+        var total = 0
         while true {
             let tokens = try await registry.store.registeredTokens(
                 lastSeenBefore: cutoff, in: project, limit: batchSize)
@@ -70,12 +98,7 @@ public struct TokenExpirySweep: Sendable {
             total += expired
             // Every token read was seen since, or a batch short of the size was the last.
             if expired == 0 || tokens.count < batchSize { break }
-        }
-        if total > 0 {
-            try await registry.recordAudit(
-                registry.audit(
-                    .tokensExpired, target: project.projectId, details: ["count": "\(total)"], by: .server,
-                    project: project.rowID, now: now))
+            _ = try await registry.store.claimTokenSweep(of: project, at: Date(), unlessClaimedSince: .distantFuture)
         }
         return total
     }
