@@ -45,10 +45,10 @@ public struct RegistryService: Sendable {
     /// Google's device-group API, for the projects that mirror it (`project mirror`); `nil`
     /// where nothing can reach Google (commands, tests).
     let mirror: (any GroupMirror)?
-    /// Whether each project mirrors, read at most once a second (`MirrorSettingsCache`).
-    let mirrorSettingsCache = MirrorSettingsCache()
-    /// Each project's token policy, read at most once a second (`TokenPolicyCache`).
-    let tokenPolicyCache = TokenPolicyCache()
+    /// Whether each project mirrors, read at most once a second (`ProjectSettingCache`).
+    let mirrorSettingsCache = ProjectSettingCache<ChannelSettings?>()
+    /// Each project's token policy, read at most once a second (`ProjectSettingCache`).
+    let tokenPolicyCache = ProjectSettingCache<TokenPolicy>()
     /// Where the audience index is saved between runs; `nil` for none.
     public let checkpointPath: String?
     /// Tells a checkpoint of this database from one of another.

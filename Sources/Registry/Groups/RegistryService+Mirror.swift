@@ -136,7 +136,7 @@ extension RegistryService {
 
     /// The project's mirror settings as device-group calls see them: read at most once a second.
     func cachedMirrorSettings(of project: Project) async throws -> ChannelSettings? {
-        try await mirrorSettingsCache.settings(of: project.rowID) { try await store.mirrorSettings(of: project) }
+        try await mirrorSettingsCache.value(of: project.rowID) { try await store.mirrorSettings(of: project) }
     }
 
     public func mirrorSettings(of project: Project) async throws -> ChannelSettings? {

@@ -147,14 +147,12 @@ extension RegistryService {
                 }
                 try MessageRules.checkContent(message)
                 recipients = audience.snapshot(of: project.rowID).members(of: topic).bitmap
-                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
             case .condition(let source):
                 let snapshot = audience.snapshot(of: project.rowID)
                 let dialect = protocolName.conditionDialect
                 let condition = try await CostlyWork.run { try MessageRules.condition(source, dialect: dialect) }
                 try MessageRules.checkContent(message)
                 recipients = await CostlyWork.run { snapshot.evaluate(condition.expression) }
-                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
             case .notificationKey(let key):
                 guard let group = try await groupID(forNotificationKey: key, in: project) else {
                     throw MessageProblem.invalidParameters(
@@ -166,8 +164,6 @@ extension RegistryService {
                 result.isDeviceGroup = true
                 recipients = try await groupRecipients(
                     try await memberIDs(ofGroup: group, in: project), of: message, key: key, in: project, result: &result)
-                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
-                if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
             case .token(let token):
                 if let group = try await groupID(forNotificationKey: token, in: project) {
                     if let sent = try await mirroredGroupSend(
@@ -179,8 +175,6 @@ extension RegistryService {
                     recipients = try await groupRecipients(
                         try await memberIDs(ofGroup: group, in: project), of: message, key: token, in: project,
                         result: &result)
-                    (recipients, skippedStale) = try await skippingStale(recipients, in: project)
-                    if relaying { direct = try await store.tokenValues(ids: Array(recipients.ids), in: project) }
                 } else {
                     guard !token.isEmpty else { throw MessageProblem.missingRegistration }
                     try MessageRules.checkContent(message)
@@ -202,6 +196,13 @@ extension RegistryService {
                 }
                 (recipients, result.tokenProblems, direct) = try await tokenRecipients(
                     tokens, in: project, relaying: relaying)
+            }
+            if message.isToTopics || result.isDeviceGroup {
+                // A fan-out leaves stale tokens out when the project's policy says so; a named token goes.
+                (recipients, skippedStale) = try await skippingStale(recipients, in: project)
+                if result.isDeviceGroup, relaying {
+                    direct = try await store.tokenValues(ids: Array(recipients.ids), in: project)
+                }
             }
             result.recipientCount = direct?.count ?? recipients.count
             // Topic and condition sends are logged even when nobody is subscribed: the sender did send.

@@ -4,9 +4,9 @@ import Foundation
 /// fresh, changed by `PATCH /api/project` and `project tokens`.
 extension RegistryService {
     /// The project's token policy: FCM's guidance (`TokenPolicy.standard`) until it is changed.
-    /// Read at most once a second (`TokenPolicyCache`); a change through this process is seen at once.
+    /// Read at most once a second (`ProjectSettingCache`); a change through this process is seen at once.
     public func tokenPolicy(of project: Project) async throws -> TokenPolicy {
-        try await tokenPolicyCache.policy(of: project.rowID) { try await store.tokenPolicy(of: project) }
+        try await tokenPolicyCache.value(of: project.rowID) { try await store.tokenPolicy(of: project) }
     }
 
     /// Makes `change` to the project's policy: the settings it leaves out keep their value. The

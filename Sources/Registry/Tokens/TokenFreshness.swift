@@ -1,3 +1,4 @@
+import AudienceEngine
 import Foundation
 
 /// How fresh a project's registered tokens are (`GET /api/tokens:freshness`), counted from how many
@@ -15,6 +16,8 @@ public struct TokenFreshness: Sendable, Hashable {
     /// `byMonth[i]`: tokens last seen between `30·i` and `30·(i+1)` days ago; the last of the
     /// `months` entries holds every older one. A last-seen day after today (a clock ahead) counts as today.
     public var byMonth: [Int]
+    /// The policy the tokens were counted under.
+    public var policy: TokenPolicy
 
     /// The number of `byMonth` entries: a year, and the older rest.
     public static let months = 13
@@ -22,10 +25,10 @@ public struct TokenFreshness: Sendable, Hashable {
 
     /// The freshness of the tokens counted in `seenDays` (last-seen UTC day → tokens) under `policy` at `now`.
     public init(seenDays: [Int32: Int], policy: TokenPolicy, now: Date = Date()) {
-        let today = Int(floor(now.timeIntervalSince1970 / 86_400))
+        let today = Int(SeenDay.of(secondsSince1970: now.timeIntervalSince1970))
         let staleDays = Self.days(policy.staleAfter)
         let expireDays = policy.expireAfter.map(Self.days)
-        (registered, fresh, expiringIn7Days) = (0, 0, 0)
+        (registered, fresh, expiringIn7Days, self.policy) = (0, 0, 0, policy)
         byMonth = Array(repeating: 0, count: Self.months)
         for (day, count) in seenDays where count > 0 {
             let age = max(0, today - Int(day))
@@ -46,7 +49,7 @@ public struct TokenFreshness: Sendable, Hashable {
 extension RegistryService {
     /// How fresh the project's registered tokens are under its token policy, at `now`.
     public func tokenFreshness(in project: Project, now: Date = Date()) async throws -> TokenFreshness {
-        let policy = try await store.tokenPolicy(of: project)
+        let policy = try await tokenPolicy(of: project)
         return TokenFreshness(
             seenDays: try await store.registeredTokensBySeenDay(in: project), policy: policy, now: now)
     }

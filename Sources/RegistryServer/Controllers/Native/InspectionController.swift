@@ -51,7 +51,7 @@ struct InspectionController {
         return Freshness(
             registered: counts.registered, fresh: counts.fresh, stale: counts.stale,
             expiring7d: counts.expiringIn7Days, byMonth: counts.byMonth,
-            tokenPolicy: TokenPolicyCodec.Shown(try await registry.tokenPolicy(of: project)))
+            tokenPolicy: TokenPolicyCodec.Shown(counts.policy))
     }
 
     struct Member: Encodable {
