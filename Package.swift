@@ -283,6 +283,7 @@ let package = Package(
         .executableTarget(
             name: "fcm-registry",
             dependencies: [
+                "AudienceEngine",
                 "Conditions",
                 "FCMRelay",
                 "FCMWire",

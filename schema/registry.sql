@@ -94,15 +94,6 @@ JOIN token ON token.id = subscription.tokenId
 JOIN topic ON topic.id = subscription.topicId
 JOIN project ON project.id = token.projectId;
 
-CREATE TABLE audienceChange (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  projectId INTEGER NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'reset')),
-  topic TEXT,
-  tokenIds BLOB NOT NULL,
-  createdAt INTEGER NOT NULL
-);
-
 CREATE TABLE audienceFeed (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   prunedThrough INTEGER NOT NULL
@@ -377,3 +368,13 @@ CREATE INDEX auditEntry_projectAction ON auditEntry(projectId, action, id);
 CREATE INDEX auditEntry_at ON auditEntry(at);
 
 CREATE INDEX token_lastSeen ON token(projectId, COALESCE(lastSeenAt, updatedAt)) WHERE state = 'registered';
+
+CREATE TABLE "audienceChange" (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  projectId INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'described',
+                                     'seen', 'reset')),
+  topic TEXT,
+  tokenIds BLOB NOT NULL,
+  createdAt INTEGER NOT NULL
+);

@@ -18,12 +18,16 @@ import Foundation
 /// the feed entry at the watermark (32 bytes, zeros for none); the project count (UInt32); per
 /// project its row id (Int64), its registered tokens (a serialized `RoaringBitmap`), its topic
 /// count (UInt32) and per topic the name's length (UInt32), the name's UTF-8 and its members (a
-/// serialized `RoaringBitmap`); then the SHA-256 of all that. The bitmaps' format has a version
+/// serialized `RoaringBitmap`); its token attributes: for platforms, locales, time zones and app
+/// versions in turn the value count (UInt32) and per value its name as a topic's and its tokens,
+/// then the 16 last-seen day slices (`DaySlices`), each a serialized `RoaringBitmap`; then the
+/// SHA-256 of all that. The bitmaps' format has a version
 /// of its own, which in-memory tuning does not change.
 public enum AudienceCheckpoint {
-    static let magic = Array("FCMRAUD3".utf8)
-    /// Earlier formats' magic: `FCMRAUD1` and `FCMRAUD2` held a single feed position.
-    static let formerMagic = [Array("FCMRAUD1".utf8), Array("FCMRAUD2".utf8)]
+    static let magic = Array("FCMRAUD4".utf8)
+    /// Earlier formats' magic: `FCMRAUD1` and `FCMRAUD2` held a single feed position,
+    /// `FCMRAUD3` no token attributes.
+    static let formerMagic = [Array("FCMRAUD1".utf8), Array("FCMRAUD2".utf8), Array("FCMRAUD3".utf8)]
 
     /// What a checkpoint holds.
     public struct Contents: Sendable {
@@ -86,11 +90,17 @@ public enum AudienceCheckpoint {
             snapshot.registered.serialize(into: &bytes)
             append(UInt32(snapshot.topics.count), to: &bytes)
             for (name, members) in snapshot.topics {
-                let utf8 = Array(name.utf8)
-                append(UInt32(utf8.count), to: &bytes)
-                bytes += utf8
+                append(name, to: &bytes)
                 members.bitmap.serialize(into: &bytes)
             }
+            for bitmaps in snapshot.attributes.namedBitmaps {
+                append(UInt32(bitmaps.count), to: &bytes)
+                for (name, bitmap) in bitmaps {
+                    append(name, to: &bytes)
+                    bitmap.serialize(into: &bytes)
+                }
+            }
+            for slice in snapshot.attributes.seen.slices { slice.serialize(into: &bytes) }
         }
         bytes += SHA256.hash(data: bytes)
         return bytes
@@ -129,11 +139,19 @@ public enum AudienceCheckpoint {
                 snapshot.registered = try RoaringBitmap(deserializing: &reader)
                 let topics = try read(UInt32.self, &reader)
                 for _ in 0..<topics {
-                    let length = Int(try read(UInt32.self, &reader))
-                    guard length <= reader.count else { throw Problem.damaged("topic name past the end") }
-                    let name = String(decoding: reader.prefix(length), as: UTF8.self)
-                    reader = reader.dropFirst(length)
+                    let name = try readName(&reader)
                     snapshot.topics[name] = TopicMembers(try RoaringBitmap(deserializing: &reader))
+                }
+                var named = snapshot.attributes.namedBitmaps
+                for attribute in named.indices {
+                    for _ in 0..<(try read(UInt32.self, &reader)) {
+                        let name = try readName(&reader)
+                        named[attribute][name] = try RoaringBitmap(deserializing: &reader)
+                    }
+                }
+                snapshot.attributes.namedBitmaps = named
+                for bit in 0..<DaySlices.bits {
+                    snapshot.attributes.seen.slices[bit] = try RoaringBitmap(deserializing: &reader)
                 }
                 state.projects[project] = snapshot
             }
@@ -177,7 +195,22 @@ public enum AudienceCheckpoint {
         }
     }
 
-    // MARK: - Integers
+    // MARK: - Integers and names
+
+    /// A name (a topic, an attribute's value): its UTF-8 length (UInt32), then its UTF-8.
+    private static func append(_ name: String, to bytes: inout [UInt8]) {
+        let utf8 = Array(name.utf8)
+        append(UInt32(utf8.count), to: &bytes)
+        bytes += utf8
+    }
+
+    private static func readName(_ reader: inout ArraySlice<UInt8>) throws(Problem) -> String {
+        let length = Int(try read(UInt32.self, &reader))
+        guard length <= reader.count else { throw .damaged("a name past the end") }
+        let name = String(decoding: reader.prefix(length), as: UTF8.self)
+        reader = reader.dropFirst(length)
+        return name
+    }
 
     private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }

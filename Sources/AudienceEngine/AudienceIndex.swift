@@ -23,27 +23,45 @@ public final class AudienceIndex: Sendable {
     public struct Snapshot: Sendable {
         public internal(set) var topics: [String: TopicMembers] = [:]
         public internal(set) var registered = RoaringBitmap()
+        /// What the project's tokens say of their devices, and when they were last seen.
+        public internal(set) var attributes = TokenAttributeIndex()
 
         /// The token ids subscribed to `topic`.
         public func members(of topic: String) -> TopicMembers {
             topics[topic] ?? .small([])
         }
 
-        /// The set of token ids `expression` reaches: `!` ranges over registered tokens.
-        public func evaluate(_ expression: Expression) -> RoaringBitmap {
-            WordwiseAlgebra(universe: registered, topics: topics).evaluate(expression)
+        /// The set of token ids `expression` reaches, of those matching `filter` when given: `!`
+        /// ranges over registered tokens.
+        public func evaluate(_ expression: Expression, where filter: AttributeFilter? = nil) -> RoaringBitmap {
+            algebra(filter).evaluate(expression)
         }
 
-        /// How many tokens `expression` reaches, without building the set.
-        public func count(_ expression: Expression) -> Int {
-            WordwiseAlgebra(universe: registered, topics: topics).count(expression)
+        /// How many tokens `expression` reaches (of those matching `filter`), without building the set.
+        public func count(_ expression: Expression, where filter: AttributeFilter? = nil) -> Int {
+            algebra(filter).count(expression)
         }
 
-        /// Up to `limit` ids `expression` reaches, greater than `after`, ascending; computed one
-        /// 65,536-id chunk at a time and only as far as the page needs, so a page costs what it
-        /// covers, not what the whole audience would.
-        public func ids(of expression: Expression, after: UInt32?, limit: Int) -> [UInt32] {
-            WordwiseAlgebra(universe: registered, topics: topics).ids(of: expression, after: after, limit: limit)
+        /// Up to `limit` ids `expression` reaches (of those matching `filter`), greater than
+        /// `after`, ascending; computed one 65,536-id chunk at a time and only as far as the page
+        /// needs, so a page costs what it covers, not what the whole audience would.
+        public func ids(of expression: Expression, after: UInt32?, limit: Int, where filter: AttributeFilter? = nil)
+            -> [UInt32]
+        {
+            algebra(filter).ids(of: expression, after: after, limit: limit)
+        }
+
+        /// Those of `tokens` (a device group's members, a token named alone) that are registered
+        /// and match `filter`, in order.
+        public func matching(_ tokens: [UInt32], where filter: AttributeFilter) -> [UInt32] {
+            let resolved = attributes.resolve(filter)
+            return tokens.filter { registered.contains($0) && resolved.matches($0) }
+        }
+
+        private func algebra(_ filter: AttributeFilter?) -> WordwiseAlgebra {
+            WordwiseAlgebra(
+                universe: registered, topics: topics,
+                filter: filter.flatMap { $0.isEmpty ? nil : attributes.resolve($0) })
         }
     }
 
@@ -103,6 +121,7 @@ public final class AudienceIndex: Sendable {
             var snapshot = Snapshot()
             for (topic, ids) in audience.topics { snapshot.topics[topic] = TopicMembers(sortedIDs: ids) }
             snapshot.registered = RoaringBitmap(sortedIDs: audience.registered)
+            snapshot.attributes = load.attributes[project] ?? TokenAttributeIndex()
             projects[project] = snapshot
         }
         state.withLock { state in
@@ -161,6 +180,10 @@ public final class AudienceIndex: Sendable {
                 state.projects[project, default: Snapshot()].registered.insert(contentsOf: tokens)
             case .unregistered(let project, let tokens):
                 state.projects[project, default: Snapshot()].registered.remove(contentsOf: tokens)
+            case .described(let project, let tokens, let values):
+                state.projects[project, default: Snapshot()].attributes.describe(tokens, as: values)
+            case .seen(let project, let tokens, let day):
+                state.projects[project, default: Snapshot()].attributes.see(tokens, on: day)
             case .reset:
                 state.stale = true
             }
@@ -173,7 +196,7 @@ public final class AudienceIndex: Sendable {
             var result = (subscriptions: 0, registered: 0, bytes: 0)
             for snapshot in state.projects.values {
                 result.registered += snapshot.registered.count
-                result.bytes += snapshot.registered.byteCount
+                result.bytes += snapshot.registered.byteCount + snapshot.attributes.byteCount
                 for (name, members) in snapshot.topics {
                     result.subscriptions += members.count
                     result.bytes += members.byteCount + name.utf8.count

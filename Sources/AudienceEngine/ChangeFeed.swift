@@ -8,6 +8,10 @@ public enum AudienceChange: Sendable, Hashable {
     case unsubscribed(project: Int64, topic: String, tokens: [UInt32])
     case registered(project: Int64, tokens: [UInt32])
     case unregistered(project: Int64, tokens: [UInt32])
+    /// Tokens' attributes as they now are, each whole: `values[i]` is `tokens[i]`'s.
+    case described(project: Int64, tokens: [UInt32], values: [IndexedAttributes])
+    /// Tokens a registration call named: seen on `day` (``SeenDay``).
+    case seen(project: Int64, tokens: [UInt32], day: Int32)
     /// Anything may have changed (a bulk writer such as `generate` wrote the tables directly):
     /// every follower reloads its index.
     case reset
@@ -69,11 +73,17 @@ public struct FeedRead: Sendable {
 public struct AudienceLoad: Sendable {
     /// Per project: each topic's sorted token ids, and the sorted ids of registered tokens.
     public var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])]
+    /// Per project: what its tokens say and when they were last seen.
+    public var attributes: [Int64: TokenAttributeIndex]
     /// Every change the loaded state includes is at or before it.
     public var cursor: FeedCursor
 
-    public init(projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])], cursor: FeedCursor) {
+    public init(
+        projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])],
+        attributes: [Int64: TokenAttributeIndex] = [:], cursor: FeedCursor
+    ) {
         self.projects = projects
+        self.attributes = attributes
         self.cursor = cursor
     }
 }

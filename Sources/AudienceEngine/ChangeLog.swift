@@ -42,10 +42,14 @@ public final class ChangeLog {
             guard case .unregistered(_, var tokens) = changes.removeLast() else { return }
             tokens.append(contentsOf: more)
             changes.append(.unregistered(project: p, tokens: tokens))
+        case (.seen(let p, _, let day), .seen(let q, let more, let later)) where p == q && day == later:
+            guard case .seen(_, var tokens, _) = changes.removeLast() else { return }
+            tokens.append(contentsOf: more)
+            changes.append(.seen(project: p, tokens: tokens, day: day))
         default:
             switch change {
             case .subscribed(_, _, let tokens), .unsubscribed(_, _, let tokens), .registered(_, let tokens),
-                .unregistered(_, let tokens):
+                .unregistered(_, let tokens), .described(_, let tokens, _), .seen(_, let tokens, _):
                 if tokens.isEmpty { return }
             case .reset: break
             }

@@ -12,6 +12,8 @@ struct WordwiseAlgebra {
     /// The registered tokens: what `!` ranges over, and the chunks worth visiting.
     let universe: RoaringBitmap
     let topics: [String: TopicMembers]
+    /// A `where` every token reached must also match, applied to each chunk's result.
+    var filter: ResolvedAttributeFilter? = nil
 
     private static let wordCount = RoaringContainer.wordCount
 
@@ -108,8 +110,10 @@ struct WordwiseAlgebra {
         _ expression: Expression, indices: Range<Int>,
         _ body: (UInt16, UnsafeMutableBufferPointer<UInt64>, Int) -> Bool
     ) {
-        // One register for the universe and one per level of the tree.
-        let registers = Self.depth(expression) &+ 2
+        if filter?.matchesNothing == true { return }
+        // One register for the universe and one per level of the tree; two more for a `where`.
+        let levels = Self.depth(expression) &+ 2
+        let registers = filter == nil ? levels : levels &+ 2
         let storage = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: registers &* Self.wordCount)
         defer { storage.deallocate() }
         func register(_ index: Int) -> UnsafeMutableBufferPointer<UInt64> {
@@ -122,6 +126,7 @@ struct WordwiseAlgebra {
             if needsUniverse { universe.containers[index].spread(into: universeWords) }
             let result = register(1)
             evaluate(expression, key: key, into: 1, universe: universeWords, register: register)
+            filter?.narrow(key: key, result, scratch: register(levels), spare: register(levels &+ 1))
             var cardinality = 0
             for word in result { cardinality &+= word.nonzeroBitCount }
             if cardinality > 0 && !body(key, result, cardinality) { return }

@@ -21,6 +21,8 @@ public enum CommandWording {
     public static let scopeNames = "--scope is send, subscribe, read or admin"
     public static let audienceTargetOne =
         "give exactly one of --condition, --topic, --group, --notification-key, --token"
+    public static let audienceWhereNotJSON =
+        "--where must be a JSON object such as '{\"platform\":[\"ios\"],\"locale\":[\"fr\"]}'"
     public static let generateCounts = "need tokens > 0, topics > 0 and at least one subscription per topic"
     public static let pageSizeNotPositive = "--page-size must be a positive integer"
     public static let pageTokenNotIssued =

@@ -385,4 +385,14 @@ extension PostgresMigrations {
     static let v18: [String] = [
         #"ALTER TABLE message ADD COLUMN "skippedStale" bigint NOT NULL DEFAULT 0"#
     ]
+
+    /// SQLite's "v25 attribute feed": the change feed carries what tokens say (`described`) and
+    /// when registration calls named them (`seen`).
+    static let v19: [String] = [
+        #"ALTER TABLE "audienceChange" DROP CONSTRAINT "audienceChange_kind_check""#,
+        #"""
+        ALTER TABLE "audienceChange" ADD CONSTRAINT "audienceChange_kind_check"
+          CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'described', 'seen', 'reset'))
+        """#,
+    ]
 }

@@ -29,6 +29,7 @@ enum PostgresMigrations {
         ("v16-token-attributes", v16),
         ("v17-token-policy", v17),
         ("v18-skipped-stale", v18),
+        ("v19-attribute-feed", v19),
     ]
 
     /// Applies the migrations `connection`'s database lacks (those up to `last` only, when

@@ -38,15 +38,27 @@ extension PostgresStore: ChangeFeed {
             ).decode((Int64, String, Data?).self) {
                 projects[project, default: ([:], [])].topics[name] = Self.bigEndianIDs(bytes)
             }
-            for try await (project, bytes) in try await connection.query(
-                #"""
-                SELECT "projectId", string_agg(int4send(id), ''::bytea ORDER BY id) FROM token
-                WHERE state = 'registered' GROUP BY "projectId"
-                """#, logger: .silent
-            ).decode((Int64, Data?).self) {
-                projects[project, default: ([:], [])].registered = Self.bigEndianIDs(bytes)
+            // Every token once, by project and id: the registered ones, and what each says.
+            var builders: [Int64: TokenAttributeIndex.Builder] = [:]
+            var registered: [Int64: [UInt32]] = [:]
+            for try await (project, id, isRegistered, platform, locale, timeZone, appVersion, seenAt) in try await connection
+                .query(
+                    #"""
+                    SELECT "projectId", id, state = 'registered', platform, locale, "timeZone", "appVersion",
+                           COALESCE("lastSeenAt", "updatedAt")
+                    FROM token ORDER BY "projectId", id
+                    """#, logger: .silent
+                ).decode((Int64, Int64, Bool, String?, String?, String?, String?, Int64).self)
+            {
+                if isRegistered { registered[project, default: []].append(UInt32(id)) }
+                builders[project, default: TokenAttributeIndex.Builder()].add(
+                    UInt32(id), platform: platform, locale: locale, timeZone: timeZone, appVersion: appVersion,
+                    seenDay: SeenDay.of(milliseconds: seenAt))
             }
-            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: frontier - 1, seenAbove: seen))
+            for (project, ids) in registered { projects[project, default: ([:], [])].registered = ids }
+            return AudienceLoad(
+                projects: projects, attributes: builders.mapValues { var builder = $0; return builder.finish() },
+                cursor: FeedCursor(watermark: frontier - 1, seenAbove: seen))
         }
     }
 

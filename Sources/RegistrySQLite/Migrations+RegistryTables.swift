@@ -21,6 +21,30 @@ extension Migrations {
         ALTER TABLE token ADD COLUMN lastSeenAt INTEGER;
         """
 
+    /// The change feed carries what tokens say (`described`) and when registration calls named
+    /// them (`seen`), for the audience index's attributes. SQLite cannot change a `CHECK`, so the
+    /// table is made again: its rows copied as they are, and its id sequence carried over, so that
+    /// ids go on where they stopped even when every row was pruned.
+    static let v25 = """
+        CREATE TABLE audienceChangeV25 (
+          id INTEGER PRIMARY KEY AUTOINCREMENT,
+          projectId INTEGER NOT NULL,
+          kind TEXT NOT NULL CHECK (kind IN ('subscribed', 'unsubscribed', 'registered', 'unregistered', 'described',
+                                             'seen', 'reset')),
+          topic TEXT,
+          tokenIds BLOB NOT NULL,
+          createdAt INTEGER NOT NULL
+        );
+        INSERT INTO audienceChangeV25 (id, projectId, kind, topic, tokenIds, createdAt)
+          SELECT id, projectId, kind, topic, tokenIds, createdAt FROM audienceChange;
+        CREATE TEMP TABLE audienceChangeSequence AS SELECT seq FROM sqlite_sequence WHERE name = 'audienceChange';
+        DROP TABLE audienceChange;
+        ALTER TABLE audienceChangeV25 RENAME TO audienceChange;
+        DELETE FROM sqlite_sequence WHERE name = 'audienceChange';
+        INSERT INTO sqlite_sequence (name, seq) SELECT 'audienceChange', seq FROM temp.audienceChangeSequence;
+        DROP TABLE temp.audienceChangeSequence;
+        """
+
     /// How many stale tokens a fan-out left out of a logged message (`TokenPolicy.sendToStale`).
     static let v24 = """
         ALTER TABLE message ADD COLUMN skippedStale INTEGER NOT NULL DEFAULT 0;

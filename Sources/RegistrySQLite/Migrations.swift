@@ -83,6 +83,9 @@ enum Migrations {
         migrator.registerMigration("v24 skipped stale", foreignKeyChecks: .immediate) { db in
             try db.execute(sql: v24)
         }
+        migrator.registerMigration("v25 attribute feed", foreignKeyChecks: .immediate) { db in
+            try db.execute(sql: v25)
+        }
         return migrator
     }
 

@@ -11,6 +11,7 @@ extension SQLiteStore: ChangeFeed {
         try await read { db in
             let position = try ChangeFeedSQL.head(db)
             var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
+            var indexed: [Int64: TokenAttributeIndex] = [:]
             for project in try Int64.fetchAll(db, sql: "SELECT id FROM project") {
                 var topics: [String: [UInt32]] = [:]
                 let members = try db.cachedStatement(
@@ -23,14 +24,28 @@ extension SQLiteStore: ChangeFeed {
                     while let id = try cursor.next() { ids.append(UInt32(id)) }
                     topics[topic["name"]] = ids
                 }
+                // Every token once, in id order: the registered ones, and what each says.
                 var registered: [UInt32] = []
-                let cursor = try Int64.fetchCursor(
-                    db, sql: "SELECT id FROM token WHERE projectId = ? AND state = 'registered' ORDER BY id",
+                var attributes = TokenAttributeIndex.Builder()
+                let rows = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT id, state = 'registered', platform, locale, timeZone, appVersion,
+                               COALESCE(lastSeenAt, updatedAt)
+                        FROM token WHERE projectId = ? ORDER BY id
+                        """,
                     arguments: [project])
-                while let id = try cursor.next() { registered.append(UInt32(id)) }
+                while let row = try rows.next() {
+                    let id = UInt32(row[0] as Int64)
+                    if row[1] as Bool { registered.append(id) }
+                    attributes.add(
+                        id, platform: row[2], locale: row[3], timeZone: row[4], appVersion: row[5],
+                        seenDay: SeenDay.of(milliseconds: row[6]))
+                }
                 projects[project] = (topics, registered)
+                indexed[project] = attributes.finish()
             }
-            return AudienceLoad(projects: projects, cursor: FeedCursor(watermark: position))
+            return AudienceLoad(projects: projects, attributes: indexed, cursor: FeedCursor(watermark: position))
         }
     }
 

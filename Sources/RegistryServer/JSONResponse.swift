@@ -69,7 +69,7 @@ public struct RegistryResponseEncoder: ResponseEncoder {
 enum Timestamp {
     /// RFC 3339 in UTC with milliseconds, as v1's `create_time`: `2026-01-15T01:30:15.010Z`.
     static func rfc3339(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        EpochMilliseconds.rfc3339(date)
     }
 
     /// `YYYY-MM-DD` in UTC, as IID's `addDate`.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AudienceEngine
 import Conditions
 import FCMWire
 import Foundation
@@ -20,6 +21,10 @@ struct AudienceCommand: AsyncParsableCommand {
         @Option(help: "A device group name.") var group: String?
         @Option(help: "A notification key.") var notificationKey: String?
         @Option(help: "A registration token.") var token: String?
+        @Option(
+            name: .customLong("where"),
+            help: "Only the tokens that say this: a JSON object as `where` in POST /api/audiences:resolve, e.g. '{\"platform\":[\"ios\"],\"locale\":[\"fr\"]}'."
+        ) var filter: String?
 
         func validate() throws {
             let given = [condition, topic, group, notificationKey, token].compactMap { $0 }
@@ -35,6 +40,19 @@ struct AudienceCommand: AsyncParsableCommand {
             if let notificationKey { return .notificationKey(notificationKey) }
             return .token(token!)
         }
+
+        /// `--where` read as the native API reads its `where`.
+        func attributeFilter() throws -> AttributeFilter? {
+            guard let filter else { return nil }
+            guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(filter.utf8)) else {
+                throw ValidationError(CommandWording.audienceWhereNotJSON)
+            }
+            do {
+                return try AudienceWhereCodec.filter(from: json)
+            } catch let refused as BadRequest {
+                throw ValidationError(refused.message)
+            }
+        }
     }
 
     struct Printed: Encodable {
@@ -49,11 +67,12 @@ struct AudienceCommand: AsyncParsableCommand {
     )
         async throws
     {
+        let filter = try target.attributeFilter()
         let registry = try await database.openRegistry(loadAudience: true)
         let project = try await project.resolve(in: registry)
         do {
             let audience = try await registry.resolve(
-                target.target, in: project, after: after, pageSize: limit, countOnly: countOnly)
+                target.target, in: project, after: after, pageSize: limit, countOnly: countOnly, where: filter)
             try printJSON(
                 Printed(
                     count: audience.count, tokens: audience.tokens, nextPageToken: audience.nextPageToken,

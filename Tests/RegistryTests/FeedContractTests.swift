@@ -45,7 +45,7 @@ final class OutOfOrderFeed: ChangeFeed, Sendable {
             case .unsubscribed(_, let topic, let tokens): state.topics[topic, default: []].subtract(tokens)
             case .registered(_, let tokens): state.registered.formUnion(tokens)
             case .unregistered(_, let tokens): state.registered.subtract(tokens)
-            case .reset: break
+            case .described, .seen, .reset: break
             }
             return FeedEntry(id: id, change: change)
         }

@@ -48,7 +48,7 @@ struct PostgresMigrationTests {
                     "v1-registry", "v2-concurrent-writes", "v3-mirror", "v4-send-budget", "v6-idempotency", "v7-webhooks",
                     "v8-minute-stats", "v9-channel-settings", "v10-relay-error-time", "v11-message-cancel",
                     "v13-key-scopes", "v14-service-account-scopes", "v12-webhook-fairness", "v15-audit-log",
-                    "v16-token-attributes", "v17-token-policy", "v18-skipped-stale",
+                    "v16-token-attributes", "v17-token-policy", "v18-skipped-stale", "v19-attribute-feed",
                 ])
             #expect(try await store.migrate() == [])
             let tables = try await store.database.query(

@@ -14,8 +14,10 @@ struct PostgresTopicTests {
         try await TestPostgres.withProject { store, project in
             let first = try await store.subscribe([token(1), token(2)], to: "news", topicLimit: 2, in: project)
             #expect(first.value == [.ok, .ok])
+            let today = SeenDay.of(secondsSince1970: Date().timeIntervalSince1970)
             #expect(first.changes.map(\.change) == [
                 .registered(project: project.rowID, tokens: [1, 2]),
+                .seen(project: project.rowID, tokens: [1, 2], day: today),
                 .subscribed(project: project.rowID, topic: "news", tokens: [1, 2]),
             ])
             _ = try await store.subscribe([token(1)], to: "sports", topicLimit: 2, in: project)

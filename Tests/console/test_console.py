@@ -194,6 +194,36 @@ def test_condition_caret_then_count(console):
     wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#condition-diagnostic pre.diagnostic.error"), "^"))
 
 
+def test_condition_narrowed_by_what_tokens_say(console):
+    """The playground's where: the count, each topic's count and the tokens narrow as the API's do,
+    and a value no token could say is refused in the server's words."""
+    driver = console("#/conditions")
+    heading(driver, "Conditions")
+    field = wait(driver).until(EC.element_to_be_clickable((By.ID, "condition")))
+    field.clear()
+    field.send_keys("'news' in topics || 'weather' in topics")
+    wait(driver).until(lambda d: d.find_element(By.ID, "condition-count").get_attribute("data-count") == "10000")
+    driver.find_element(By.ID, "where-platform-android").click()
+    driver.find_element(By.ID, "where-locale").send_keys("en")
+    where = {"platform": ["android"], "locale": ["en"]}
+    condition = "'news' in topics || 'weather' in topics"
+    narrowed = api("POST", "/api/audiences:resolve", json={"condition": condition, "dialect": "v1", "where": where})
+    assert narrowed["count"] >= 1 and narrowed["count"] < 10_000, narrowed
+    wait(driver).until(lambda d: d.find_element(By.ID, "condition-count").get_attribute("data-count") == str(narrowed["count"]))
+    assert shown_tokens(driver) == narrowed["tokens"]
+    terms = driver.find_element(By.ID, "condition-reach").text
+    assert "narrowed" in terms and f"{narrowed['topicCounts']['news']:,}" in terms, terms
+    # No "Send to this condition" while narrowed: a send reaches the whole condition.
+    assert not driver.find_elements(By.LINK_TEXT, "Send to this condition")
+    driver.find_element(By.ID, "where-time-zone").send_keys("Mars/Olympus_Mons")
+    refused = wait(driver).until(EC.visibility_of_element_located((By.ID, "where-refused")))
+    answer = requests.post(f"{URL}/api/audiences:resolve", headers=API, timeout=30,
+                           json={"condition": condition, "where": {**where, "timeZone": ["Mars/Olympus_Mons"]}})
+    assert answer.status_code == 400 and answer.json()["error"]["message"] in refused.text, (refused.text, answer.text)
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert all("/api/audiences:resolve" in e["message"] and "400" in e["message"] for e in errors), errors
+
+
 def test_page_a_topic_of_ten_thousand(console, seeded):
     driver = console("#/topics/news")
     heading(driver, "Topic news")

@@ -22,7 +22,7 @@ public struct ArchiveLineCoder: Sendable {
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(Self.format(date))
+            try container.encode(EpochMilliseconds.rfc3339(date))
         }
         decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
@@ -37,19 +37,6 @@ public struct ArchiveLineCoder: Sendable {
     }
 
     private static let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-
-    /// RFC 3339 in UTC with exactly the milliseconds the registry stores: the format style would
-    /// truncate 0.352 s, held as 0.35199…, to `.351`, and a round trip would drift.
-    static func format(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        let (seconds, fraction) = milliseconds.quotientAndRemainder(dividingBy: 1000)
-        let (wholeSeconds, positiveFraction) = fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
-        let whole = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(Self.wholeSeconds)
-        let digits = String(positiveFraction)
-        return whole.dropLast() + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
-    }
-
-    private static let wholeSeconds = Date.ISO8601FormatStyle()
 
     /// The record as one line, without its newline.
     /// Keys are sorted, after `"type"`, so that two exports of the same registry are the same bytes.

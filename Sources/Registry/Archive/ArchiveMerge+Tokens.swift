@@ -94,6 +94,15 @@ extension ArchiveMerge {
         tally.tokens += rows.count
         log.record(
             .registered(project: project, tokens: rows.values.filter(\.registered).map { UInt32($0.id) }.sorted()))
+        let inserted = tokens.compactMap { token in rows[token.value].map { (UInt32($0.id), token) } }
+        log.record(
+            .described(
+                project: project, tokens: inserted.map(\.0),
+                values: inserted.map { _, token in
+                    IndexedAttributes(
+                        token.attributes,
+                        lastSeenAt: EpochMilliseconds.date(token.lastSeenAt ?? token.updatedAt))
+                }))
         let known = Array(Set(tokens.map(\.value).filter { rows[$0] == nil }))
         guard !known.isEmpty else { return rows }
         let found = try await driver.tokens(known, in: project)

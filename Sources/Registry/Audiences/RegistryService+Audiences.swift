@@ -39,76 +39,104 @@ extension RegistryService {
     /// - Parameters:
     ///   - after: the `nextAfter` of the previous page.
     ///   - countOnly: skip the listing.
+    ///   - filter: only the tokens that say what it asks (a `where`): the index's attribute
+    ///     bitmaps narrow the count, the page and each topic's count alike.
     /// - Throws: `.malformedToken`, `.invalidTopicName`, `.groupNotFound`, `.undecryptableKey`, `ConditionError`.
-    public func resolve(_ target: AudienceTarget, in project: Project, after: UInt32?, pageSize: Int?, countOnly: Bool)
-        async throws -> Audience
-    {
+    public func resolve(
+        _ target: AudienceTarget, in project: Project, after: UInt32?, pageSize: Int?, countOnly: Bool,
+        where filter: AttributeFilter? = nil
+    ) async throws -> Audience {
         let limit = self.pageSize(pageSize)
         let snapshot = audience.snapshot(of: project.rowID)
-        var result: Audience
-        var page: [UInt32] = []
+        let filter = filter.flatMap { $0.isEmpty ? nil : $0 }
+        var members: [UInt32]
         switch target {
-        case .condition(let source, let dialect) where countOnly:
-            // One job: nothing waits on SQLite.
-            let (condition, count) = try await CostlyWork.run {
-                let condition = try Condition(parsing: source, dialect: dialect)
-                return (condition, snapshot.count(condition.expression))
-            }
-            return Self.audience(of: condition, count: count, in: snapshot)
         case .condition(let source, let dialect):
-            let (condition, ids) = try await CostlyWork.run {
-                let condition = try Condition(parsing: source, dialect: dialect)
-                return (condition, snapshot.ids(of: condition.expression, after: after, limit: limit + 1))
-            }
-            // The page's token values are read while the count is computed: one waits on SQLite,
-            // the other on the CPU.
-            let listed = Array(ids.prefix(limit))
-            async let values = listed.isEmpty ? [] : store.tokenValues(ids: listed, in: project)
-            let count = await CostlyWork.run { snapshot.count(condition.expression) }
-            result = Self.audience(of: condition, count: count, in: snapshot)
-            result.tokens = try await values
-            result.nextAfter = ids.count > limit ? listed.last : nil
-            return result
+            let condition = try await CostlyWork.run { try Condition(parsing: source, dialect: dialect) }
+            return try await resolve(
+                condition.expression, condition: condition, filter: filter, in: snapshot, project: project,
+                after: after, limit: limit, countOnly: countOnly)
+        case .topic(let name) where filter != nil:
+            try checkTopicName(name)
+            // A topic narrowed is the condition of that one topic, counted within the filter.
+            return try await resolve(
+                .topic(name, SourceRange(offset: 0, length: 0)), condition: nil, filter: filter, in: snapshot,
+                project: project, after: after, limit: limit, countOnly: countOnly)
         case .topic(let name):
             try checkTopicName(name)
-            let members = snapshot.members(of: name)
-            result = Audience(count: members.count, topicCounts: [name: members.count])
-            if !countOnly { page = members.ids(after: after, limit: limit + 1) }
+            let topic = snapshot.members(of: name)
+            let result = Audience(count: topic.count, topicCounts: [name: topic.count])
+            if countOnly { return result }
+            return try await listing(topic.ids(after: after, limit: limit + 1), of: result, limit: limit, in: project)
         case .token(let token):
             try checkToken(token)
-            let members = try await store.tokenIDs([token], in: project)[token].map { [$0] } ?? []
-            result = Audience(count: members.count)
-            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+            members = try await store.tokenIDs([token], in: project)[token].map { [$0] } ?? []
         case .group(let name):
-            guard let members = try await store.memberIDs(ofGroup: nil, named: try groupName(name), in: project) else {
+            guard let ids = try await store.memberIDs(ofGroup: nil, named: try groupName(name), in: project) else {
                 throw RegistryError.groupNotFound
             }
-            result = Audience(count: members.count)
-            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+            members = ids
         case .notificationKey(let key):
             guard let id = try await groupID(forNotificationKey: key, in: project) else {
                 throw RegistryError.undecryptableKey
             }
-            guard let members = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
+            guard let ids = try await store.memberIDs(ofGroup: id, named: nil, in: project) else {
                 throw RegistryError.groupNotFound
             }
-            result = Audience(count: members.count)
-            if !countOnly { page = Self.page(of: members, after: after, limit: limit + 1) }
+            members = ids
         }
-        if !countOnly {
-            let hasMore = page.count > limit
-            page = Array(page.prefix(limit))
-            result.tokens = try await store.tokenValues(ids: page, in: project)
-            result.nextAfter = hasMore ? page.last : nil
+        if let filter {
+            // A group holds at most a few thousand tokens: each is looked up in the filter's bitmaps.
+            let listed = members
+            members = await CostlyWork.run { snapshot.matching(listed, where: filter) }
         }
+        let result = Audience(count: members.count)
+        if countOnly { return result }
+        return try await listing(Self.page(of: members, after: after, limit: limit + 1), of: result, limit: limit, in: project)
+    }
+
+    /// A condition's (or a narrowed topic's) audience: the count, each topic's subscribers and,
+    /// unless only the count is asked for, one page, all within `filter` when there is one.
+    private func resolve(
+        _ expression: Expression, condition: Condition?, filter: AttributeFilter?, in snapshot: AudienceIndex.Snapshot,
+        project: Project, after: UInt32?, limit: Int, countOnly: Bool
+    ) async throws -> Audience {
+        let topics = condition?.topics ?? expression.topics
+        /// The count and each topic's subscribers, within the filter when there is one.
+        let counts = { @Sendable () -> (Int, [String: Int]) in
+            guard let filter else {
+                return (
+                    snapshot.count(expression),
+                    Dictionary(uniqueKeysWithValues: topics.map { ($0, snapshot.members(of: $0).count) })
+                )
+            }
+            let narrowed = topics.map { ($0, snapshot.count(.topic($0, SourceRange(offset: 0, length: 0)), where: filter)) }
+            return (snapshot.count(expression, where: filter), Dictionary(uniqueKeysWithValues: narrowed))
+        }
+        if countOnly {
+            let (count, topicCounts) = await CostlyWork.run(counts)
+            return Audience(count: count, topicCounts: topicCounts, condition: condition)
+        }
+        let ids = await CostlyWork.run { snapshot.ids(of: expression, after: after, limit: limit + 1, where: filter) }
+        // The page's token values are read while the count is computed: one waits on the
+        // database, the other on the CPU.
+        let listed = Array(ids.prefix(limit))
+        async let values = listed.isEmpty ? [] : store.tokenValues(ids: listed, in: project)
+        let (count, topicCounts) = await CostlyWork.run(counts)
+        var result = Audience(count: count, topicCounts: topicCounts, condition: condition)
+        result.tokens = try await values
+        result.nextAfter = ids.count > limit ? listed.last : nil
         return result
     }
 
-    /// A condition's audience without its page: the count, and each topic's subscribers.
-    private static func audience(of condition: Condition, count: Int, in snapshot: AudienceIndex.Snapshot) -> Audience {
-        var result = Audience(count: count, condition: condition)
-        result.topicCounts = Dictionary(
-            uniqueKeysWithValues: condition.topics.map { ($0, snapshot.members(of: $0).count) })
+    /// `result` with the page of `ids` (one more than `limit` when there is a next page) as token values.
+    private func listing(_ ids: [UInt32], of result: Audience, limit: Int, in project: Project) async throws
+        -> Audience
+    {
+        var result = result
+        let page = Array(ids.prefix(limit))
+        result.tokens = page.isEmpty ? [] : try await store.tokenValues(ids: page, in: project)
+        result.nextAfter = ids.count > limit ? page.last : nil
         return result
     }
 

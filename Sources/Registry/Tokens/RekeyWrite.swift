@@ -18,7 +18,11 @@ extension RegistryWriting {
             guard let source = sourceRow, !source.isNew, source.state == .registered else {
                 throw RegistryError.tokenNotFound
             }
-            if targetRow.isNew { log.record(.registered(project: project.rowID, tokens: [UInt32(targetRow.id)])) }
+            if targetRow.isNew {
+                log.record(.registered(project: project.rowID, tokens: [UInt32(targetRow.id)]))
+                log.record(
+                    .seen(project: project.rowID, tokens: [UInt32(targetRow.id)], day: SeenDay.of(milliseconds: now)))
+            }
             if targetRow.state == .unregistered {
                 try await driver.setState(.registered, ofToken: targetRow.id, at: now)
                 log.record(.registered(project: project.rowID, tokens: [UInt32(targetRow.id)]))

@@ -29,6 +29,10 @@ extension RegistryWriting {
                     (rows[token]!.id, change, change.lastSeenAt.map(EpochMilliseconds.milliseconds) ?? now)
                 })
             let infos = try await driver.tokenInfos(tokens, in: project.rowID)
+            let described = tokens.compactMap { token in infos[token].map { (UInt32(rows[token]!.id), $0) } }
+            log.record(
+                .described(
+                    project: project.rowID, tokens: described.map(\.0), values: described.map { IndexedAttributes($0.1) }))
             return try changes.map { token, _ in
                 guard let info = infos[token] else {
                     throw RegistryWriteFailure("a token registered in this transaction is missing")
@@ -92,6 +96,7 @@ extension RegistryWriteDriver {
         } else {
             try await markSeen([row.id], at: now)
         }
+        log.record(.seen(project: project.rowID, tokens: [UInt32(row.id)], day: SeenDay.of(milliseconds: now)))
         return row
     }
 
@@ -105,6 +110,8 @@ extension RegistryWriteDriver {
         log.record(.registered(project: project.rowID, tokens: new.sorted()))
         let known = rows.values.filter { !$0.isNew }.map(\.id)
         if !known.isEmpty { try await markSeen(known.sorted(), at: now) }
+        log.record(
+            .seen(project: project.rowID, tokens: rows.values.map { UInt32($0.id) }.sorted(), day: SeenDay.of(milliseconds: now)))
         return rows
     }
 

@@ -42,6 +42,8 @@ struct AudienceController {
         var pageSize: Int?
         var pageToken: String?
         var countOnly: Bool?
+        /// Only the tokens that say what it asks (`AudienceWhereCodec`).
+        var `where`: JSONValue?
     }
 
     struct CheckRequest: Decodable {
@@ -67,10 +69,11 @@ struct AudienceController {
         let pageSize = page.size
         let after = try page.tokenID(in: .audience)
         let countOnly = body.countOnly ?? false
+        let filter = try AudienceWhereCodec.filter(from: body.where)
         let audience: Audience
         do {
             audience = try await registry.resolve(
-                target, in: project, after: after, pageSize: pageSize, countOnly: countOnly)
+                target, in: project, after: after, pageSize: pageSize, countOnly: countOnly, where: filter)
         } catch let error as ConditionError {
             throw Self.invalidCondition(error, source: body.condition ?? "")
         }

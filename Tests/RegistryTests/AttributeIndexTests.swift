@@ -1,0 +1,229 @@
+@testable import AudienceEngine
+import Conditions
+import Foundation
+@testable import Registry
+import TestBackends
+import Testing
+
+@Suite("Audience index: token attributes as bitmaps, and a where counted with them")
+struct AttributeIndexTests {
+    static let platforms = ["android", "ios", "web"]
+    static let locales = ["fr", "fr-ca", "fr-fr", "frr", "en-gb", "de"]
+    static let zones = ["Europe/Paris", "America/Toronto", "Asia/Tokyo"]
+    static let versions = ["4.9", "5.0", "5.0.1", "5.12.0", "5.99", "6.0"]
+
+    /// Tokens spread over 70 chunks (so that counts split over two threads), each with random
+    /// attributes, some missing, and random topics.
+    struct World {
+        var index = AudienceIndex()
+        var attributes: [UInt32: IndexedAttributes] = [:]
+        var topics: [String: Set<UInt32>] = [:]
+        var registered: Set<UInt32> = []
+
+        init(seed: UInt64) {
+            var random = SplitMix64(seed: seed)
+            var tokens: [UInt32] = []
+            for chunk in 0..<70 {
+                for _ in 0..<(20 + Int(random.next() % 40)) {
+                    tokens.append(UInt32(chunk) << 16 | UInt32(random.next() % 65_536))
+                }
+            }
+            tokens = Array(Set(tokens)).sorted()
+            var entries: [AudienceChange] = []
+            entries.append(.registered(project: 1, tokens: tokens))
+            var values: [IndexedAttributes] = []
+            for token in tokens {
+                func pick(_ choices: [String]) -> String? {
+                    let n = Int(random.next() % UInt64(choices.count + 1))
+                    return n == choices.count ? nil : choices[n]
+                }
+                let value = IndexedAttributes(
+                    platform: pick(AttributeIndexTests.platforms), locale: pick(AttributeIndexTests.locales),
+                    timeZone: pick(AttributeIndexTests.zones), appVersion: pick(AttributeIndexTests.versions),
+                    seenDay: 20_000 + Int32(random.next() % 400))
+                values.append(value)
+                attributes[token] = value
+                for topic in ["a", "b", "c"] where random.next() % 2 == 0 { topics[topic, default: []].insert(token) }
+            }
+            entries.append(.described(project: 1, tokens: tokens, values: values))
+            for (topic, members) in topics { entries.append(.subscribed(project: 1, topic: topic, tokens: members.sorted())) }
+            registered = Set(tokens)
+            index.applyOwn(entries.enumerated().map { FeedEntry(id: Int64($0.offset + 1), change: $0.element) })
+        }
+
+        /// What `filter` accepts, token by token.
+        func matches(_ token: UInt32, _ filter: AttributeFilter) -> Bool {
+            guard let value = attributes[token] else { return false }
+            if let platforms = filter.platforms, !platforms.contains(where: { $0 == value.platform }) { return false }
+            if let ranges = filter.localeRanges {
+                guard let locale = value.locale, ranges.contains(where: { locale == $0 || locale.hasPrefix($0 + "-") })
+                else { return false }
+            }
+            if let zones = filter.timeZones, !zones.contains(where: { $0 == value.timeZone }) { return false }
+            if let range = filter.appVersion {
+                guard let version = value.appVersion, range.contains(version.split(separator: ".").map { Int($0)! })
+                else { return false }
+            }
+            if let day = filter.seenOnOrAfterDay, value.seenDay < day { return false }
+            return true
+        }
+    }
+
+    static let filters: [AttributeFilter] = [
+        AttributeFilter(platforms: ["ios"]),
+        AttributeFilter(platforms: ["ios", "web"], localeRanges: ["fr"]),
+        AttributeFilter(localeRanges: ["fr-ca", "de"], timeZones: ["Europe/Paris"]),
+        AttributeFilter(appVersion: VersionRange(min: [5, 0], max: [5, 99])),
+        AttributeFilter(appVersion: VersionRange(min: [5, 0, 1])),
+        AttributeFilter(seenOnOrAfterDay: 20_300),
+        AttributeFilter(platforms: ["android"], localeRanges: ["fr"], seenOnOrAfterDay: 20_370),
+        AttributeFilter(platforms: ["ios"], localeRanges: ["en"], timeZones: ["Asia/Tokyo"],
+                        appVersion: VersionRange(max: [6]), seenOnOrAfterDay: 20_001),
+        AttributeFilter(localeRanges: ["es"]),
+        AttributeFilter(seenOnOrAfterDay: 30_000),
+    ]
+
+    static let conditions = [
+        "'a' in topics", "'a' in topics && 'b' in topics", "'a' in topics || !('c' in topics)",
+        "!('b' in topics)",
+    ]
+
+    @Test("A where narrows counts and pages exactly as checking each token would", arguments: [1, 2, 3] as [UInt64])
+    func countsMatchEachToken(seed: UInt64) throws {
+        let world = World(seed: seed)
+        let snapshot = world.index.snapshot(of: 1)
+        for source in Self.conditions {
+            let expression = try Condition(parsing: source).expression
+            let reached = snapshot.evaluate(expression)
+            for filter in Self.filters {
+                let expected = reached.ids.filter { world.matches($0, filter) }
+                #expect(snapshot.count(expression, where: filter) == expected.count, "\(source) \(filter)")
+                #expect(Array(snapshot.evaluate(expression, where: filter).ids) == expected)
+                let after = expected.count > 3 ? expected[3] : nil
+                let page = snapshot.ids(of: expression, after: after, limit: 50, where: filter)
+                #expect(page == Array(expected.dropFirst(after == nil ? 0 : 4).prefix(50)))
+                let listed = Array(world.registered).sorted()
+                #expect(snapshot.matching(listed, where: filter) == listed.filter { world.matches($0, filter) })
+            }
+        }
+    }
+
+    @Test("Describing a token again moves it out of every value it had; seeing it moves its day alone")
+    func redescribing() {
+        var world = World(seed: 9)
+        let token = world.attributes.keys.sorted()[5]
+        let now = IndexedAttributes(platform: "web", locale: "de", timeZone: nil, appVersion: "6.0", seenDay: 20_100)
+        world.index.applyOwn([FeedEntry(id: 100, change: .described(project: 1, tokens: [token], values: [now]))])
+        #expect(world.index.snapshot(of: 1).attributes.attributes(of: token) == now)
+        world.index.applyOwn([FeedEntry(id: 101, change: .seen(project: 1, tokens: [token], day: 20_555))])
+        var seen = now
+        seen.seenDay = 20_555
+        #expect(world.index.snapshot(of: 1).attributes.attributes(of: token) == seen)
+        world.attributes[token] = seen
+        // Every other count still agrees with each token's own values.
+        let snapshot = world.index.snapshot(of: 1)
+        for filter in Self.filters {
+            let expected = world.registered.filter { world.matches($0, filter) }.count
+            #expect(snapshot.count(.topic("a", SourceRange(offset: 0, length: 0)), where: filter)
+                == world.topics["a", default: []].filter { world.matches($0, filter) }.count)
+            #expect(snapshot.matching(world.registered.sorted(), where: filter).count == expected)
+        }
+    }
+
+    @Test("Days on or after a bound, from the bit slices, for every bound around the days in use")
+    func daySlices() {
+        var slices = DaySlices()
+        let days: [UInt32: Int32] = Dictionary(uniqueKeysWithValues: (0..<300).map { (UInt32($0 * 37), Int32(20_000 + $0 % 97)) })
+        for (token, day) in days { slices.set([token], to: day) }
+        let registers = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: 3 * 1024)
+        defer { registers.deallocate() }
+        for bound in Int32(19_990)...20_100 {
+            let words = UnsafeMutableBufferPointer(rebasing: registers[0..<1024])
+            words.update(repeating: ~0)
+            slices.keep(
+                onOrAfter: bound, key: 0, words, greater: UnsafeMutableBufferPointer(rebasing: registers[1024..<2048]),
+                spare: UnsafeMutableBufferPointer(rebasing: registers[2048..<3072]))
+            let kept = (0..<65_536).filter { words[$0 >> 6] & (1 << UInt64($0 & 63)) != 0 }.map { UInt32($0) }
+            // Ids that never had a day read as day 0, before every bound.
+            #expect(kept == days.filter { $0.value >= bound }.keys.sorted(), "bound \(bound)")
+        }
+        for (token, day) in days { #expect(slices.day(of: token) == day) }
+    }
+
+    @Test("described and seen entries go through the feed's rows unchanged; seen entries of one day merge")
+    func feedRows() {
+        let values = [
+            IndexedAttributes(platform: "ios", locale: "fr-CA", timeZone: "Europe/Paris", appVersion: "5.1", seenDay: 20_400),
+            IndexedAttributes(platform: nil, locale: nil, timeZone: nil, appVersion: nil, seenDay: 0),
+        ]
+        for change in [
+            AudienceChange.described(project: 3, tokens: [7, 9], values: values),
+            .seen(project: 3, tokens: [1, 2, 3], day: 20_419),
+        ] {
+            #expect(FeedRow(change).change == change)
+        }
+        #expect(values[0].locale == "fr-ca")
+        // A row this version cannot read makes followers reload rather than miss it.
+        #expect(FeedRow(project: 3, kind: "described", topic: "[{", tokenIDs: TokenIDList.encode([1])).change == .reset)
+        let log = ChangeLog()
+        log.record(.seen(project: 1, tokens: [1], day: 5))
+        log.record(.seen(project: 1, tokens: [2], day: 5))
+        log.record(.seen(project: 1, tokens: [3], day: 6))
+        #expect(log.changes == [.seen(project: 1, tokens: [1, 2], day: 5), .seen(project: 1, tokens: [3], day: 6)])
+    }
+
+    @Test("A checkpoint keeps every attribute bitmap and day slice")
+    func checkpoint() throws {
+        let world = World(seed: 4)
+        let id = [UInt8](repeating: 7, count: 16)
+        let bytes = AudienceCheckpoint.encode(
+            AudienceCheckpoint.Contents(state: world.index.copyState(), fingerprint: []), databaseID: id)
+        let restored = AudienceIndex()
+        restored.restore(try AudienceCheckpoint.decode(bytes, databaseID: id).state)
+        let (before, after) = (world.index.snapshot(of: 1).attributes, restored.snapshot(of: 1).attributes)
+        #expect(before.namedBitmaps == after.namedBitmaps)
+        #expect(before.seen.slices == after.seen.slices)
+        #expect(after.namedBitmaps.allSatisfy { !$0.isEmpty })
+    }
+}
+
+@Suite("Audience index: the attributes loaded from the tables equal those the feed carried", .onEveryBackend)
+struct AttributeLoadTests {
+    @Test("Writes that describe, see, import and unregister tokens leave the index as a load from the tables has it")
+    func loadEqualsFeed() async throws {
+        let (registry, project) = try await makeRegistry()
+        var changes: [(token: String, change: TokenAttributeChange)] = []
+        for n in 0..<40 {
+            var change = TokenAttributeChange()
+            change.platform = n % 4 == 3 ? .keep : .set(TokenAttributes.Platform.allCases[n % 3])
+            change.locale = n % 5 == 0 ? .clear : .set(["fr-CA", "en-GB", "de"][n % 3])
+            change.timeZone = .set(n % 2 == 0 ? "Europe/Paris" : "Asia/Tokyo")
+            change.appVersion = .set("5.\(n % 7)")
+            if n % 3 == 0 { change.lastSeenAt = Date().addingTimeInterval(-Double(n) * 86_400) }
+            changes.append((token(n), change))
+        }
+        _ = try await registry.updateTokens(changes, in: project)
+        // Named by registration calls (seen now), changed again, one unregistered.
+        _ = try await registry.subscribe((30..<50).map(token), to: "news", in: project)
+        var again = TokenAttributeChange()
+        again.platform = .clear
+        again.locale = .set("fr")
+        _ = try await registry.updateTokens([(token(3), again), (token(4), again)], in: project)
+        _ = try await registry.unregisterToken(token(6), in: project)
+        try await registry.catchUp()
+        let kept = registry.audience.snapshot(of: project.rowID)
+        let load = try await registry.feed.loadAudience()
+        let loaded = try #require(load.attributes[project.rowID])
+        for id in UInt32(1)...60 {
+            #expect(kept.attributes.attributes(of: id) == loaded.attributes(of: id), "token id \(id)")
+        }
+        let ids = try await registry.store.tokenIDs([token(4), token(45), token(9)], in: project)
+        let fourth = loaded.attributes(of: try #require(ids[token(4)]))
+        #expect(fourth.locale == "fr")
+        #expect(fourth.platform == nil)
+        #expect(fourth.timeZone == "Europe/Paris")
+        let today = SeenDay.of(secondsSince1970: Date().timeIntervalSince1970)
+        #expect(loaded.attributes(of: try #require(ids[token(45)])).seenDay == today)
+        #expect(loaded.attributes(of: try #require(ids[token(9)])).seenDay == today - 9)
+    }
+}
