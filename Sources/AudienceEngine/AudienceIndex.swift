@@ -51,6 +51,15 @@ public final class AudienceIndex: Sendable {
             algebra(filter).ids(of: expression, after: after, limit: limit)
         }
 
+        /// How many tokens `expression` reaches and how many subscribers of each of `topics`,
+        /// of those matching `filter`, in one pass.
+        public func counts(_ expression: Expression, topics: [String], where filter: AttributeFilter) -> (
+            count: Int, topicCounts: [String: Int]
+        ) {
+            let (count, perTopic) = algebra(filter).counts(expression, topics: topics)
+            return (count, Dictionary(zip(topics, perTopic), uniquingKeysWith: { first, _ in first }))
+        }
+
         /// Those of `tokens` (a device group's members, a token named alone) that are registered
         /// and match `filter`, in order.
         public func matching(_ tokens: [UInt32], where filter: AttributeFilter) -> [UInt32] {

@@ -162,8 +162,7 @@ struct ResolvedAttributeFilter: Sendable {
             }
             scratch.update(repeating: 0)
             for bitmap in bitmaps {
-                guard let container = bitmap.container(forKey: key) else { continue }
-                container.withWords(spare) { bits in for i in 0..<count { scratch[i] |= bits[i] } }
+                bitmap.container(forKey: key)?.unite(into: scratch)
             }
             for i in 0..<count { words[i] &= scratch[i] }
         }
@@ -174,6 +173,22 @@ struct ResolvedAttributeFilter: Sendable {
 }
 
 extension RoaringContainer {
+    /// Sets the container's values in `words`, leaving the other bits as they are: an array's
+    /// values one by one, a run's words whole, without spreading the container first.
+    @inline(__always)
+    func unite(into words: UnsafeMutableBufferPointer<UInt64>) {
+        switch self {
+        case .bitmap(let bits, _):
+            bits.withUnsafeBufferPointer { bits in for i in 0..<RoaringContainer.wordCount { words[i] |= bits[i] } }
+        case .array(let values):
+            values.withUnsafeBufferPointer { values in
+                for value in values { words[Int(value &>> 6)] |= 1 &<< UInt64(value & 63) }
+            }
+        case .run(let runs, _):
+            for run in runs { Self.forEachWord(run) { words[$0] |= $1 } }
+        }
+    }
+
     /// Calls `body` with the container's values as 1,024 words: a bitmap's own, or `spare` filled.
     @inline(__always)
     func withWords<R>(_ spare: UnsafeMutableBufferPointer<UInt64>, _ body: (UnsafeBufferPointer<UInt64>) -> R) -> R {

@@ -19,22 +19,42 @@ struct WordwiseAlgebra {
 
     /// How many tokens `expression` reaches.
     func count(_ expression: Expression) -> Int {
-        let counts = inParts { part in
+        counts(expression, topics: []).count
+    }
+
+    /// How many tokens `expression` reaches and, in the same pass, how many of each of `topics`'
+    /// subscribers match the filter: a narrowed count's `topicCounts` cost one more topic spread a
+    /// chunk each, not a pass of their own.
+    func counts(_ expression: Expression, topics names: [String]) -> (count: Int, topics: [Int]) {
+        let parts = inParts { part in
             var total = 0
-            forEachChunk(expression, indices: part) { _, _, cardinality in
+            var perTopic = [Int](repeating: 0, count: names.count)
+            forEachChunk(expression, indices: part, mask: !names.isEmpty) { key, _, cardinality, mask, spare in
                 total &+= cardinality
+                guard let mask else { return true }
+                for (index, name) in names.enumerated() {
+                    spread(topics[name], key: key, into: spare)
+                    var matching = 0
+                    for i in 0..<Self.wordCount { matching &+= (spare[i] & mask[i]).nonzeroBitCount }
+                    perTopic[index] &+= matching
+                }
                 return true
             }
-            return total
+            return (total, perTopic)
         }
-        return counts.reduce(0, &+)
+        var result = (count: 0, topics: [Int](repeating: 0, count: names.count))
+        for part in parts {
+            result.count &+= part.0
+            for index in names.indices { result.topics[index] &+= part.1[index] }
+        }
+        return result
     }
 
     /// The set `expression` reaches.
     func evaluate(_ expression: Expression) -> RoaringBitmap {
         let parts = inParts { part in
             var result = RoaringBitmap()
-            forEachChunk(expression, indices: part) { key, words, cardinality in
+            forEachChunk(expression, indices: part) { key, words, cardinality, _, _ in
                 if let container = RoaringContainer.make(words: Array(words), cardinality: cardinality) {
                     result.keys.append(key)
                     result.containers.append(container)
@@ -72,7 +92,7 @@ struct WordwiseAlgebra {
         var result: [UInt32] = []
         guard limit > 0 else { return result }
         let first = after.map { UInt16(truncatingIfNeeded: $0 &>> 16) } ?? 0
-        forEachChunk(expression, from: first) { key, words, _ in
+        forEachChunk(expression, from: first) { key, words, _, _, _ in
             let high = UInt32(key) &<< 16
             var start = 0
             if let after, UInt16(truncatingIfNeeded: after &>> 16) == key {
@@ -95,41 +115,55 @@ struct WordwiseAlgebra {
 
     // MARK: - Chunks
 
+    /// What `forEachChunk` hands its body: the chunk's key, the result's words and their count,
+    /// the filter's mask (when asked for) and a spare register.
+    private typealias ChunkBody = (
+        UInt16, UnsafeMutableBufferPointer<UInt64>, Int, UnsafeMutableBufferPointer<UInt64>?,
+        UnsafeMutableBufferPointer<UInt64>
+    ) -> Bool
+
     /// Evaluates `expression` for each chunk of the universe from `first` on, ascending, and
     /// hands each non-empty result to `body` (which returns whether to go on).
-    private func forEachChunk(
-        _ expression: Expression, from first: UInt16,
-        _ body: (UInt16, UnsafeMutableBufferPointer<UInt64>, Int) -> Bool
-    ) {
+    private func forEachChunk(_ expression: Expression, from first: UInt16, _ body: ChunkBody) {
         let start = universe.keyIndex(first)
         forEachChunk(expression, indices: start..<universe.keys.count, body)
     }
 
-    /// The same over the universe's chunks at `indices`.
+    /// The same over the universe's chunks at `indices`. With a filter, its mask (the registered
+    /// tokens of the chunk that match it) is made first, and a chunk it leaves empty is not
+    /// evaluated at all; `mask` hands it to `body` too, and then every chunk it leaves something in
+    /// goes to `body`, even one where the expression reaches nothing.
     private func forEachChunk(
-        _ expression: Expression, indices: Range<Int>,
-        _ body: (UInt16, UnsafeMutableBufferPointer<UInt64>, Int) -> Bool
+        _ expression: Expression, indices: Range<Int>, mask handsMask: Bool = false, _ body: ChunkBody
     ) {
         if filter?.matchesNothing == true { return }
-        // One register for the universe and one per level of the tree; two more for a `where`.
+        // One register for the universe and one per level of the tree; for a `where`, its mask
+        // and two scratch registers; a spare one for the body.
         let levels = Self.depth(expression) &+ 2
-        let registers = filter == nil ? levels : levels &+ 2
+        let registers = levels &+ 4
         let storage = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: registers &* Self.wordCount)
         defer { storage.deallocate() }
         func register(_ index: Int) -> UnsafeMutableBufferPointer<UInt64> {
             UnsafeMutableBufferPointer(rebasing: storage[(index &* Self.wordCount)..<((index &+ 1) &* Self.wordCount)])
         }
         let universeWords = register(0)
-        let needsUniverse = Self.needsUniverse(expression)
+        let (maskWords, spare) = (register(levels), register(levels &+ 3))
+        let needsUniverse = Self.needsUniverse(expression) || filter != nil
         for index in indices {
             let key = universe.keys[index]
             if needsUniverse { universe.containers[index].spread(into: universeWords) }
+            if let filter {
+                _ = maskWords.update(fromContentsOf: universeWords)
+                filter.narrow(key: key, maskWords, scratch: register(levels &+ 1), spare: register(levels &+ 2))
+                if !maskWords.contains(where: { $0 != 0 }) { continue }
+            }
             let result = register(1)
             evaluate(expression, key: key, into: 1, universe: universeWords, register: register)
-            filter?.narrow(key: key, result, scratch: register(levels), spare: register(levels &+ 1))
+            if filter != nil { for i in 0..<Self.wordCount { result[i] &= maskWords[i] } }
             var cardinality = 0
             for word in result { cardinality &+= word.nonzeroBitCount }
-            if cardinality > 0 && !body(key, result, cardinality) { return }
+            let mask = handsMask && filter != nil ? maskWords : nil
+            if cardinality > 0 || mask != nil, !body(key, result, cardinality, mask, spare) { return }
         }
     }
 

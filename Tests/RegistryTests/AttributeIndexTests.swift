@@ -98,6 +98,14 @@ struct AttributeIndexTests {
             for filter in Self.filters {
                 let expected = reached.ids.filter { world.matches($0, filter) }
                 #expect(snapshot.count(expression, where: filter) == expected.count, "\(source) \(filter)")
+                // The count and each topic's narrowed subscribers, from one pass.
+                let both = snapshot.counts(expression, topics: ["a", "b", "c", "none"], where: filter)
+                #expect(both.count == expected.count)
+                for topic in ["a", "b", "c", "none"] {
+                    #expect(
+                        both.topicCounts[topic] == world.topics[topic, default: []].filter { world.matches($0, filter) }.count,
+                        "\(topic) \(filter)")
+                }
                 #expect(Array(snapshot.evaluate(expression, where: filter).ids) == expected)
                 let after = expected.count > 3 ? expected[3] : nil
                 let page = snapshot.ids(of: expression, after: after, limit: 50, where: filter)

@@ -110,8 +110,7 @@ extension RegistryService {
                     Dictionary(uniqueKeysWithValues: topics.map { ($0, snapshot.members(of: $0).count) })
                 )
             }
-            let narrowed = topics.map { ($0, snapshot.count(.topic($0, SourceRange(offset: 0, length: 0)), where: filter)) }
-            return (snapshot.count(expression, where: filter), Dictionary(uniqueKeysWithValues: narrowed))
+            return snapshot.counts(expression, topics: topics, where: filter)
         }
         if countOnly {
             let (count, topicCounts) = await CostlyWork.run(counts)
