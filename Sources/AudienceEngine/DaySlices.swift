@@ -3,11 +3,16 @@
 /// A day bucket per day would make "seen within 30 days" a union of 30 bitmaps, and moving a
 /// token to today would first have to find the bucket it was in. Here setting a token's day
 /// touches each slice once, whatever the old day was, and "on or after day `d`" is one pass over
-/// the 16 slices, high bit first (O'Neil and Quass's range search), chunk by chunk like the rest
-/// of a condition.
+/// the slices, high bit first (O'Neil and Quass's range search), chunk by chunk like the rest of
+/// a condition.
+///
+/// Days are kept from ``base`` on, so that the slices of the high bits no day in use has stay
+/// empty and cost nothing to pass over.
 struct DaySlices: Sendable {
-    /// Days since 1970 up to 65,535 (the year 2149); a day before 1970 counts as 0.
     static let bits = 16
+    /// 2014-11-09 (day 16,384 since 1970): a `seenWithin` reaches back ten years at most, so every
+    /// bound falls after it until the year 2149. A day on or before it counts as "never".
+    static let base: Int32 = 16_384
 
     var slices = [RoaringBitmap](repeating: RoaringBitmap(), count: bits)
 
@@ -15,21 +20,22 @@ struct DaySlices: Sendable {
     mutating func set(_ tokens: [UInt32], to day: Int32) {
         guard !tokens.isEmpty else { return }
         let ids = RoaringBitmap(tokens)
-        let value = Self.clamped(day)
+        let value = Self.stored(day)
         for bit in 0..<Self.bits {
             if value & (1 << bit) != 0 { slices[bit].formUnion(ids) } else { slices[bit].subtract(ids) }
         }
     }
 
-    /// The day recorded for `token`; 0 for none.
+    /// The day recorded for `token` (days since 1970); 0 for none, or one on or before ``base``.
     func day(of token: UInt32) -> Int32 {
         var value: Int32 = 0
         for bit in 0..<Self.bits where slices[bit].contains(token) { value |= 1 << bit }
-        return value
+        return value == 0 ? 0 : value + Self.base
     }
 
-    static func clamped(_ day: Int32) -> Int32 {
-        min(max(day, 0), (1 << bits) - 1)
+    /// A day as the slices hold it: days after ``base``, 0 for "never", at most 65,535.
+    static func stored(_ day: Int32) -> Int32 {
+        min(max(day - base, 0), (1 << bits) - 1)
     }
 
     /// Keeps, of chunk `key`'s bits in `words`, the tokens seen on or after `day`; `greater` and
@@ -37,13 +43,13 @@ struct DaySlices: Sendable {
     ///
     /// `words` serves as the "equal so far" set and `greater` collects those already known to be
     /// later, from the highest bit down: where the bound's bit is 1, a token without it falls out
-    /// of "equal"; where it is 0, a token with it is later. An empty slice in the chunk (the high
-    /// bits no day in use has) costs nothing.
+    /// of "equal"; where it is 0, a token with it is later. An empty slice where the bound's bit is
+    /// 0 costs nothing; a run container is applied run by run, without being spread.
     func keep(
         onOrAfter day: Int32, key: UInt16, _ words: UnsafeMutableBufferPointer<UInt64>,
         greater: UnsafeMutableBufferPointer<UInt64>, spare: UnsafeMutableBufferPointer<UInt64>
     ) {
-        let bound = Self.clamped(day)
+        let bound = Self.stored(day)
         guard bound > 0 else { return }
         let count = RoaringContainer.wordCount
         greater.update(repeating: 0)
@@ -55,16 +61,58 @@ struct DaySlices: Sendable {
                     words.update(repeating: 0)
                     break
                 }
-                container.withWords(spare) { slice in for i in 0..<count { words[i] &= slice[i] } }
+                if case .run(let runs, _) = container {
+                    Self.forEachMaskedWord(runs, gaps: { words[$0] = 0 }) { i, mask in words[i] &= mask }
+                } else {
+                    container.withWords(spare) { slice in for i in 0..<count { words[i] &= slice[i] } }
+                }
             } else if let container {
-                container.withWords(spare) { slice in
-                    for i in 0..<count {
-                        greater[i] |= words[i] & slice[i]
-                        words[i] &= ~slice[i]
+                if case .run(let runs, _) = container {
+                    Self.forEachMaskedWord(runs, gaps: { _ in }) { i, mask in
+                        greater[i] |= words[i] & mask
+                        words[i] &= ~mask
+                    }
+                } else {
+                    container.withWords(spare) { slice in
+                        for i in 0..<count {
+                            greater[i] |= words[i] & slice[i]
+                            words[i] &= ~slice[i]
+                        }
                     }
                 }
             }
         }
         for i in 0..<count { words[i] |= greater[i] }
+    }
+
+    /// Calls `body(index, mask)` once for each word the runs touch, with every bit they set in it
+    /// (two runs may share a word), and `gaps(index)` for each word they leave untouched, in order.
+    @inline(__always)
+    private static func forEachMaskedWord(
+        _ runs: [RoaringRun], gaps: (Int) -> Void, _ body: (Int, UInt64) -> Void
+    ) {
+        var current = -1
+        var mask: UInt64 = 0
+        for run in runs {
+            RoaringContainer.forEachWord(run) { index, bits in
+                if index != current {
+                    if current >= 0 { body(current, mask) }
+                    var gap = current &+ 1
+                    while gap < index {
+                        gaps(gap)
+                        gap &+= 1
+                    }
+                    current = index
+                    mask = 0
+                }
+                mask |= bits
+            }
+        }
+        if current >= 0 { body(current, mask) }
+        var gap = current &+ 1
+        while gap < RoaringContainer.wordCount {
+            gaps(gap)
+            gap &+= 1
+        }
     }
 }

@@ -25,10 +25,11 @@ extension TokenAttributeIndex {
                 chunk = key
             }
             if let platform { pending[0][platform, default: []].append(token) }
-            if let locale { pending[1][locale.lowercased(), default: []].append(token) }
+            // Lowercased once per value and chunk, at the flush, not once per token.
+            if let locale { pending[1][locale, default: []].append(token) }
             if let timeZone { pending[2][timeZone, default: []].append(token) }
             if let appVersion { pending[3][appVersion, default: []].append(token) }
-            var bits = DaySlices.clamped(seenDay)
+            var bits = DaySlices.stored(seenDay)
             while bits != 0 {
                 pendingSlices[bits.trailingZeroBitCount].append(token)
                 bits &= bits &- 1
@@ -46,7 +47,7 @@ extension TokenAttributeIndex {
                 for (value, ids) in values {
                     switch attribute {
                     case 0: Self.append(ids, to: &index.platforms[value, default: RoaringBitmap()])
-                    case 1: Self.append(ids, to: &index.locales[value, default: RoaringBitmap()])
+                    case 1: Self.append(ids, to: &index.locales[value.lowercased(), default: RoaringBitmap()])
                     case 2: Self.append(ids, to: &index.timeZones[value, default: RoaringBitmap()])
                     default: Self.append(ids, to: &index.appVersions[value, default: RoaringBitmap()])
                     }

@@ -141,8 +141,13 @@ struct AttributeIndexTests {
     @Test("Days on or after a bound, from the bit slices, for every bound around the days in use")
     func daySlices() {
         var slices = DaySlices()
-        let days: [UInt32: Int32] = Dictionary(uniqueKeysWithValues: (0..<300).map { (UInt32($0 * 37), Int32(20_000 + $0 % 97)) })
+        // Scattered tokens with scattered days, and a stretch of consecutive tokens whose days
+        // go up one by one (its slices become run containers).
+        var days: [UInt32: Int32] = Dictionary(uniqueKeysWithValues: (0..<300).map { (UInt32($0 * 37), Int32(20_000 + $0 % 97)) })
+        for token in UInt32(20_000)..<30_000 { days[token] = 20_000 + Int32(token / 97 % 90) }
         for (token, day) in days { slices.set([token], to: day) }
+        for bit in slices.slices.indices { slices.slices[bit].runOptimize() }
+        #expect(slices.slices.contains { if case .run? = $0.container(forKey: 0) { true } else { false } })
         let registers = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: 3 * 1024)
         defer { registers.deallocate() }
         for bound in Int32(19_990)...20_100 {
@@ -178,6 +183,23 @@ struct AttributeIndexTests {
         log.record(.seen(project: 1, tokens: [2], day: 5))
         log.record(.seen(project: 1, tokens: [3], day: 6))
         #expect(log.changes == [.seen(project: 1, tokens: [1, 2], day: 5), .seen(project: 1, tokens: [3], day: 6)])
+    }
+
+    @Test("Built from rows at load: one bitmap per value, a locale's spellings as one, over many chunks")
+    func builder() {
+        var builder = TokenAttributeIndex.Builder()
+        let rows: [(UInt32, String?, String?)] = [
+            (1, "ios", "fr-CA"), (2, "android", "FR-ca"), (3, nil, "fr-CA"), (70_000, "ios", "FR-ca"), (70_001, "web", nil),
+            (200_000, "ios", "de"),
+        ]
+        for (token, platform, locale) in rows {
+            builder.add(token, platform: platform, locale: locale, timeZone: nil, appVersion: nil, seenDay: 20_000 + Int32(token % 5))
+        }
+        let index = builder.finish()
+        #expect(Array(index.locales["fr-ca"]?.ids ?? RoaringBitmap().ids) == [1, 2, 3, 70_000])
+        #expect(index.locales.keys.sorted() == ["de", "fr-ca"])
+        #expect(Array(index.platforms["ios"]?.ids ?? RoaringBitmap().ids) == [1, 70_000, 200_000])
+        for (token, _, _) in rows { #expect(index.seen.day(of: token) == 20_000 + Int32(token % 5)) }
     }
 
     @Test("A checkpoint keeps every attribute bitmap and day slice")
