@@ -20,8 +20,8 @@ import Foundation
 /// count (UInt32) and per topic the name's length (UInt32), the name's UTF-8 and its members (a
 /// serialized `RoaringBitmap`); its token attributes: for platforms, locales, time zones and app
 /// versions in turn the value count (UInt32) and per value its name as a topic's and its tokens,
-/// then the 16 last-seen day slices (`DaySlices`), each a serialized `RoaringBitmap`; then the
-/// SHA-256 of all that. The bitmaps' format has a version
+/// then the 16 last-seen day slices (`DaySlices`), each a serialized `RoaringBitmap`, and the
+/// highest day set (UInt32); then the SHA-256 of all that. The bitmaps' format has a version
 /// of its own, which in-memory tuning does not change.
 public enum AudienceCheckpoint {
     static let magic = Array("FCMRAUD4".utf8)
@@ -101,6 +101,7 @@ public enum AudienceCheckpoint {
                 }
             }
             for slice in snapshot.attributes.seen.slices { slice.serialize(into: &bytes) }
+            append(UInt32(snapshot.attributes.seen.highest), to: &bytes)
         }
         bytes += SHA256.hash(data: bytes)
         return bytes
@@ -153,6 +154,7 @@ public enum AudienceCheckpoint {
                 for bit in 0..<DaySlices.bits {
                     snapshot.attributes.seen.slices[bit] = try RoaringBitmap(deserializing: &reader)
                 }
+                snapshot.attributes.seen.highest = Int32(clamping: try read(UInt32.self, &reader))
                 state.projects[project] = snapshot
             }
         } catch let problem as Problem {

@@ -30,6 +30,7 @@ extension TokenAttributeIndex {
             if let timeZone { pending[2][timeZone, default: []].append(token) }
             if let appVersion { pending[3][appVersion, default: []].append(token) }
             var bits = DaySlices.stored(seenDay)
+            index.seen.highest = max(index.seen.highest, bits)
             while bits != 0 {
                 pendingSlices[bits.trailingZeroBitCount].append(token)
                 bits &= bits &- 1

@@ -132,17 +132,11 @@ struct AudienceWhereAPITests {
     }
 
     @Test(
-        "a where no token could match is 400 invalid_argument naming the key",
+        "a where no token could match is 400 invalid_argument naming the key, in the native envelope",
+        // Every refusal the codec words is in AudienceWhereCodecTests; here, one of each kind on the wire.
         arguments: [
-            (#"[]"#, "where must"), (#"{"os":["ios"]}"#, "where takes"), (#"{"platform":"ios"}"#, "where.platform"),
-            (#"{"platform":[]}"#, "where.platform"), (#"{"platform":["windows"]}"#, "where.platform"),
-            (#"{"locale":["f"]}"#, "where.locale"), (#"{"locale":[3]}"#, "where.locale"),
-            (#"{"timeZone":["Mars/Olympus"]}"#, "where.timeZone"), (#"{"appVersion":"5"}"#, "where.appVersion"),
-            (#"{"appVersion":{}}"#, "where.appVersion"), (#"{"appVersion":{"min":"5.x"}}"#, "where.appVersion"),
-            (#"{"appVersion":{"min":"6","max":"5.9"}}"#, "where.appVersion"),
-            (#"{"appVersion":{"least":"6"}}"#, "where.appVersion"), (#"{"seenWithin":"30d"}"#, "where.seenWithin"),
-            (#"{"seenWithin":"0s"}"#, "where.seenWithin"), (#"{"seenWithin":2592000}"#, "where.seenWithin"),
-            (#"{"seenWithin":"999999999999s"}"#, "where.seenWithin"),
+            (#"[]"#, "where must"), (#"{"locale":["f"]}"#, "where.locale"),
+            (#"{"appVersion":{"min":"6","max":"5.9"}}"#, "where.appVersion"), (#"{"seenWithin":"30d"}"#, "where.seenWithin"),
         ])
     func refused(filter: String, words: String) async throws {
         let fixture = try await Fixture.make()

@@ -24,8 +24,9 @@ struct ListenerLimitTests {
         let xmppPort = ServeProcess.freePort()
         let server = try ServeProcess([
                 "--xmpp-plaintext", "--xmpp-port", "\(xmppPort)", "--max-connections", "4", "--shutdown-deadline", "1s",
-                // Connections not logging in give way after a third of it: a second.
-                "--xmpp-login-timeout", "3s",
+                // Connections not logging in give way after a third of it: two seconds. Long
+                // enough that the session logs in within it on a loaded machine.
+                "--xmpp-login-timeout", "6s",
             ])
         let key = try await server.key()
         let session = try await server.connect(port: xmppPort)
@@ -37,7 +38,7 @@ struct ListenerLimitTests {
         var silent: [RawConnection] = []
         for _ in 0..<3 { silent.append(try await server.connect(port: xmppPort)) }
         // Long enough for them to be allowed to give way (`SilentConnections.grace`).
-        try await Task.sleep(for: .milliseconds(1200))
+        try await Task.sleep(for: .milliseconds(2200))
         // A flood past the limit: they wait in the kernel's queue, ahead of the newcomer.
         var flood: [RawConnection] = []
         for _ in 0..<5 { flood.append(try RawConnection(port: xmppPort)) }
@@ -92,7 +93,7 @@ struct ListenerLimitTests {
         var silent: [RawConnection] = []
         for _ in 0..<3 { silent.append(try await server.connect(port: tlsPort)) }
         // Long enough for them to be allowed to give way (`SilentConnections.grace`).
-        try await Task.sleep(for: .milliseconds(1200))
+        try await Task.sleep(for: .milliseconds(2200))
         let answer = try await TLSTestClient.exchange(
             port: tlsPort, trusting: certificates.files.caCertificate, alpn: ["http/1.1"],
             request: "GET /health HTTP/1.1\r\nHost: fcm.googleapis.com\r\nConnection: close\r\n\r\n")

@@ -156,9 +156,11 @@ struct AttributeIndexTests {
             slices.keep(
                 onOrAfter: bound, key: 0, words, greater: UnsafeMutableBufferPointer(rebasing: registers[1024..<2048]),
                 spare: UnsafeMutableBufferPointer(rebasing: registers[2048..<3072]))
-            let kept = (0..<65_536).filter { words[$0 >> 6] & (1 << UInt64($0 & 63)) != 0 }.map { UInt32($0) }
-            // Ids that never had a day read as day 0, before every bound.
-            #expect(kept == days.filter { $0.value >= bound }.keys.sorted(), "bound \(bound)")
+            // Exactly the tokens on or after the bound: each of them kept, and nothing else (ids
+            // that never had a day read as day 0, before every bound).
+            let expected = days.filter { $0.value >= bound }.keys
+            #expect(expected.allSatisfy { words[Int($0 >> 6)] & (1 << UInt64($0 & 63)) != 0 }, "bound \(bound)")
+            #expect(words.reduce(0) { $0 + $1.nonzeroBitCount } == expected.count, "bound \(bound)")
         }
         for (token, day) in days { #expect(slices.day(of: token) == day) }
     }
@@ -213,6 +215,7 @@ struct AttributeIndexTests {
         let (before, after) = (world.index.snapshot(of: 1).attributes, restored.snapshot(of: 1).attributes)
         #expect(before.namedBitmaps == after.namedBitmaps)
         #expect(before.seen.slices == after.seen.slices)
+        #expect(after.seen.highest == before.seen.highest && after.seen.highest > 0)
         #expect(after.namedBitmaps.allSatisfy { !$0.isEmpty })
     }
 }
