@@ -7,8 +7,10 @@ extension TokenAttributeIndex {
     public struct Builder {
         private var index = TokenAttributeIndex()
         private var chunk: UInt16?
-        /// The current chunk's ids per value: platforms, locales, time zones, app versions.
-        private var pending = [[String: [UInt32]]](repeating: [:], count: 4)
+        /// Per attribute (platform, locale, time zone, app version): the values met so far.
+        private var values = [ValueInterner](repeating: ValueInterner(), count: 4)
+        /// Per attribute: the current chunk's ids, by value ordinal.
+        private var pending = [[[UInt32]]](repeating: [], count: 4)
         /// The current chunk's ids per day slice.
         private var pendingSlices = [[UInt32]](repeating: [], count: DaySlices.bits)
 
@@ -19,22 +21,28 @@ extension TokenAttributeIndex {
             _ token: UInt32, platform: String?, locale: String?, timeZone: String?, appVersion: String?,
             seenDay: Int32
         ) {
-            let key = RoaringBitmap.chunk(of: token)
-            if key != chunk {
-                flush()
-                chunk = key
-            }
-            if let platform { pending[0][platform, default: []].append(token) }
-            // Lowercased once per value and chunk, at the flush, not once per token.
-            if let locale { pending[1][locale, default: []].append(token) }
-            if let timeZone { pending[2][timeZone, default: []].append(token) }
-            if let appVersion { pending[3][appVersion, default: []].append(token) }
-            var bits = DaySlices.stored(seenDay)
-            index.seen.highest = max(index.seen.highest, bits)
-            while bits != 0 {
-                pendingSlices[bits.trailingZeroBitCount].append(token)
-                bits &= bits &- 1
-            }
+            begin(token)
+            if let platform { note(token, 0, values[0].ordinal(of: platform)) }
+            if let locale { note(token, 1, values[1].ordinal(of: locale)) }
+            if let timeZone { note(token, 2, values[2].ordinal(of: timeZone)) }
+            if let appVersion { note(token, 3, values[3].ordinal(of: appVersion)) }
+            see(token, seenDay)
+        }
+
+        /// Adds a token's row with its attributes as UTF-8 bytes (`nil` for none) in the order
+        /// platform, locale, time zone, app version: as a store reads them, without making a string
+        /// of each.
+        public mutating func add(
+            _ token: UInt32,
+            utf8 attributes: (UnsafeRawBufferPointer?, UnsafeRawBufferPointer?, UnsafeRawBufferPointer?, UnsafeRawBufferPointer?),
+            seenDay: Int32
+        ) {
+            begin(token)
+            if let value = attributes.0 { note(token, 0, values[0].ordinal(of: value)) }
+            if let value = attributes.1 { note(token, 1, values[1].ordinal(of: value)) }
+            if let value = attributes.2 { note(token, 2, values[2].ordinal(of: value)) }
+            if let value = attributes.3 { note(token, 3, values[3].ordinal(of: value)) }
+            see(token, seenDay)
         }
 
         /// The index of every row added.
@@ -43,17 +51,42 @@ extension TokenAttributeIndex {
             return index
         }
 
+        private mutating func begin(_ token: UInt32) {
+            let key = RoaringBitmap.chunk(of: token)
+            if key != chunk {
+                flush()
+                chunk = key
+            }
+        }
+
+        private mutating func note(_ token: UInt32, _ attribute: Int, _ ordinal: Int) {
+            if ordinal == pending[attribute].count { pending[attribute].append([]) }
+            pending[attribute][ordinal].append(token)
+        }
+
+        private mutating func see(_ token: UInt32, _ seenDay: Int32) {
+            var bits = DaySlices.stored(seenDay)
+            index.seen.highest = max(index.seen.highest, bits)
+            while bits != 0 {
+                pendingSlices[bits.trailingZeroBitCount].append(token)
+                bits &= bits &- 1
+            }
+        }
+
         private mutating func flush() {
-            for (attribute, values) in pending.enumerated() {
-                for (value, ids) in values {
+            for attribute in pending.indices {
+                for ordinal in pending[attribute].indices where !pending[attribute][ordinal].isEmpty {
+                    let ids = pending[attribute][ordinal]
+                    pending[attribute][ordinal] = []
+                    let value = values[attribute].values[ordinal]
                     switch attribute {
                     case 0: Self.append(ids, to: &index.platforms[value, default: RoaringBitmap()])
+                    // Lowercased once per value and chunk, not once per token.
                     case 1: Self.append(ids, to: &index.locales[value.lowercased(), default: RoaringBitmap()])
                     case 2: Self.append(ids, to: &index.timeZones[value, default: RoaringBitmap()])
                     default: Self.append(ids, to: &index.appVersions[value, default: RoaringBitmap()])
                     }
                 }
-                pending[attribute] = [:]
             }
             for bit in pendingSlices.indices where !pendingSlices[bit].isEmpty {
                 Self.append(pendingSlices[bit], to: &index.seen.slices[bit])

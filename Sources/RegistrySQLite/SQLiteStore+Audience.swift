@@ -7,47 +7,21 @@ import Registry
 /// watermark, and a read under the write lock would see nothing a later read could not.
 extension SQLiteStore: ChangeFeed {
     public func loadAudience() async throws -> AudienceLoad {
-        // One read transaction: the tables and the feed position are one consistent state.
-        try await read { db in
-            let position = try ChangeFeedSQL.head(db)
-            var projects: [Int64: (topics: [String: [UInt32]], registered: [UInt32])] = [:]
-            var indexed: [Int64: TokenAttributeIndex] = [:]
-            for project in try Int64.fetchAll(db, sql: "SELECT id FROM project") {
-                var topics: [String: [UInt32]] = [:]
-                let members = try db.cachedStatement(
-                    sql: "SELECT tokenId FROM subscription WHERE topicId = ? ORDER BY tokenId")
-                for topic in try Row.fetchAll(
-                    db, sql: "SELECT id, name FROM topic WHERE projectId = ?", arguments: [project])
-                {
-                    var ids: [UInt32] = []
-                    let cursor = try Int64.fetchCursor(members, arguments: [topic["id"] as Int64])
-                    while let id = try cursor.next() { ids.append(UInt32(id)) }
-                    topics[topic["name"]] = ids
-                }
-                // Every token once, in id order: the registered ones, and what each says.
-                var registered: [UInt32] = []
-                var attributes = TokenAttributeIndex.Builder()
-                let rows = try Row.fetchCursor(
-                    db,
-                    sql: """
-                        SELECT id, state = 'registered', platform, locale, timeZone, appVersion,
-                               COALESCE(lastSeenAt, updatedAt)
-                        FROM token WHERE projectId = ? ORDER BY id
-                        """,
-                    arguments: [project])
-                while let row = try rows.next() {
-                    let id = UInt32(row[0] as Int64)
-                    if row[1] as Bool { registered.append(id) }
-                    attributes.add(
-                        id, platform: row[2], locale: row[3], timeZone: row[4], appVersion: row[5],
-                        seenDay: SeenDay.of(milliseconds: row[6]))
-                }
-                projects[project] = (topics, registered)
-                indexed[project] = attributes.finish()
-            }
-            return AudienceLoad(projects: projects, attributes: indexed, cursor: FeedCursor(watermark: position))
+        // Two connections read the halves at once, each in its own read transaction. Every change
+        // to what the index holds writes the feed in its own transaction, so halves read at one
+        // feed position saw one state; when a write landed between their starts, read again.
+        for _ in 0..<Self.concurrentLoadAttempts {
+            async let subscriptions = read { db in try AudienceRows.subscriptions(db) }
+            async let tokens = read { db in try AudienceRows.tokens(db) }
+            let (members, described) = try await (subscriptions, tokens)
+            if members.position == described.position { return AudienceRows.load(members, described) }
         }
+        // Writes kept landing: one transaction reads both halves, one after the other.
+        return try await read { db in AudienceRows.load(try AudienceRows.subscriptions(db), try AudienceRows.tokens(db)) }
     }
+
+    /// How often the halves are read at once before one transaction reads them both.
+    static let concurrentLoadAttempts = 2
 
     public func changes(after cursor: FeedCursor, limit: Int) async throws -> FeedRead {
         try await read { db in try ChangeFeedSQL.read(db, after: cursor.watermark, limit: limit) }

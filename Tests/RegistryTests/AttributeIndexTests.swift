@@ -204,6 +204,43 @@ struct AttributeIndexTests {
         for (token, _, _) in rows { #expect(index.seen.day(of: token) == 20_000 + Int32(token % 5)) }
     }
 
+    @Test("Rows given as bytes build what the same rows as strings build, over thousands of distinct values")
+    func builderFromBytes() {
+        var fromStrings = TokenAttributeIndex.Builder()
+        var fromBytes = TokenAttributeIndex.Builder()
+        var expected: [String: [UInt32]] = [:]
+        for token in stride(from: UInt32(0), to: 300_000, by: 7) {
+            // 3,000 versions make the interner's table grow many times over; every seventh token has none.
+            let version: String? = token % 49 == 0 ? nil : "5.\(token % 3_000).\(token % 2)"
+            let values = ["ios", "fr-CA", "Europe/Paris", version]
+            if let version { expected[version, default: []].append(token) }
+            fromStrings.add(
+                token, platform: values[0], locale: values[1], timeZone: values[2], appVersion: values[3],
+                seenDay: 20_000 + Int32(token % 9))
+            var utf8 = values.map { $0.map { Array($0.utf8) } }
+            utf8.append(nil)
+            utf8[0]!.withUnsafeBytes { platform in
+                utf8[1]!.withUnsafeBytes { locale in
+                    utf8[2]!.withUnsafeBytes { zone in
+                        if let version = utf8[3] {
+                            version.withUnsafeBytes { version in
+                                fromBytes.add(token, utf8: (platform, locale, zone, version), seenDay: 20_000 + Int32(token % 9))
+                            }
+                        } else {
+                            fromBytes.add(token, utf8: (platform, locale, zone, nil), seenDay: 20_000 + Int32(token % 9))
+                        }
+                    }
+                }
+            }
+        }
+        let (strings, bytes) = (fromStrings.finish(), fromBytes.finish())
+        #expect(strings.namedBitmaps == bytes.namedBitmaps)
+        #expect(strings.seen.slices == bytes.seen.slices && strings.seen.highest == bytes.seen.highest)
+        #expect(bytes.appVersions.count == expected.count && expected.count > 2_900)
+        #expect(bytes.appVersions.allSatisfy { Array($0.value.ids) == expected[$0.key] })
+        #expect(Array(bytes.locales.keys) == ["fr-ca"])
+    }
+
     @Test("A checkpoint keeps every attribute bitmap and day slice")
     func checkpoint() throws {
         let world = World(seed: 4)
