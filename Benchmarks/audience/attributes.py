@@ -6,7 +6,7 @@ app version and a last-seen time (`--db`; see `Benchmarks/README.md` for how it 
 build before the attribute index (`--old`) and this one (`--new`). For each, on a release build:
 
 - start-up until `GET /health` from the tables (no checkpoint) and from the checkpoint the first
-  run saved at shutdown;
+  run saved at shutdown, the median of `--startups` rounds that alternate the builds;
 - the server's resident memory after start-up from the checkpoint;
 - on the new build, the 5-topic condition counted without a `where` and with three-key `where`s,
   alternating request by request, so that both see the same machine.
@@ -44,17 +44,18 @@ def copy(source, folder, name):
     return target
 
 
-def starts(binary, database):
-    """Start-up from the tables, then from the checkpoint; the second server is returned running.
-    A first start, not measured, migrates the copy and warms the page cache for both builds alike."""
-    Server(binary, database).stop()
-    if os.path.exists(database + ".audience"):
-        os.remove(database + ".audience")
-    server = Server(binary, database)
-    from_tables = server.startup
-    server.stop()
-    server = Server(binary, database)
-    return from_tables, server
+def count_narrowed(server, key, trials):
+    """The condition without and with each `where`, alternating request by request."""
+    plain, narrowed, counts = [], {name: [] for name in WHERES}, {}
+    for _ in range(trials):
+        times, reply = timed(server, key, {"condition": CONDITION, "countOnly": True}, 1)
+        plain += times
+        counts["(none)"] = reply["count"]
+        for name, where in WHERES.items():
+            times, reply = timed(server, key, {"condition": CONDITION, "countOnly": True, "where": where}, 1)
+            narrowed[name] += times
+            counts[name] = reply["count"]
+    return plain, narrowed, counts
 
 
 def main():
@@ -64,31 +65,37 @@ def main():
     parser.add_argument("--db", required=True)
     parser.add_argument("--folder", default="/var/tmp/fcm-bench-attr")
     parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--startups", type=int, default=3)
     args = parser.parse_args()
     key = json.load(open(args.db + ".key.json"))["server_key"]
-    rows = {}
-    for label, binary in [("old", args.old), ("new", args.new)]:
-        database = copy(args.db, args.folder, f"bench-{label}.sqlite")
-        from_tables, server = starts(os.path.abspath(binary), database)
-        try:
-            rss, _ = server.memory()
-            rows.setdefault("start-up from the tables", {})[label] = from_tables
-            rows.setdefault("start-up from the checkpoint", {})[label] = server.startup
-            rows.setdefault("RSS after start-up from the checkpoint (MiB)", {})[label] = rss
-            rows.setdefault("index bytes (MiB)", {})[label] = server.metric("fcm_registry_audience_bytes") / 2**20
-            if label == "new":
-                plain, narrowed = [], {name: [] for name in WHERES}
-                counts = {}
-                for _ in range(args.trials):
-                    times, reply = timed(server, key, {"condition": CONDITION, "countOnly": True}, 1)
-                    plain += times
-                    counts["(none)"] = reply["count"]
-                    for name, where in WHERES.items():
-                        times, reply = timed(server, key, {"condition": CONDITION, "countOnly": True, "where": where}, 1)
-                        narrowed[name] += times
-                        counts[name] = reply["count"]
-        finally:
+    binaries = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}
+    databases = {label: copy(args.db, args.folder, f"bench-{label}.sqlite") for label in binaries}
+    # A first start, not measured, migrates each copy and warms the page cache for both builds alike.
+    for label in binaries:
+        Server(binaries[label], databases[label]).stop()
+    tables, checkpoints, rows = {label: [] for label in binaries}, {label: [] for label in binaries}, {}
+    for round in range(args.startups):
+        for label in binaries:
+            if os.path.exists(databases[label] + ".audience"):
+                os.remove(databases[label] + ".audience")
+            server = Server(binaries[label], databases[label])
+            tables[label].append(server.startup)
             server.stop()
+            server = Server(binaries[label], databases[label])
+            checkpoints[label].append(server.startup)
+            try:
+                if round == args.startups - 1:
+                    rows.setdefault("RSS after start-up from the checkpoint (MiB)", {})[label] = server.memory()[0]
+                    rows.setdefault("index bytes (MiB)", {})[label] = (
+                        server.metric("fcm_registry_audience_bytes") / 2**20)
+                    if label == "new":
+                        plain, narrowed, counts = count_narrowed(server, key, args.trials)
+            finally:
+                server.stop()
+    rows[f"start-up from the tables, median of {args.startups} (s)"] = {
+        label: statistics.median(times) for label, times in tables.items()}
+    rows[f"start-up from the checkpoint, median of {args.startups} (s)"] = {
+        label: statistics.median(times) for label, times in checkpoints.items()}
     print()
     print("| | old | new | new / old |")
     print("|---|---|---|---|")

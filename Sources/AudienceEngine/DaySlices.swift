@@ -50,7 +50,8 @@ struct DaySlices: Sendable {
     /// `words` serves as the "equal so far" set and `greater` collects those already known to be
     /// later, from the highest bit down: where the bound's bit is 1, a token without it falls out
     /// of "equal"; where it is 0, a token with it is later. An empty slice where the bound's bit is
-    /// 0 costs nothing; a run container is applied run by run, without being spread.
+    /// 0 costs nothing, nor does a full one where it is 1; a run container is applied run by run,
+    /// without being spread.
     func keep(
         onOrAfter day: Int32, key: UInt16, _ words: UnsafeMutableBufferPointer<UInt64>,
         greater: UnsafeMutableBufferPointer<UInt64>, spare: UnsafeMutableBufferPointer<UInt64>
@@ -64,43 +65,19 @@ struct DaySlices: Sendable {
         }
         let count = RoaringContainer.wordCount
         // The highest bit where the bound and the highest day differ; above it, equality alone.
+        // There, a bit the bound lacks is one no token has either (it would be later than the
+        // highest day), so only the bound's 1 bits take a pass.
         let differing = Int(bound ^ highest)
         let split = differing == 0 ? -1 : (Int.bitWidth &- 1 &- differing.leadingZeroBitCount)
-        for bit in stride(from: Self.bits &- 1, to: split, by: -1) {
-            let container = slices[bit].container(forKey: key)
-            if bound & (1 << bit) != 0 {
-                guard let container else {
-                    words.update(repeating: 0)
-                    return
-                }
-                if case .run(let runs, _) = container {
-                    Self.forEachMaskedWord(runs, gaps: { words[$0] = 0 }) { i, mask in words[i] &= mask }
-                } else {
-                    container.withWords(spare) { slice in for i in 0..<count { words[i] &= slice[i] } }
-                }
-            } else if let container {
-                if case .run(let runs, _) = container {
-                    Self.forEachMaskedWord(runs, gaps: { _ in }) { i, mask in words[i] &= ~mask }
-                } else {
-                    container.withWords(spare) { slice in for i in 0..<count { words[i] &= ~slice[i] } }
-                }
-            }
+        for bit in stride(from: Self.bits &- 1, to: split, by: -1) where bound & (1 << bit) != 0 {
+            guard Self.keepHaving(slices[bit].container(forKey: key), words, spare: spare) else { return }
         }
         guard split >= 0 else { return }
         greater.update(repeating: 0)
         for bit in (0...split).reversed() {
             let container = slices[bit].container(forKey: key)
             if bound & (1 << bit) != 0 {
-                guard let container else {
-                    // Nothing in the chunk has the bit: no token is still equal.
-                    words.update(repeating: 0)
-                    break
-                }
-                if case .run(let runs, _) = container {
-                    Self.forEachMaskedWord(runs, gaps: { words[$0] = 0 }) { i, mask in words[i] &= mask }
-                } else {
-                    container.withWords(spare) { slice in for i in 0..<count { words[i] &= slice[i] } }
-                }
+                guard Self.keepHaving(container, words, spare: spare) else { break }
             } else if let container {
                 if case .run(let runs, _) = container {
                     Self.forEachMaskedWord(runs, gaps: { _ in }) { i, mask in
@@ -118,6 +95,31 @@ struct DaySlices: Sendable {
             }
         }
         for i in 0..<count { words[i] |= greater[i] }
+    }
+
+    /// Keeps, of `words`, the tokens in a slice's `container`; `false` when that leaves none
+    /// because the chunk has no token in the slice. A slice every token of the chunk is in (a
+    /// high bit every recent day shares) takes no pass.
+    @inline(__always)
+    private static func keepHaving(
+        _ container: RoaringContainer?, _ words: UnsafeMutableBufferPointer<UInt64>,
+        spare: UnsafeMutableBufferPointer<UInt64>
+    ) -> Bool {
+        guard let container else {
+            words.update(repeating: 0)
+            return false
+        }
+        switch container {
+        case .run(let runs, let cardinality):
+            guard cardinality < RoaringContainer.chunkSize else { return true }
+            forEachMaskedWord(runs, gaps: { words[$0] = 0 }) { i, mask in words[i] &= mask }
+        case .bitmap(_, let cardinality):
+            guard cardinality < RoaringContainer.chunkSize else { return true }
+            fallthrough
+        default:
+            container.withWords(spare) { slice in for i in 0..<RoaringContainer.wordCount { words[i] &= slice[i] } }
+        }
+        return true
     }
 
     /// Calls `body(index, mask)` once for each word the runs touch, with every bit they set in it

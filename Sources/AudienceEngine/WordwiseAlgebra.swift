@@ -131,8 +131,9 @@ struct WordwiseAlgebra {
 
     /// The same over the universe's chunks at `indices`. With a filter, its mask (the registered
     /// tokens of the chunk that match it) is made first, and a chunk it leaves empty is not
-    /// evaluated at all; `mask` hands it to `body` too, and then every chunk it leaves something in
-    /// goes to `body`, even one where the expression reaches nothing.
+    /// evaluated at all; `mask` hands it to `body` too (without a filter, the chunk's registered
+    /// tokens), and then every chunk it leaves something in goes to `body`, even one where the
+    /// expression reaches nothing.
     private func forEachChunk(
         _ expression: Expression, indices: Range<Int>, mask handsMask: Bool = false, _ body: ChunkBody
     ) {
@@ -148,7 +149,7 @@ struct WordwiseAlgebra {
         }
         let universeWords = register(0)
         let (maskWords, spare) = (register(levels), register(levels &+ 3))
-        let needsUniverse = Self.needsUniverse(expression) || filter != nil
+        let needsUniverse = Self.needsUniverse(expression) || filter != nil || handsMask
         for index in indices {
             let key = universe.keys[index]
             if needsUniverse { universe.containers[index].spread(into: universeWords) }
@@ -162,7 +163,7 @@ struct WordwiseAlgebra {
             if filter != nil { for i in 0..<Self.wordCount { result[i] &= maskWords[i] } }
             var cardinality = 0
             for word in result { cardinality &+= word.nonzeroBitCount }
-            let mask = handsMask && filter != nil ? maskWords : nil
+            let mask = handsMask ? (filter != nil ? maskWords : universeWords) : nil
             if cardinality > 0 || mask != nil, !body(key, result, cardinality, mask, spare) { return }
         }
     }

@@ -70,6 +70,7 @@ struct AttributeIndexTests {
     }
 
     static let filters: [AttributeFilter] = [
+        AttributeFilter(),
         AttributeFilter(platforms: ["ios"]),
         AttributeFilter(platforms: ["ios", "web"], localeRanges: ["fr"]),
         AttributeFilter(localeRanges: ["fr-ca", "de"], timeZones: ["Europe/Paris"]),
@@ -146,23 +147,35 @@ struct AttributeIndexTests {
         var days: [UInt32: Int32] = Dictionary(uniqueKeysWithValues: (0..<300).map { (UInt32($0 * 37), Int32(20_000 + $0 % 97)) })
         for token in UInt32(20_000)..<30_000 { days[token] = 20_000 + Int32(token / 97 % 90) }
         for (token, day) in days { slices.set([token], to: day) }
+        // A whole second chunk seen within 64 days: the high bits those days share are slices
+        // every token of the chunk is in.
+        let wholeChunk = UInt32(65_536)..<131_072
+        for offset in Int32(0)..<64 {
+            let tokens = wholeChunk.filter { Int32($0 % 64) == offset }
+            slices.set(tokens, to: 20_000 + offset)
+            for token in tokens { days[token] = 20_000 + offset }
+        }
         for bit in slices.slices.indices { slices.slices[bit].runOptimize() }
         #expect(slices.slices.contains { if case .run? = $0.container(forKey: 0) { true } else { false } })
+        #expect(slices.slices.contains { if case .run(_, 65_536)? = $0.container(forKey: 1) { true } else { false } })
         let registers = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: 3 * 1024)
         defer { registers.deallocate() }
-        for bound in Int32(19_990)...20_100 {
-            let words = UnsafeMutableBufferPointer(rebasing: registers[0..<1024])
-            words.update(repeating: ~0)
-            slices.keep(
-                onOrAfter: bound, key: 0, words, greater: UnsafeMutableBufferPointer(rebasing: registers[1024..<2048]),
-                spare: UnsafeMutableBufferPointer(rebasing: registers[2048..<3072]))
-            // Exactly the tokens on or after the bound: each of them kept, and nothing else (ids
-            // that never had a day read as day 0, before every bound).
-            let expected = days.filter { $0.value >= bound }.keys
-            #expect(expected.allSatisfy { words[Int($0 >> 6)] & (1 << UInt64($0 & 63)) != 0 }, "bound \(bound)")
-            #expect(words.reduce(0) { $0 + $1.nonzeroBitCount } == expected.count, "bound \(bound)")
+        for key: UInt16 in [0, 1] {
+            for bound in Int32(19_990)...20_100 {
+                let words = UnsafeMutableBufferPointer(rebasing: registers[0..<1024])
+                words.update(repeating: ~0)
+                slices.keep(
+                    onOrAfter: bound, key: key, words, greater: UnsafeMutableBufferPointer(rebasing: registers[1024..<2048]),
+                    spare: UnsafeMutableBufferPointer(rebasing: registers[2048..<3072]))
+                // Exactly the chunk's tokens on or after the bound: each of them kept, and nothing
+                // else (ids that never had a day read as day 0, before every bound).
+                let expected = days.filter { $0.value >= bound && RoaringBitmap.chunk(of: $0.key) == key }.keys
+                #expect(
+                    expected.allSatisfy { words[Int($0 >> 6 & 1023)] & (1 << UInt64($0 & 63)) != 0 }, "bound \(bound)")
+                #expect(words.reduce(0) { $0 + $1.nonzeroBitCount } == expected.count, "chunk \(key) bound \(bound)")
+            }
         }
-        for (token, day) in days { #expect(slices.day(of: token) == day) }
+        for (token, day) in days where token % 101 == 0 { #expect(slices.day(of: token) == day) }
     }
 
     @Test("described and seen entries go through the feed's rows unchanged; seen entries of one day merge")
