@@ -30,11 +30,13 @@ public struct IndexedAttributes: Sendable, Hashable, Codable {
 /// reaches is always within the registered tokens, so an unregistered token's attributes never
 /// count.
 public struct TokenAttributeIndex: Sendable {
-    var platforms: [String: RoaringBitmap] = [:]
-    var locales: [String: RoaringBitmap] = [:]
-    var timeZones: [String: RoaringBitmap] = [:]
-    var appVersions: [String: RoaringBitmap] = [:]
+    var platforms: [String: RoaringBitmap] = [:] { didSet { unions = ValueUnions() } }
+    var locales: [String: RoaringBitmap] = [:] { didSet { unions = ValueUnions() } }
+    var timeZones: [String: RoaringBitmap] = [:] { didSet { unions = ValueUnions() } }
+    var appVersions: [String: RoaringBitmap] = [:] { didSet { unions = ValueUnions() } }
     var seen = DaySlices()
+    /// The unions of value bitmaps `where`s have asked for; replaced whenever a value bitmap changes.
+    private var unions = ValueUnions()
 
     public init() {}
 
@@ -79,25 +81,33 @@ public struct TokenAttributeIndex: Sendable {
         for (value, ids) in joining { bitmaps[value, default: RoaringBitmap()].insert(contentsOf: ids) }
     }
 
-    /// `filter` in terms of this index's bitmaps.
+    /// `filter` in terms of this index's bitmaps: for each key, the one bitmap of the values it
+    /// accepts, a union kept for the next request when it spans several.
     func resolve(_ filter: AttributeFilter) -> ResolvedAttributeFilter {
         var anyOf: [[RoaringBitmap]] = []
-        if let platforms = filter.platforms { anyOf.append(platforms.compactMap { self.platforms[$0] }) }
-        if let ranges = filter.localeRanges {
-            anyOf.append(
-                locales.compactMap { tag, bitmap in
-                    ranges.contains { tag == $0 || tag.hasPrefix($0 + "-") } ? bitmap : nil
-                })
+        if let names = filter.platforms {
+            anyOf.append(accepted("platform", platforms.filter { names.contains($0.key) }))
         }
-        if let zones = filter.timeZones { anyOf.append(zones.compactMap { timeZones[$0] }) }
+        if let ranges = filter.localeRanges {
+            anyOf.append(accepted("locale", locales.filter { tag, _ in ranges.contains { tag == $0 || tag.hasPrefix($0 + "-") } }))
+        }
+        if let names = filter.timeZones {
+            anyOf.append(accepted("timeZone", timeZones.filter { names.contains($0.key) }))
+        }
         if let range = filter.appVersion {
             anyOf.append(
-                appVersions.compactMap { version, bitmap in
-                    let numbers = version.split(separator: ".").compactMap { Int($0) }
-                    return range.contains(numbers) ? bitmap : nil
-                })
+                accepted(
+                    "appVersion",
+                    appVersions.filter { version, _ in range.contains(version.split(separator: ".").compactMap { Int($0) }) }))
         }
         return ResolvedAttributeFilter(anyOf: anyOf, seenOnOrAfterDay: filter.seenOnOrAfterDay, seen: seen)
+    }
+
+    /// The bitmaps of the values a key accepts: none, one, or the union of several.
+    private func accepted(_ attribute: String, _ values: [String: RoaringBitmap]) -> [RoaringBitmap] {
+        guard values.count > 1 else { return Array(values.values) }
+        let key = ([attribute] + values.keys.sorted()).joined(separator: "\u{0}")
+        return [unions.union(of: Array(values.values), key: key)]
     }
 
     /// What a token is listed with in the index (for tests and checks by hand); `nil` fields are unknown.

@@ -121,6 +121,11 @@ struct AttributeIndexTests {
     func redescribing() {
         var world = World(seed: 9)
         let token = world.attributes.keys.sorted()[5]
+        // Counted once before the change, so that the unions of several values a filter asks for are
+        // kept: they must not outlive the bitmaps they were made of.
+        for filter in Self.filters {
+            _ = world.index.snapshot(of: 1).matching(world.registered.sorted(), where: filter)
+        }
         let now = IndexedAttributes(platform: "web", locale: "de", timeZone: nil, appVersion: "6.0", seenDay: 20_100)
         world.index.applyOwn([FeedEntry(id: 100, change: .described(project: 1, tokens: [token], values: [now]))])
         #expect(world.index.snapshot(of: 1).attributes.attributes(of: token) == now)
