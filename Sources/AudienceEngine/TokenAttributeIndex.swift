@@ -85,13 +85,13 @@ public struct TokenAttributeIndex: Sendable {
     /// accepts, a union kept for the next request when it spans several.
     func resolve(_ filter: AttributeFilter) -> ResolvedAttributeFilter {
         var anyOf: [[RoaringBitmap]] = []
-        if let names = filter.platforms {
+        if let names = filter.platforms.map(Set.init) {
             anyOf.append(accepted("platform", platforms.filter { names.contains($0.key) }))
         }
         if let ranges = filter.localeRanges {
             anyOf.append(accepted("locale", locales.filter { tag, _ in ranges.contains { tag == $0 || tag.hasPrefix($0 + "-") } }))
         }
-        if let names = filter.timeZones {
+        if let names = filter.timeZones.map(Set.init) {
             anyOf.append(accepted("timeZone", timeZones.filter { names.contains($0.key) }))
         }
         if let range = filter.appVersion {
