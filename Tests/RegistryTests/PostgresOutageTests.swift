@@ -45,8 +45,9 @@ struct PostgresOutageTests {
         let first = await #expect(throws: (any Error).self) { try await store.ping() }
         #expect((first as? any StoreConnectionFailure)?.meansUnavailable == true, "\(String(describing: first))")
         // postgres-nio alone answers after its circuit breaker, a minute; on a loaded machine the
-        // bound is the probe's connect timeout, not the lease's 10 s.
-        #expect(ContinuousClock.now - started < .seconds(45))
+        // bound is the probe's connect timeout, not the lease's 10 s. Only that minute fails this:
+        // the whole suite starting at once on two cores has held the answer for 50 s.
+        #expect(ContinuousClock.now - started < .seconds(58))
         #expect(store.database.isOutOfReach)
         await store.close()
     }
